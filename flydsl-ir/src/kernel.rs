@@ -1,0 +1,526 @@
+//! Kernels, parameters, blocks and ops.
+
+use crate::{ScalarType, Target, Type};
+use serde::{Deserialize, Serialize};
+
+/// An SSA value id, an index into [`Kernel::values`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ValueId(pub u32);
+
+/// A kernel parameter as the user sees it; each lowers to one or more kernel arguments.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Param {
+    /// Name (used in generated launchers and error messages).
+    pub name: String,
+    /// What it is.
+    pub kind: ParamKind,
+}
+
+/// The kinds of kernel parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ParamKind {
+    /// A global tensor: lowers to a pointer argument and an `i64` element-count argument.
+    Tensor {
+        /// Element type.
+        elem: ScalarType,
+        /// Whether the kernel writes it.
+        writable: bool,
+    },
+    /// A scalar passed by value.
+    Scalar(ScalarType),
+}
+
+/// A statically sized LDS / shared-memory array of the kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LdsArray {
+    /// Name (for diagnostics).
+    pub name: String,
+    /// Element type.
+    pub elem: ScalarType,
+    /// Number of elements.
+    pub len: u32,
+    /// Byte offset inside the workgroup's LDS block (assigned by the builder, aligned).
+    pub offset: u32,
+    /// Alignment in bytes.
+    pub align: u32,
+}
+
+/// Kernel attributes passed to the code generator.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelAttrs {
+    /// Largest workgroup size this kernel is launched with (flat-work-group-size upper bound,
+    /// `maxntid` on NVIDIA). Launches above it are rejected.
+    pub max_threads: u32,
+    /// AMD waves-per-EU minimum (occupancy hint), if any.
+    pub waves_per_eu: Option<u32>,
+    /// Register cap hint (NVIDIA `maxnreg`, AMD via waves-per-eu), if any.
+    pub max_registers: Option<u32>,
+}
+
+/// A complete kernel in IR form, built for one target.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Kernel {
+    /// Symbol name.
+    pub name: String,
+    /// The target it was built for (wave size, atoms and fp8 formats follow from it).
+    pub target: Target,
+    /// User-level parameters; [`Kernel::param_values`] holds their SSA values.
+    pub params: Vec<Param>,
+    /// For each param, its values: a tensor has (pointer, extent), a scalar one value.
+    pub param_values: Vec<Vec<ValueId>>,
+    /// Type of every SSA value, indexed by [`ValueId`].
+    pub values: Vec<Type>,
+    /// Static LDS arrays.
+    pub lds: Vec<LdsArray>,
+    /// Attributes.
+    pub attrs: KernelAttrs,
+    /// The body (ends with no terminator; returning is implicit).
+    pub body: Block,
+}
+
+impl Kernel {
+    /// An empty kernel with no parameters and an empty body.
+    pub fn empty(name: &str, target: Target) -> Kernel {
+        Kernel {
+            name: name.to_string(),
+            target,
+            params: vec![],
+            param_values: vec![],
+            values: vec![],
+            lds: vec![],
+            attrs: KernelAttrs { max_threads: 256, waves_per_eu: None, max_registers: None },
+            body: Block::default(),
+        }
+    }
+    /// Type of a value.
+    pub fn ty(&self, v: ValueId) -> Type {
+        self.values[v.0 as usize]
+    }
+    /// Total static LDS bytes.
+    pub fn lds_bytes(&self) -> u32 {
+        self.lds
+            .iter()
+            .map(|a| a.offset + a.len * a.elem.size_bytes())
+            .max()
+            .unwrap_or(0)
+    }
+    /// The kernel-argument layout derived from the parameters (one source of truth for the
+    /// generated IR's arguments and the host-side packing).
+    pub fn kernarg_layout(&self) -> crate::KernargLayout {
+        crate::KernargLayout::of(&self.params)
+    }
+}
+
+/// A list of ops; blocks of `for` bodies have arguments (induction variable, carried values).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Block {
+    /// Block arguments.
+    pub args: Vec<ValueId>,
+    /// The ops in order. Region bodies end with [`OpKind::Yield`].
+    pub ops: Vec<Op>,
+}
+
+/// One operation with its results.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Op {
+    /// SSA results.
+    pub results: Vec<ValueId>,
+    /// What it does.
+    pub kind: OpKind,
+}
+
+/// A constant value.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Const {
+    /// Integer of any int type (two's complement, truncated to the type).
+    Int(i64),
+    /// Float of any float type (rounded to the type, RNE).
+    Float(f64),
+}
+
+/// Grid dimension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Dim {
+    /// x
+    X,
+    /// y
+    Y,
+    /// z
+    Z,
+}
+
+/// Thread-geometry queries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Special {
+    /// Thread index in the workgroup.
+    ThreadId(Dim),
+    /// Workgroup index in the grid.
+    BlockId(Dim),
+    /// Workgroup size.
+    BlockDim(Dim),
+    /// Number of workgroups.
+    GridDim(Dim),
+    /// Lane index within the wave.
+    LaneId,
+}
+
+/// Two-operand arithmetic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BinOp {
+    /// a + b (wrapping for ints)
+    Add,
+    /// a - b
+    Sub,
+    /// a * b
+    Mul,
+    /// Float division; signed integer division.
+    Div,
+    /// Unsigned integer division.
+    UDiv,
+    /// Signed integer remainder; float remainder.
+    Rem,
+    /// Unsigned remainder.
+    URem,
+    /// Bitwise and.
+    And,
+    /// Bitwise or.
+    Or,
+    /// Bitwise xor.
+    Xor,
+    /// Shift left.
+    Shl,
+    /// Logical shift right.
+    LShr,
+    /// Arithmetic shift right.
+    AShr,
+    /// Signed min; float min returning the non-NaN operand (IEEE minNum).
+    Min,
+    /// Signed max; float max returning the non-NaN operand (IEEE maxNum).
+    Max,
+    /// Unsigned min.
+    UMin,
+    /// Unsigned max.
+    UMax,
+    /// Float min propagating NaN (IEEE minimum).
+    MinNan,
+    /// Float max propagating NaN (IEEE maximum).
+    MaxNan,
+}
+
+/// One-operand arithmetic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UnOp {
+    /// -a
+    Neg,
+    /// bitwise not
+    Not,
+    /// |a|
+    Abs,
+    /// 2^a (hardware fast form where present: `v_exp_f32`, `ex2.approx`)
+    Exp2,
+    /// log2(a) (hardware fast form)
+    Log2,
+    /// 1/sqrt(a) (hardware fast form)
+    Rsqrt,
+    /// 1/a (hardware fast form)
+    Rcp,
+    /// sqrt(a), correctly rounded
+    Sqrt,
+    /// Round toward zero to an integral float.
+    Trunc,
+    /// Round down to an integral float.
+    Floor,
+}
+
+/// Comparison predicates (integers compare signed unless `U*`; floats are ordered except `Une`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CmpPred {
+    /// ==
+    Eq,
+    /// != (floats: unordered or not equal)
+    Ne,
+    /// <
+    Lt,
+    /// <=
+    Le,
+    /// >
+    Gt,
+    /// >=
+    Ge,
+    /// unsigned <
+    ULt,
+    /// unsigned <=
+    ULe,
+    /// unsigned >
+    UGt,
+    /// unsigned >=
+    UGe,
+}
+
+/// Conversions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CastKind {
+    /// Numeric conversion: int widening sign-extends, narrowing truncates; float<->float rounds
+    /// to nearest even (fp8 saturates to the format's max finite value); float->int truncates
+    /// toward zero and saturates; int->float is signed.
+    Convert,
+    /// Like `Convert` but integers are treated as unsigned (zero-extend, unsigned int->float).
+    ConvertUnsigned,
+    /// Reinterpret the bits (same total size).
+    Bitcast,
+}
+
+/// Cross-lane shuffle modes (within one wave).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ShuffleMode {
+    /// Read lane `lane ^ operand`.
+    Xor,
+    /// Read lane `operand` (an i32 value per lane).
+    Idx,
+    /// Read lane `lane + operand` (unchanged if out of the wave).
+    Down,
+}
+
+/// Matrix-core atoms: one wave computes `D = A * B + C` for a fixed tile shape, with the
+/// lane-to-element layout documented by the vendor (see the Sim for the exact maps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum MmaAtom {
+    /// gfx942/gfx950 `v_mfma_f32_16x16x16_f16`: A,B `<4 x f16>`, C `<4 x f32>`.
+    Mfma16x16x16F16,
+    /// gfx942/gfx950 `v_mfma_f32_16x16x16_bf16`: A,B `<4 x bf16>`, C `<4 x f32>`.
+    Mfma16x16x16Bf16,
+    /// gfx942/gfx950 `v_mfma_f32_32x32x8_f16`: A,B `<4 x f16>`, C `<16 x f32>`.
+    Mfma32x32x8F16,
+    /// gfx942/gfx950 `v_mfma_f32_32x32x8_bf16`: A,B `<4 x bf16>`, C `<16 x f32>`.
+    Mfma32x32x8Bf16,
+    /// gfx942 (fnuz) / gfx950 (OCP) `v_mfma_f32_16x16x32_fp8_fp8`: A,B `<8 x fp8>`, C `<4 x f32>`.
+    Mfma16x16x32Fp8,
+    /// gfx942/gfx950 `v_mfma_i32_16x16x32_i8`: A,B `<8 x i8>`, C `<4 x i32>`.
+    Mfma16x16x32I8,
+    /// gfx950 `v_mfma_f32_16x16x32_f16`: A,B `<8 x f16>`, C `<4 x f32>`.
+    Mfma16x16x32F16,
+    /// gfx950 `v_mfma_f32_16x16x32_bf16`: A,B `<8 x bf16>`, C `<4 x f32>`.
+    Mfma16x16x32Bf16,
+    /// gfx1201 `v_wmma_f32_16x16x16_f16` (wave32): A,B `<8 x f16>`, C `<8 x f32>`.
+    Wmma16x16x16F16,
+    /// gfx1201 `v_wmma_f32_16x16x16_bf16` (wave32): A,B `<8 x bf16>`, C `<8 x f32>`.
+    Wmma16x16x16Bf16,
+    /// gfx1250 `v_wmma_f32_16x16x32_f16`: A,B `<16 x f16>`, C `<8 x f32>`.
+    Wmma16x16x32F16,
+    /// gfx1250 `v_wmma_f32_16x16x32_bf16`: A,B `<16 x bf16>`, C `<8 x f32>`.
+    Wmma16x16x32Bf16,
+    /// sm_90 `mma.sync.m16n8k16.row.col.f32.f16.f16.f32`: A `<8 x f16>`, B `<4 x f16>`, C `<4 x f32>`.
+    MmaM16N8K16F16,
+    /// sm_90 `mma.sync.m16n8k16.row.col.f32.bf16.bf16.f32`: A `<8 x bf16>`, B `<4 x bf16>`, C `<4 x f32>`.
+    MmaM16N8K16Bf16,
+}
+
+impl MmaAtom {
+    /// (M, N, K) of the tile one wave computes.
+    pub fn shape(self) -> (u32, u32, u32) {
+        use MmaAtom::*;
+        match self {
+            Mfma16x16x16F16 | Mfma16x16x16Bf16 | Wmma16x16x16F16 | Wmma16x16x16Bf16 => (16, 16, 16),
+            Mfma32x32x8F16 | Mfma32x32x8Bf16 => (32, 32, 8),
+            Mfma16x16x32Fp8 | Mfma16x16x32I8 | Mfma16x16x32F16 | Mfma16x16x32Bf16 => (16, 16, 32),
+            Wmma16x16x32F16 | Wmma16x16x32Bf16 => (16, 16, 32),
+            MmaM16N8K16F16 | MmaM16N8K16Bf16 => (16, 8, 16),
+        }
+    }
+    /// Element type of A and B on `target` (fp8 follows the target's native format).
+    pub fn in_type(self, target: Target) -> ScalarType {
+        use MmaAtom::*;
+        match self {
+            Mfma16x16x16F16 | Mfma32x32x8F16 | Mfma16x16x32F16 | Wmma16x16x16F16
+            | Wmma16x16x32F16 | MmaM16N8K16F16 => ScalarType::F16,
+            Mfma16x16x16Bf16 | Mfma32x32x8Bf16 | Mfma16x16x32Bf16 | Wmma16x16x16Bf16
+            | Wmma16x16x32Bf16 | MmaM16N8K16Bf16 => ScalarType::BF16,
+            Mfma16x16x32Fp8 => target.native_fp8_e4m3(),
+            Mfma16x16x32I8 => ScalarType::I8,
+        }
+    }
+    /// Accumulator element type.
+    pub fn acc_type(self) -> ScalarType {
+        if self == MmaAtom::Mfma16x16x32I8 {
+            ScalarType::I32
+        } else {
+            ScalarType::F32
+        }
+    }
+    /// Per-lane element counts of (A, B, C) on a wave of `wave` lanes.
+    pub fn frag_lanes(self, wave: u32) -> (u32, u32, u32) {
+        let (m, n, k) = self.shape();
+        (m * k / wave, k * n / wave, m * n / wave)
+    }
+    /// Types of the (A, B, C/D) operands per lane.
+    pub fn operand_types(self, target: Target) -> (Type, Type, Type) {
+        let (a, b, c) = self.frag_lanes(target.wave_size());
+        let it = self.in_type(target);
+        (Type::vec(it, a), Type::vec(it, b), Type::vec(self.acc_type(), c))
+    }
+    /// Whether `target` has this instruction.
+    pub fn supported_on(self, target: Target) -> bool {
+        use MmaAtom::*;
+        match self {
+            Mfma16x16x16F16 | Mfma16x16x16Bf16 | Mfma32x32x8F16 | Mfma32x32x8Bf16
+            | Mfma16x16x32Fp8 | Mfma16x16x32I8 => {
+                matches!(target, Target::Gfx942 | Target::Gfx950)
+            }
+            Mfma16x16x32F16 | Mfma16x16x32Bf16 => target == Target::Gfx950,
+            Wmma16x16x16F16 | Wmma16x16x16Bf16 => target == Target::Gfx1201,
+            Wmma16x16x32F16 | Wmma16x16x32Bf16 => target == Target::Gfx1250,
+            MmaM16N8K16F16 | MmaM16N8K16Bf16 => target == Target::Sm90,
+        }
+    }
+    /// The preferred 16-bit-input atom of a target, for `f16` or `bf16` inputs.
+    pub fn native_16bit(target: Target, bf16: bool) -> MmaAtom {
+        use MmaAtom::*;
+        match (target, bf16) {
+            (Target::Gfx942, false) => Mfma16x16x16F16,
+            (Target::Gfx942, true) => Mfma16x16x16Bf16,
+            (Target::Gfx950, false) => Mfma16x16x32F16,
+            (Target::Gfx950, true) => Mfma16x16x32Bf16,
+            (Target::Gfx1201, false) => Wmma16x16x16F16,
+            (Target::Gfx1201, true) => Wmma16x16x16Bf16,
+            (Target::Gfx1250, false) => Wmma16x16x32F16,
+            (Target::Gfx1250, true) => Wmma16x16x32Bf16,
+            (Target::Sm90, false) => MmaM16N8K16F16,
+            (Target::Sm90, true) => MmaM16N8K16Bf16,
+        }
+    }
+}
+
+/// Memory-access hints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemFlags {
+    /// Alignment in bytes the access may assume (e.g. 16 for 128-bit vector access).
+    pub align: u32,
+    /// Non-temporal (streaming) hint.
+    pub nontemporal: bool,
+}
+
+/// The operations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum OpKind {
+    /// A constant of the result type (scalar, or splatted into a vector).
+    Const(Const),
+    /// Thread-geometry query (i32).
+    Special(Special),
+    /// Elementwise binary op; operands and result share a type.
+    Binary(BinOp, ValueId, ValueId),
+    /// Elementwise unary op.
+    Unary(UnOp, ValueId),
+    /// Fused multiply-add a*b+c (floats).
+    Fma(ValueId, ValueId, ValueId),
+    /// Elementwise compare; result is i1 (or a vector of i1).
+    Cmp(CmpPred, ValueId, ValueId),
+    /// `cond ? a : b` (cond i1 scalar, or a vector matching a/b).
+    Select(ValueId, ValueId, ValueId),
+    /// Conversion to the result type.
+    Cast(CastKind, ValueId),
+    /// Broadcast a scalar into the result vector.
+    Splat(ValueId),
+    /// Element `index` of a vector.
+    Extract(ValueId, u32),
+    /// Copy of a vector with element `index` replaced.
+    Insert(ValueId, ValueId, u32),
+    /// A vector built from scalars, in order.
+    Build(Vec<ValueId>),
+    /// Elements `[start, start + result lanes)` of a vector.
+    Slice(ValueId, u32),
+    /// Pointer to the first element of an LDS array.
+    LdsBase(u32),
+    /// `ptr + index` elements (index i32 or i64).
+    PtrAdd(ValueId, ValueId),
+    /// Load of the result type from `ptr[index]` (index counts pointer elements; a vector load
+    /// reads `lanes` consecutive elements).
+    Load {
+        /// Pointer.
+        ptr: ValueId,
+        /// Element index (i32 or i64).
+        index: ValueId,
+        /// Hints.
+        flags: MemFlags,
+    },
+    /// Store `value` at `ptr[index]`.
+    Store {
+        /// Pointer.
+        ptr: ValueId,
+        /// Element index.
+        index: ValueId,
+        /// Value (scalar or vector of the pointer's element type).
+        value: ValueId,
+        /// Hints.
+        flags: MemFlags,
+    },
+    /// Make a buffer resource over `ptr` with `num_elems` (i64) valid elements.
+    MakeRsrc {
+        /// Base pointer (global).
+        ptr: ValueId,
+        /// Valid element count (i64).
+        num_elems: ValueId,
+    },
+    /// Buffer load at element `index` (i32); elements out of range read as 0.
+    BufferLoad {
+        /// Resource.
+        rsrc: ValueId,
+        /// Element index (i32).
+        index: ValueId,
+        /// Hints.
+        flags: MemFlags,
+    },
+    /// Buffer store at element `index` (i32); out-of-range elements are dropped.
+    BufferStore {
+        /// Resource.
+        rsrc: ValueId,
+        /// Element index (i32).
+        index: ValueId,
+        /// Value.
+        value: ValueId,
+        /// Hints.
+        flags: MemFlags,
+    },
+    /// Atomic add to `ptr[index]`, returning the old value (f32 or i32, relaxed, device scope).
+    AtomicAdd {
+        /// Pointer (global or shared).
+        ptr: ValueId,
+        /// Element index.
+        index: ValueId,
+        /// Addend.
+        value: ValueId,
+    },
+    /// Workgroup barrier (also orders LDS and global memory within the workgroup).
+    Barrier,
+    /// Cross-lane shuffle of a 32-bit value (i32 or f32) within the wave.
+    Shuffle(ShuffleMode, ValueId, ValueId),
+    /// Value of the first active lane (wave-uniform result).
+    ReadFirstLane(ValueId),
+    /// Matrix-core atom `D = A*B + C`.
+    Mma(MmaAtom, ValueId, ValueId, ValueId),
+    /// Structured if: runs `then` or `else`, each ending in a `Yield` of the results.
+    If {
+        /// i1 condition.
+        cond: ValueId,
+        /// Taken when true.
+        then_block: Block,
+        /// Taken when false.
+        else_block: Block,
+    },
+    /// Structured counted loop `for iv in (lb..ub).step_by(step)` (i32, step > 0) with
+    /// loop-carried values. The body's args are `[iv, carried...]`; it ends with a `Yield`
+    /// of the next carried values; the op's results are the final carried values.
+    For {
+        /// Lower bound.
+        lb: ValueId,
+        /// Upper bound (exclusive).
+        ub: ValueId,
+        /// Step (> 0).
+        step: ValueId,
+        /// Initial carried values.
+        init: Vec<ValueId>,
+        /// Body.
+        body: Block,
+    },
+    /// Ends a region, passing values to the enclosing op's results.
+    Yield(Vec<ValueId>),
+}

@@ -1,0 +1,121 @@
+//! The GPU targets and their machine facts.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// A GPU target the generator can build for and the Sim can execute.
+///
+/// ```
+/// use flydsl_ir::Target;
+/// let t: Target = "gfx1201".parse().unwrap();
+/// assert_eq!(t.wave_size(), 32);
+/// assert!("gfx9000".parse::<Target>().is_err());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Target {
+    /// CDNA3 (MI300X), wave64, 64 KiB LDS.
+    Gfx942,
+    /// CDNA4 (MI350X/MI355X), wave64, 160 KiB LDS.
+    Gfx950,
+    /// RDNA4, wave32, 64 KiB LDS.
+    Gfx1201,
+    /// gfx12.5, wave32, 320 KiB LDS.
+    Gfx1250,
+    /// NVIDIA Hopper (H100/H200), warp32.
+    Sm90,
+}
+
+impl Target {
+    /// Every target, in a fixed order.
+    pub const ALL: [Target; 5] =
+        [Target::Gfx942, Target::Gfx950, Target::Gfx1201, Target::Gfx1250, Target::Sm90];
+
+    /// The name used in features, env vars and `-mcpu` (`gfx942`, `sm_90` is named `sm90`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Gfx942 => "gfx942",
+            Target::Gfx950 => "gfx950",
+            Target::Gfx1201 => "gfx1201",
+            Target::Gfx1250 => "gfx1250",
+            Target::Sm90 => "sm90",
+        }
+    }
+    /// The `-mcpu` value for `llc`.
+    pub fn mcpu(self) -> &'static str {
+        match self {
+            Target::Sm90 => "sm_90",
+            t => t.name(),
+        }
+    }
+    /// The LLVM target triple.
+    pub fn triple(self) -> &'static str {
+        if self.is_amd() {
+            "amdgcn-amd-amdhsa"
+        } else {
+            "nvptx64-nvidia-cuda"
+        }
+    }
+    /// True for the AMDGPU targets.
+    pub fn is_amd(self) -> bool {
+        !matches!(self, Target::Sm90)
+    }
+    /// Threads per wave / warp.
+    pub fn wave_size(self) -> u32 {
+        match self {
+            Target::Gfx942 | Target::Gfx950 => 64,
+            _ => 32,
+        }
+    }
+    /// Largest static LDS / shared allocation per workgroup, in bytes.
+    pub fn max_lds_bytes(self) -> u32 {
+        match self {
+            Target::Gfx942 | Target::Gfx1201 => 65536,
+            Target::Gfx950 => 163840,
+            Target::Gfx1250 => 327680,
+            // 48 KiB static; more needs dynamic shared memory with an opt-in.
+            Target::Sm90 => 49152,
+        }
+    }
+    /// Largest workgroup size.
+    pub fn max_threads_per_block(self) -> u32 {
+        1024
+    }
+    /// The fp8 E4M3 format the hardware's matrix and convert instructions read.
+    pub fn native_fp8_e4m3(self) -> crate::ScalarType {
+        match self {
+            Target::Gfx942 => crate::ScalarType::F8E4M3FNUZ,
+            _ => crate::ScalarType::F8E4M3FN,
+        }
+    }
+    /// The cargo feature that selects this target.
+    pub fn feature(self) -> &'static str {
+        self.name()
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An unknown target name.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("unknown GPU target `{0}`: expected one of gfx942, gfx950, gfx1201, gfx1250, sm90")]
+pub struct UnknownTarget(pub String);
+
+impl FromStr for Target {
+    type Err = UnknownTarget;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let base = s.trim().split(':').next().unwrap_or("");
+        Ok(match base {
+            "gfx942" => Target::Gfx942,
+            "gfx950" => Target::Gfx950,
+            "gfx1201" => Target::Gfx1201,
+            "gfx1250" => Target::Gfx1250,
+            "sm90" | "sm_90" | "sm_90a" => Target::Sm90,
+            _ => return Err(UnknownTarget(s.to_string())),
+        })
+    }
+}
