@@ -1,5 +1,5 @@
 //! flydsl-rt: devices, streams, typed buffers and kernel launches (being implemented).
 
-pub mod sim;
+pub use flydsl_sim as sim;
 mod variant;
 pub use variant::{KernelVariant, KernelVariants};

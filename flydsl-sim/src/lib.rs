@@ -1,4 +1,4 @@
-//! Sim: a CPU executor of the kernel IR (INTERFACE STUB, being implemented).
+//! flydsl-sim: a CPU executor of the kernel IR (INTERFACE STUB, being implemented).
 
 use flydsl_ir::Kernel;
 
