@@ -1,0 +1,1 @@
+//! Fake libamdhip64 (stub, being implemented).
