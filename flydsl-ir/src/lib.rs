@@ -12,7 +12,7 @@
 
 mod kernarg;
 mod kernel;
-mod target;
+pub mod target;
 mod types;
 mod verify;
 

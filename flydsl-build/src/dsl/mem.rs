@@ -1,0 +1,170 @@
+//! Memory: global tensors, AMD buffer resources and LDS arrays.
+
+use super::{emit, emit0, Operand, Val};
+use flydsl_ir::{MemFlags, OpKind, ScalarType, Type};
+
+fn index(i: impl Into<Operand>) -> Val {
+    match i.into() {
+        Operand::V(v) => v,
+        o => o.to_val(Type::s(ScalarType::I32)),
+    }
+}
+
+fn flags(ty: Type, align: u32, nontemporal: bool) -> MemFlags {
+    let natural = ty.elem().map(|e| e.size_bytes()).unwrap_or(1);
+    MemFlags { align: align.max(natural), nontemporal }
+}
+
+/// A global tensor parameter: a pointer and its element count.
+#[derive(Clone, Copy, Debug)]
+pub struct Tensor {
+    ptr: Val,
+    len: Val,
+}
+
+impl Tensor {
+    pub(crate) fn new(ptr: Val, len: Val) -> Self {
+        Tensor { ptr, len }
+    }
+    /// The element type.
+    pub fn elem(&self) -> ScalarType {
+        self.ptr.elem()
+    }
+    /// The base pointer.
+    pub fn ptr(&self) -> Val {
+        self.ptr
+    }
+    /// The element count (i64), as passed by the launcher.
+    pub fn len(&self) -> Val {
+        self.len
+    }
+    /// Load element `i` (i32 or i64 index).
+    pub fn load(&self, i: impl Into<Operand>) -> Val {
+        self.load_vec(i, 1, 0)
+    }
+    /// Load `n` consecutive elements starting at element `i`, assuming `align` bytes.
+    pub fn load_vec(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
+        let ty = Type::vec(self.elem(), n);
+        let index = index(i);
+        emit(OpKind::Load { ptr: self.ptr.id(), index: index.id(), flags: flags(ty, align, false) }, ty)
+    }
+    /// Store `v` (scalar or vector) at element `i`.
+    pub fn store(&self, i: impl Into<Operand>, v: Val) {
+        self.store_aligned(i, v, 0, false)
+    }
+    /// Store with an alignment and non-temporal hint.
+    pub fn store_aligned(&self, i: impl Into<Operand>, v: Val, align: u32, nontemporal: bool) {
+        let index = index(i);
+        emit0(OpKind::Store {
+            ptr: self.ptr.id(),
+            index: index.id(),
+            value: v.id(),
+            flags: flags(v.ty(), align, nontemporal),
+        })
+    }
+    /// Atomic add at element `i` (f32 or i32); returns the previous value.
+    pub fn atomic_add(&self, i: impl Into<Operand>, v: Val) -> Val {
+        let index = index(i);
+        emit(OpKind::AtomicAdd { ptr: self.ptr.id(), index: index.id(), value: v.id() }, v.ty())
+    }
+    /// A view starting `offset` elements further (the length is not adjusted).
+    pub fn offset(&self, offset: impl Into<Operand>) -> Tensor {
+        let o = index(offset);
+        Tensor { ptr: emit(OpKind::PtrAdd(self.ptr.id(), o.id()), self.ptr.ty()), len: self.len }
+    }
+    /// A buffer resource over the whole tensor: out-of-range loads read 0, stores are dropped.
+    pub fn rsrc(&self) -> Rsrc {
+        self.rsrc_n(self.len)
+    }
+    /// A buffer resource over the first `n` (i64) elements.
+    pub fn rsrc_n(&self, n: Val) -> Rsrc {
+        let v = emit(
+            OpKind::MakeRsrc { ptr: self.ptr.id(), num_elems: n.id() },
+            Type::BufferRsrc(self.elem()),
+        );
+        Rsrc { v }
+    }
+}
+
+/// An AMD buffer resource (emulated with bounds checks elsewhere).
+#[derive(Clone, Copy, Debug)]
+pub struct Rsrc {
+    v: Val,
+}
+
+impl Rsrc {
+    /// The element type.
+    pub fn elem(&self) -> ScalarType {
+        self.v.elem()
+    }
+    /// Load `n` elements at element index `i` (i32); out-of-range reads 0.
+    pub fn load_vec(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
+        let ty = Type::vec(self.elem(), n);
+        let index = index(i);
+        emit(OpKind::BufferLoad { rsrc: self.v.id(), index: index.id(), flags: flags(ty, align, false) }, ty)
+    }
+    /// Load one element.
+    pub fn load(&self, i: impl Into<Operand>) -> Val {
+        self.load_vec(i, 1, 0)
+    }
+    /// Store `v` at element index `i`; out-of-range stores are dropped.
+    pub fn store(&self, i: impl Into<Operand>, v: Val) {
+        self.store_aligned(i, v, 0, false)
+    }
+    /// Store with alignment and non-temporal hints.
+    pub fn store_aligned(&self, i: impl Into<Operand>, v: Val, align: u32, nontemporal: bool) {
+        let index = index(i);
+        emit0(OpKind::BufferStore {
+            rsrc: self.v.id(),
+            index: index.id(),
+            value: v.id(),
+            flags: flags(v.ty(), align, nontemporal),
+        })
+    }
+}
+
+/// A static LDS (shared memory) array.
+#[derive(Clone, Copy, Debug)]
+pub struct Lds {
+    ptr: Val,
+    len: u32,
+}
+
+impl Lds {
+    pub(crate) fn new(ptr: Val, len: u32) -> Self {
+        Lds { ptr, len }
+    }
+    /// Element count.
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+    /// True when the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Load `n` elements at element `i`.
+    pub fn load_vec(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
+        let ty = Type::vec(self.ptr.elem(), n);
+        let index = index(i);
+        emit(OpKind::Load { ptr: self.ptr.id(), index: index.id(), flags: flags(ty, align, false) }, ty)
+    }
+    /// Load one element.
+    pub fn load(&self, i: impl Into<Operand>) -> Val {
+        self.load_vec(i, 1, 0)
+    }
+    /// Store at element `i`.
+    pub fn store(&self, i: impl Into<Operand>, v: Val) {
+        let index = index(i);
+        emit0(OpKind::Store {
+            ptr: self.ptr.id(),
+            index: index.id(),
+            value: v.id(),
+            flags: flags(v.ty(), 0, false),
+        })
+    }
+    /// Atomic add at element `i`.
+    pub fn atomic_add(&self, i: impl Into<Operand>, v: Val) -> Val {
+        let index = index(i);
+        emit(OpKind::AtomicAdd { ptr: self.ptr.id(), index: index.id(), value: v.id() }, v.ty())
+    }
+}
