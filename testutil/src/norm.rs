@@ -1,0 +1,1 @@
+//! LayerNorm / RMSNorm CPU references (filled in by fly-norm).

@@ -1,0 +1,1 @@
+//! Softmax CPU references (filled in by fly-softmax).
