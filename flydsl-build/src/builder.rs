@@ -135,7 +135,6 @@ pub struct Builder {
     kernels: Vec<KernelSpec>,
     cache_dir: Option<PathBuf>,
     dump_dir: Option<PathBuf>,
-    in_build_script: bool,
 }
 
 /// Parse a `FLYDSL_TARGETS`-style comma list (`all` selects every target).
@@ -195,7 +194,6 @@ impl Builder {
             kernels: Vec::new(),
             cache_dir: std::env::var_os("FLYDSL_CACHE_DIR").map(PathBuf::from),
             dump_dir: std::env::var_os("FLYDSL_DUMP_DIR").map(PathBuf::from),
-            in_build_script: true,
         }
     }
     /// A builder with explicit settings (tests, xtask).
@@ -207,7 +205,6 @@ impl Builder {
             kernels: Vec::new(),
             cache_dir: None,
             dump_dir: std::env::var_os("FLYDSL_DUMP_DIR").map(PathBuf::from),
-            in_build_script: false,
         }
     }
     /// Use a specific cache directory (default `OUT_DIR/flydsl-cache`).
@@ -315,14 +312,8 @@ impl Builder {
         let glue_path = out.join("flydsl_kernels.rs");
         write_if_changed(&glue_path, glue_src.as_bytes())?;
         report.glue = glue_path;
-        if self.in_build_script {
-            for v in &report.variants {
-                if v.cached {
-                    continue;
-                }
-                println!("cargo:warning=flydsl: compiled {} for {} in {:.2}s", v.kernel, v.target, v.compile_s);
-            }
-        }
+        let summary = report_text(&report);
+        write_if_changed(&out.join("flydsl_report.txt"), summary.as_bytes())?;
         Ok(report)
     }
 
@@ -375,6 +366,19 @@ impl Builder {
         std::fs::write(&obj, code).map_err(|e| io(&obj, e))?;
         Ok(())
     }
+}
+
+/// One line per built variant: kernel, target, cached, seconds, resources.
+pub fn report_text(r: &BuildReport) -> String {
+    let mut s = String::new();
+    for v in &r.variants {
+        let x = &v.resources;
+        s.push_str(&format!(
+            "{} {} cached={} compile_s={:.3} vgpr={} agpr={} sgpr={} lds={} scratch={} occupancy={} code_bytes={}\n",
+            v.kernel, v.target, v.cached, v.compile_s, x.vgpr, x.agpr, x.sgpr, x.lds_bytes, x.scratch_bytes, x.occupancy, x.code_bytes
+        ));
+    }
+    s
 }
 
 /// Write a file only when its content changes (keeps mtimes stable for no-op rebuilds).

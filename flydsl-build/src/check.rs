@@ -1,15 +1,106 @@
-//! Structural checks of built code objects (placeholder until inspection lands).
+//! Structural checks of built code objects against the kernel they were built from: target
+//! arch, wave size, kernarg layout (metadata == the launcher's packing), no scratch, LDS
+//! within the target's limit. Returns the resources for reports.
 
+use flydsl_ir::codeobj::{
+    check_kernarg_layout, check_kernarg_layout_ptx, occupancy, parse_hsaco, parse_ptx,
+};
 use flydsl_ir::Kernel;
 
 /// Resource usage read back from a code object.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Resources {
-    /// Code object size in bytes.
-    pub code_bytes: usize,
+    /// Architectural VGPRs (AMD).
+    pub vgpr: u32,
+    /// Accumulation VGPRs (AMD, gfx90a+).
+    pub agpr: u32,
+    /// SGPRs (AMD).
+    pub sgpr: u32,
+    /// Static LDS / shared bytes.
+    pub lds_bytes: u32,
+    /// Scratch bytes per work-item (AMD; must be 0).
+    pub scratch_bytes: u32,
+    /// Waves per SIMD the registers and LDS allow (AMD; 0 when not modelled).
+    pub occupancy: u32,
+    /// Machine-code bytes of the kernel (AMD), or PTX text bytes (NVIDIA).
+    pub code_bytes: u64,
+    /// Wave size the code object declares.
+    pub wave_size: u32,
 }
 
 /// Check a code object against the kernel it was built from.
-pub fn check_code_object(_ir: &Kernel, code: &[u8]) -> Result<Resources, String> {
-    Ok(Resources { code_bytes: code.len() })
+///
+/// ```no_run
+/// # let (kernel, code): (flydsl_build::ir::Kernel, Vec<u8>) = unimplemented!();
+/// let r = flydsl_build::check::check_code_object(&kernel, &code)?;
+/// println!("{} VGPRs, occupancy {}", r.vgpr, r.occupancy);
+/// # Ok::<(), String>(())
+/// ```
+pub fn check_code_object(ir: &Kernel, code: &[u8]) -> Result<Resources, String> {
+    let t = ir.target;
+    let layout = ir.kernarg_layout();
+    if t.is_amd() {
+        let co = parse_hsaco(code).map_err(|e| e.to_string())?;
+        if co.target() != Some(t) {
+            return Err(format!("code object is for {:?}, expected {t}", co.arch.name()));
+        }
+        let meta = co
+            .kernel(&ir.name)
+            .ok_or_else(|| format!("no kernel `{}` in the metadata", ir.name))?;
+        check_kernarg_layout(meta, &layout)?;
+        if meta.wavefront_size != t.wave_size() {
+            return Err(format!(
+                "wavefront size {} but {t} kernels are built for wave{}",
+                meta.wavefront_size,
+                t.wave_size()
+            ));
+        }
+        if meta.private_segment_fixed_size != 0 || meta.uses_dynamic_stack {
+            return Err(format!(
+                "uses {} bytes of scratch (register spills or stack): reduce register pressure",
+                meta.private_segment_fixed_size
+            ));
+        }
+        if meta.group_segment_fixed_size > t.max_lds_bytes() {
+            return Err(format!(
+                "LDS {} bytes exceeds the limit of {}",
+                meta.group_segment_fixed_size,
+                t.max_lds_bytes()
+            ));
+        }
+        let agpr = meta.agpr_count.unwrap_or(0);
+        Ok(Resources {
+            vgpr: meta.vgpr_count,
+            agpr,
+            sgpr: meta.sgpr_count,
+            lds_bytes: meta.group_segment_fixed_size,
+            scratch_bytes: meta.private_segment_fixed_size,
+            occupancy: occupancy(
+                t,
+                meta.vgpr_count,
+                agpr,
+                meta.group_segment_fixed_size,
+                meta.waves_per_workgroup(),
+            ),
+            code_bytes: meta.code_size.unwrap_or(co.text_size),
+            wave_size: meta.wavefront_size,
+        })
+    } else {
+        let text = std::str::from_utf8(code).map_err(|e| format!("PTX is not UTF-8: {e}"))?;
+        let m = parse_ptx(text).map_err(|e| e.to_string())?;
+        let entry = m
+            .entry(&ir.name)
+            .ok_or_else(|| format!("no .entry `{}` in the PTX", ir.name))?;
+        check_kernarg_layout_ptx(entry, &layout)?;
+        let shared = m.static_shared_bytes(entry);
+        if shared > t.max_lds_bytes() as u64 {
+            return Err(format!("static shared memory {shared} bytes exceeds {}", t.max_lds_bytes()));
+        }
+        Ok(Resources {
+            lds_bytes: shared as u32,
+            code_bytes: code.len() as u64,
+            wave_size: 32,
+            ..Resources::default()
+        })
+    }
 }
