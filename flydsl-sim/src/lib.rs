@@ -1,10 +1,47 @@
-//! flydsl-sim: a CPU executor of the kernel IR (INTERFACE STUB, being implemented).
+//! flydsl-sim: a CPU executor of the flydsl kernel IR with exact wave semantics.
+//!
+//! All threads of a workgroup run in lockstep, op by op, with an active mask for structured
+//! divergence (`If`/`For`); cross-lane ops (shuffles, readfirstlane, matrix atoms) act within
+//! waves of the target's size. Workgroups run in parallel on the host's cores.
+//!
+//! Checks (see [`SimOptions`]):
+//! - **memcheck**: every global access must lie inside its allocation, every LDS access inside
+//!   the LDS array its pointer was derived from; violations are reported with the kernel
+//!   parameter (or LDS array), element index and thread. With memcheck off, out-of-bounds
+//!   loads read 0 and stores are dropped; host memory is never touched out of bounds.
+//! - **racecheck**: two threads touching one LDS byte in one barrier epoch, at least one
+//!   writing, is a race. This is stricter than AMD's wave-synchronous execution on purpose
+//!   (it matches NVIDIA's independent thread scheduling), so a clean kernel is correct on
+//!   every target.
+//!
+//! Arithmetic is bit-exact per type: integers wrap, shift amounts are taken modulo the width,
+//! signed division by zero or overflow is a [`SimError::Fault`]; f16/bf16 round to nearest
+//! even after every op; `Exp2`/`Log2`/`Rsqrt`/`Rcp` model the hardware approximations (f64
+//! then f32, denormals flushed); fp8 conversions saturate ([`fp8`]).
+//!
+//! ```
+//! use flydsl_sim::{SimMemory, SimOptions, launch};
+//! use flydsl_ir::{Kernel, Target};
+//! let k = Kernel::empty("nop", Target::Gfx942);
+//! let mem = SimMemory::new();
+//! launch(&k, [4, 1, 1], [64, 1, 1], &[], &mem, &SimOptions::default()).unwrap();
+//! ```
+
+mod error;
+mod exec;
+pub mod fp8;
+mod launch;
+mod memory;
+mod minifloat;
+pub mod mma_layout;
+mod numeric;
+mod race;
+
+pub use error::{LdsAccess, SimError, ThreadRef};
+pub use launch::{launch_report, LaunchReport};
+pub use memory::SimMemory;
 
 use flydsl_ir::Kernel;
-
-/// Device memory of the simulator. Thread-safe.
-#[derive(Debug, Default)]
-pub struct SimMemory {}
 
 /// Options of one simulated launch.
 #[derive(Clone, Debug)]
@@ -19,55 +56,26 @@ pub struct SimOptions {
 
 impl Default for SimOptions {
     fn default() -> Self {
-        SimOptions { memcheck: true, racecheck: true, threads: 0 }
-    }
-}
-
-/// A failure found by the simulator.
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum SimError {
-    /// Placeholder.
-    #[error("sim: {0}")]
-    Other(String),
-}
-
-impl SimMemory {
-    /// New empty memory.
-    pub fn new() -> Self {
-        SimMemory {}
-    }
-    /// Allocate `bytes` (zero-filled); returns a non-zero device address.
-    pub fn alloc(&self, _bytes: u64) -> Result<u64, SimError> {
-        unimplemented!()
-    }
-    /// Free an allocation made by `alloc`.
-    pub fn free(&self, _addr: u64) -> Result<(), SimError> {
-        unimplemented!()
-    }
-    /// Copy host bytes to `addr` (may be inside an allocation).
-    pub fn write(&self, _addr: u64, _data: &[u8]) -> Result<(), SimError> {
-        unimplemented!()
-    }
-    /// Copy bytes at `addr` to the host.
-    pub fn read(&self, _addr: u64, _out: &mut [u8]) -> Result<(), SimError> {
-        unimplemented!()
-    }
-    /// Set `len` bytes at `addr` to `byte`.
-    pub fn fill(&self, _addr: u64, _byte: u8, _len: u64) -> Result<(), SimError> {
-        unimplemented!()
+        SimOptions {
+            memcheck: true,
+            racecheck: true,
+            threads: 0,
+        }
     }
 }
 
 /// Execute `kernel` over `grid` x `block` with the packed kernarg buffer `kernarg` (laid out by
 /// `kernel.kernarg_layout()`, pointers are `SimMemory` addresses).
+///
+/// The kernel is verified first; a zero-size grid is a no-op. The first error found (by the
+/// lowest workgroup index among those that ran) is returned.
 pub fn launch(
-    _kernel: &Kernel,
-    _grid: [u32; 3],
-    _block: [u32; 3],
-    _kernarg: &[u8],
-    _mem: &SimMemory,
-    _opts: &SimOptions,
+    kernel: &Kernel,
+    grid: [u32; 3],
+    block: [u32; 3],
+    kernarg: &[u8],
+    mem: &SimMemory,
+    opts: &SimOptions,
 ) -> Result<(), SimError> {
-    unimplemented!()
+    launch_report(kernel, grid, block, kernarg, mem, opts).map(|_| ())
 }

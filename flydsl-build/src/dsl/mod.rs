@@ -23,11 +23,13 @@
 
 pub mod atoms;
 mod control;
+mod index;
 mod mem;
 mod val;
 mod wave;
 
 pub use control::{for_range, for_range_, if_, if_else};
+pub use index::Idx;
 pub use mem::{Lds, Rsrc, Tensor};
 pub use val::{
     block_dim_x, block_id, block_id_x, c_f32, c_i32, c_i64, cnst, grid_dim_x, lane_id, select,

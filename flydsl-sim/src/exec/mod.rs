@@ -1,0 +1,436 @@
+//! The workgroup executor: all threads of one workgroup run in lockstep, op by op, over
+//! per-thread value vectors, with an active list for structured divergence.
+
+mod arith;
+mod memops;
+mod wave;
+
+use crate::memory::Alloc;
+use crate::race::RaceDetector;
+use crate::{SimError, SimOptions, ThreadRef};
+use flydsl_ir::{Block, Dim, Kernel, Op, OpKind, ScalarType, Special, Type, ValueId};
+use std::sync::Arc;
+
+/// Decoded type of one SSA value.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct VInfo {
+    /// Element type.
+    pub elem: ScalarType,
+    /// Words (u64) per thread: vector lanes, 1 for a pointer (its address), 2 for a buffer
+    /// resource (base address, valid element count).
+    pub words: usize,
+}
+
+impl VInfo {
+    fn of(t: Type) -> VInfo {
+        match t {
+            Type::Scalar(s) | Type::Ptr(_, s) => VInfo { elem: s, words: 1 },
+            Type::Vector(s, n) => VInfo {
+                elem: s,
+                words: n as usize,
+            },
+            Type::BufferRsrc(s) => VInfo { elem: s, words: 2 },
+        }
+    }
+}
+
+/// A tensor parameter's buffer, for naming out-of-bounds accesses.
+#[derive(Clone, Debug)]
+pub(crate) struct ParamBuf {
+    pub name: String,
+    pub handle: u64,
+    pub base_off: i64,
+}
+
+/// Everything about a launch that is shared read-only by all workers (decoded once).
+pub(crate) struct Ctx<'k> {
+    pub k: &'k Kernel,
+    pub info: Vec<VInfo>,
+    pub wave: usize,
+    pub block: [u32; 3],
+    pub grid: [u32; 3],
+    pub nthreads: usize,
+    pub allocs: Vec<Arc<Alloc>>,
+    pub params: Vec<ParamBuf>,
+    /// Kernel-argument values: (value, bits).
+    pub args: Vec<(ValueId, u64)>,
+    pub memcheck: bool,
+    pub racecheck: bool,
+}
+
+impl<'k> Ctx<'k> {
+    /// Decode the per-value types.
+    pub fn value_info(k: &Kernel) -> Vec<VInfo> {
+        k.values.iter().map(|&t| VInfo::of(t)).collect()
+    }
+
+    /// Build a context.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        k: &'k Kernel,
+        grid: [u32; 3],
+        block: [u32; 3],
+        allocs: Vec<Arc<Alloc>>,
+        params: Vec<ParamBuf>,
+        args: Vec<(ValueId, u64)>,
+        opts: &SimOptions,
+    ) -> Ctx<'k> {
+        Ctx {
+            k,
+            info: Ctx::value_info(k),
+            wave: k.target.wave_size() as usize,
+            block,
+            grid,
+            nthreads: (block[0] * block[1] * block[2]) as usize,
+            allocs,
+            params,
+            args,
+            memcheck: opts.memcheck,
+            racecheck: opts.racecheck && k.lds_bytes() > 0,
+        }
+    }
+}
+
+/// One worker's state; reused across the workgroups it runs.
+pub(crate) struct Wg<'c, 'k> {
+    cx: &'c Ctx<'k>,
+    vals: Vec<Vec<u64>>,
+    lds: Vec<u8>,
+    race: Option<RaceDetector>,
+    block_id: [u32; 3],
+    alloc_hint: usize,
+    /// Scratch per-thread activity mask.
+    mask: Vec<bool>,
+    /// The list of all threads.
+    all: Vec<u32>,
+    /// Matrix-atom coordinate tables, built on first use.
+    mma_tables: Vec<wave::MmaTables>,
+    /// Ops executed (per workgroup, not per thread).
+    pub ops: u64,
+}
+
+impl<'c, 'k> Wg<'c, 'k> {
+    /// A worker with the kernel arguments already broadcast.
+    pub fn new(cx: &'c Ctx<'k>) -> Self {
+        // Every value gets its storage up front (zeroed), so a value read where it was never
+        // computed (legal for the verifier, e.g. defined in an untaken branch) reads zeros
+        // instead of faulting the host.
+        let mut vals: Vec<Vec<u64>> = cx
+            .info
+            .iter()
+            .map(|i| vec![0; cx.nthreads * i.words])
+            .collect();
+        for &(v, bits) in &cx.args {
+            let w = cx.info[v.0 as usize].words;
+            vals[v.0 as usize] = vec![bits; cx.nthreads * w];
+        }
+        let lds_bytes = cx.k.lds_bytes() as usize;
+        Wg {
+            cx,
+            vals,
+            lds: vec![0; lds_bytes],
+            race: cx.racecheck.then(|| RaceDetector::new(lds_bytes)),
+            block_id: [0; 3],
+            alloc_hint: 0,
+            mask: vec![false; cx.nthreads],
+            all: (0..cx.nthreads as u32).collect(),
+            mma_tables: Vec::new(),
+            ops: 0,
+        }
+    }
+
+    /// Run workgroup number `idx` (x fastest).
+    pub fn run(&mut self, idx: u64) -> Result<(), SimError> {
+        let [gx, gy, _] = self.cx.grid;
+        let (gx, gy) = (gx as u64, gy as u64);
+        self.block_id = [
+            (idx % gx) as u32,
+            ((idx / gx) % gy) as u32,
+            (idx / (gx * gy)) as u32,
+        ];
+        self.lds.fill(0);
+        if let Some(r) = &mut self.race {
+            r.barrier();
+        }
+        let all = std::mem::take(&mut self.all);
+        let r = self.run_block(&self.cx.k.body, &all);
+        self.all = all;
+        r
+    }
+
+    /// The position of linear thread `t`.
+    pub(crate) fn thread_ref(&self, t: u32) -> ThreadRef {
+        let [bx, by, _] = self.cx.block;
+        ThreadRef {
+            block: self.block_id,
+            thread: [t % bx, (t / bx) % by, t / (bx * by)],
+        }
+    }
+
+    pub(crate) fn kname(&self) -> String {
+        self.cx.k.name.clone()
+    }
+
+    /// A run-time fault of thread `t` in `op`.
+    pub(crate) fn fault(&self, op: &str, t: u32, reason: impl Into<String>) -> SimError {
+        SimError::Fault {
+            kernel: self.kname(),
+            op: op.to_string(),
+            reason: reason.into(),
+            at: self.thread_ref(t),
+        }
+    }
+
+    pub(crate) fn unsupported(&self, what: impl Into<String>) -> SimError {
+        SimError::Unsupported {
+            kernel: self.kname(),
+            what: what.into(),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn info(&self, v: ValueId) -> VInfo {
+        self.cx.info[v.0 as usize]
+    }
+
+    #[inline]
+    pub(crate) fn val(&self, v: ValueId) -> &[u64] {
+        &self.vals[v.0 as usize]
+    }
+
+    /// Take the storage of a result out (sized for all threads), to be put back with `put`.
+    pub(crate) fn take(&mut self, v: ValueId) -> Vec<u64> {
+        let n = self.cx.nthreads * self.info(v).words;
+        let mut r = std::mem::take(&mut self.vals[v.0 as usize]);
+        if r.len() != n {
+            r.resize(n, 0);
+        }
+        r
+    }
+
+    pub(crate) fn put(&mut self, v: ValueId, r: Vec<u64>) {
+        self.vals[v.0 as usize] = r;
+    }
+
+    /// Set the scratch mask to the active list.
+    pub(crate) fn set_mask(&mut self, act: &[u32]) {
+        self.mask.fill(false);
+        for &t in act {
+            self.mask[t as usize] = true;
+        }
+    }
+
+    /// Copy the words of `src` to `dst` for the active threads.
+    fn copy_val(&mut self, dst: ValueId, src: ValueId, act: &[u32]) {
+        if dst == src {
+            return;
+        }
+        let w = self.info(dst).words;
+        let mut r = self.take(dst);
+        let s = self.val(src);
+        for &t in act {
+            let b = t as usize * w;
+            r[b..b + w].copy_from_slice(&s[b..b + w]);
+        }
+        self.put(dst, r);
+    }
+
+    /// Run the ops of a block (a trailing `Yield` is left to the caller).
+    fn run_block(&mut self, b: &'k Block, act: &[u32]) -> Result<(), SimError> {
+        for op in &b.ops {
+            if matches!(op.kind, OpKind::Yield(_)) {
+                break;
+            }
+            self.ops += 1;
+            self.exec(op, act)?;
+        }
+        Ok(())
+    }
+
+    fn exec(&mut self, op: &'k Op, act: &[u32]) -> Result<(), SimError> {
+        let res = op.results.first().copied();
+        let r = || res.ok_or_else(|| SimError::Other("op without result".into()));
+        match &op.kind {
+            OpKind::Const(c) => self.constant(r()?, *c, act),
+            OpKind::Special(s) => self.special(r()?, *s, act),
+            OpKind::Binary(bop, a, b) => self.binary(r()?, *bop, *a, *b, act)?,
+            OpKind::Unary(uop, a) => self.unary(r()?, *uop, *a, act),
+            OpKind::Fma(a, b, c) => self.fma(r()?, *a, *b, *c, act),
+            OpKind::Cmp(p, a, b) => self.cmp(r()?, *p, *a, *b, act)?,
+            OpKind::Select(c, a, b) => self.select(r()?, *c, *a, *b, act),
+            OpKind::Cast(kind, a) => self.cast(r()?, *kind, *a, act)?,
+            OpKind::Splat(a) => self.splat(r()?, *a, act),
+            OpKind::Extract(v, i) => self.extract(r()?, *v, *i as usize, act),
+            OpKind::Insert(v, s, i) => self.insert(r()?, *v, *s, *i as usize, act),
+            OpKind::Build(vs) => self.build(r()?, vs, act),
+            OpKind::Slice(v, s) => self.slice(r()?, *v, *s as usize, act),
+            OpKind::LdsBase(id) => self.lds_base(r()?, *id, act),
+            OpKind::PtrAdd(p, i) => self.ptr_add(r()?, *p, *i, act),
+            OpKind::Load { ptr, index, .. } => self.load(r()?, *ptr, *index, act)?,
+            OpKind::Store {
+                ptr, index, value, ..
+            } => self.store(*ptr, *index, *value, act)?,
+            OpKind::MakeRsrc { ptr, num_elems } => self.make_rsrc(r()?, *ptr, *num_elems, act),
+            OpKind::BufferLoad { rsrc, index, .. } => self.buffer_load(r()?, *rsrc, *index, act)?,
+            OpKind::BufferStore {
+                rsrc, index, value, ..
+            } => self.buffer_store(*rsrc, *index, *value, act)?,
+            OpKind::AtomicAdd { ptr, index, value } => {
+                self.atomic_add(r()?, *ptr, *index, *value, act)?
+            }
+            OpKind::Barrier => self.barrier(act)?,
+            OpKind::Shuffle(mode, v, l) => self.shuffle(r()?, *mode, *v, *l, act),
+            OpKind::ReadFirstLane(v) => self.read_first_lane(r()?, *v, act),
+            OpKind::Mma(atom, a, b, c) => self.mma(r()?, *atom, *a, *b, *c, act)?,
+            OpKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => self.if_op(&op.results, *cond, then_block, else_block, act)?,
+            OpKind::For {
+                lb,
+                ub,
+                step,
+                init,
+                body,
+            } => self.for_op(&op.results, [*lb, *ub, *step], init, body, act)?,
+            OpKind::Yield(_) => {}
+        }
+        Ok(())
+    }
+
+    fn special(&mut self, res: ValueId, s: Special, act: &[u32]) {
+        let [bx, by, bz] = self.cx.block;
+        let [gx, gy, gz] = self.cx.grid;
+        let pick = |d: Dim, v: [u32; 3]| match d {
+            Dim::X => v[0],
+            Dim::Y => v[1],
+            Dim::Z => v[2],
+        };
+        let wave = self.cx.wave as u32;
+        let bid = self.block_id;
+        let mut r = self.take(res);
+        for &t in act {
+            r[t as usize] = match s {
+                Special::ThreadId(d) => pick(d, [t % bx, (t / bx) % by, t / (bx * by)]),
+                Special::BlockId(d) => pick(d, bid),
+                Special::BlockDim(d) => pick(d, [bx, by, bz]),
+                Special::GridDim(d) => pick(d, [gx, gy, gz]),
+                Special::LaneId => t % wave,
+            } as u64;
+        }
+        self.put(res, r);
+    }
+
+    fn barrier(&mut self, act: &[u32]) -> Result<(), SimError> {
+        if act.len() != self.cx.nthreads {
+            return Err(SimError::DivergentBarrier {
+                kernel: self.kname(),
+                block: self.block_id,
+                active: act.len(),
+                threads: self.cx.nthreads,
+            });
+        }
+        if let Some(r) = &mut self.race {
+            r.barrier();
+        }
+        Ok(())
+    }
+
+    fn if_op(
+        &mut self,
+        results: &[ValueId],
+        cond: ValueId,
+        then_b: &'k Block,
+        else_b: &'k Block,
+        act: &[u32],
+    ) -> Result<(), SimError> {
+        let c = self.val(cond);
+        let (then_act, else_act): (Vec<u32>, Vec<u32>) =
+            act.iter().partition(|&&t| c[t as usize] & 1 == 1);
+        for (blk, sub) in [(then_b, then_act), (else_b, else_act)] {
+            if sub.is_empty() {
+                continue;
+            }
+            self.run_block(blk, &sub)?;
+            if let Some(Op {
+                kind: OpKind::Yield(ys),
+                ..
+            }) = blk.ops.last()
+            {
+                for (&r, &y) in results.iter().zip(ys) {
+                    self.copy_val(r, y, &sub);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn for_op(
+        &mut self,
+        results: &[ValueId],
+        [lb, ub, step]: [ValueId; 3],
+        init: &[ValueId],
+        body: &'k Block,
+        act: &[u32],
+    ) -> Result<(), SimError> {
+        let n = self.cx.nthreads;
+        let iv = body.args[0];
+        let carried = &body.args[1..];
+        for (&c, &i) in carried.iter().zip(init) {
+            self.copy_val(c, i, act);
+        }
+        // Per-thread counters in i64 so `iv + step` cannot overflow.
+        let mut cur = vec![0i64; n];
+        let mut end = vec![0i64; n];
+        let mut stp = vec![0i64; n];
+        {
+            let (l, u, s) = (self.val(lb), self.val(ub), self.val(step));
+            for &t in act {
+                let t = t as usize;
+                cur[t] = l[t] as u32 as i32 as i64;
+                end[t] = u[t] as u32 as i32 as i64;
+                stp[t] = s[t] as u32 as i32 as i64;
+                if stp[t] <= 0 && cur[t] < end[t] {
+                    return Err(self.fault(
+                        "For",
+                        t as u32,
+                        format!("loop step is {} (must be > 0)", stp[t]),
+                    ));
+                }
+            }
+        }
+        let ys = match body.ops.last() {
+            Some(Op {
+                kind: OpKind::Yield(ys),
+                ..
+            }) => ys.as_slice(),
+            _ => &[],
+        };
+        let mut live: Vec<u32> = act
+            .iter()
+            .copied()
+            .filter(|&t| cur[t as usize] < end[t as usize])
+            .collect();
+        while !live.is_empty() {
+            let mut ivv = self.take(iv);
+            for &t in &live {
+                ivv[t as usize] = cur[t as usize] as u32 as u64;
+            }
+            self.put(iv, ivv);
+            self.run_block(body, &live)?;
+            for (&c, &y) in carried.iter().zip(ys) {
+                self.copy_val(c, y, &live);
+            }
+            live.retain(|&t| {
+                let t = t as usize;
+                cur[t] += stp[t];
+                cur[t] < end[t]
+            });
+        }
+        for (&r, &c) in results.iter().zip(carried) {
+            self.copy_val(r, c, act);
+        }
+        Ok(())
+    }
+}
