@@ -152,3 +152,18 @@ fn panics_in_descriptions_become_errors() {
         .to_string();
     assert!(e.contains("boom") && e.contains("tile size 7"), "{e}");
 }
+
+#[test]
+fn values_do_not_escape_their_region() {
+    let e = KernelBuilder::new("escape", Target::Gfx942, 64)
+        .build(|k| {
+            let x = k.tensor_mut("x", F32);
+            let t = thread_id_x();
+            let mut inner = None;
+            if_(t.lt(3), || inner = Some(x.load(t) * 2.0));
+            x.store(t, inner.unwrap());
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("escape") && e.contains("outside the region"), "{e}");
+}

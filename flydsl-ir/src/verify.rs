@@ -29,7 +29,13 @@ pub struct VerifyError {
 /// assert!(verify(&k).is_ok());
 /// ```
 pub fn verify(k: &Kernel) -> Result<(), VerifyError> {
-    let mut v = Verifier { k, defined: HashSet::new(), counter: 0 };
+    let mut v = Verifier {
+        k,
+        defined: HashSet::new(),
+        ever: HashSet::new(),
+        scope: Vec::new(),
+        counter: 0,
+    };
     let err = |op_name: &str, reason: String| VerifyError {
         kernel: k.name.clone(),
         target: k.target.to_string(),
@@ -68,6 +74,8 @@ pub fn verify(k: &Kernel) -> Result<(), VerifyError> {
 struct Verifier<'a> {
     k: &'a Kernel,
     defined: HashSet<ValueId>,
+    ever: HashSet<ValueId>,
+    scope: Vec<ValueId>,
     counter: usize,
 }
 
@@ -81,13 +89,25 @@ impl Verifier<'_> {
         if v.0 as usize >= self.k.values.len() {
             return Err(format!("value %{} has no type entry", v.0));
         }
-        if !self.defined.insert(v) {
+        if !self.defined.insert(v) || self.ever.contains(&v) {
             return Err(format!("value %{} is defined twice", v.0));
         }
+        self.ever.insert(v);
+        self.scope.push(v);
         Ok(())
     }
 
     fn block(&mut self, b: &Block, yield_types: &[Type]) -> Result<(), VerifyError> {
+        // Values defined in a region are visible only inside it (and its nested regions).
+        let scope_start = self.scope.len();
+        let r = self.block_inner(b, yield_types);
+        for v in self.scope.drain(scope_start..) {
+            self.defined.remove(&v);
+        }
+        r
+    }
+
+    fn block_inner(&mut self, b: &Block, yield_types: &[Type]) -> Result<(), VerifyError> {
         for &a in &b.args {
             self.define(a).map_err(|r| self.err("block", r))?;
         }
@@ -139,7 +159,7 @@ impl Verifier<'_> {
     fn uses(&self, at: usize, name: &str, vals: &[ValueId]) -> Result<(), VerifyError> {
         for v in vals {
             if !self.defined.contains(v) {
-                return Err(self.err_at(at, name, format!("uses %{} before its definition", v.0)));
+                return Err(self.err_at(at, name, format!("uses %{} outside the region that defines it, or before its definition", v.0)));
             }
         }
         Ok(())

@@ -1,0 +1,201 @@
+//! Matrix-core atoms: MFMA (gfx942/gfx950), WMMA (gfx1201/gfx1250) and `mma.sync`
+//! (sm_90), with the operand re-typing each LLVM 22 intrinsic expects.
+
+use super::func::Func;
+use super::{vector, LowerError};
+use flydsl_ir::{MmaAtom, ValueId};
+
+/// How the A/B operands are handed to the intrinsic.
+enum Operand {
+    /// As they are.
+    Same,
+    /// Bitcast to this type (bf16 as i16 lanes, 8 x 8-bit as i64).
+    Cast(&'static str),
+}
+
+/// Lower `Mma`.
+pub(crate) fn lower(
+    f: &mut Func,
+    atom: MmaAtom,
+    a: ValueId,
+    b: ValueId,
+    c: ValueId,
+) -> Result<String, LowerError> {
+    if !atom.supported_on(f.target) {
+        return Err(f.err(format!(
+            "matrix atom {atom:?} does not exist on {}",
+            f.target
+        )));
+    }
+    let (ta, tb, tc) = atom.operand_types(f.target);
+    let (xa, xb, xc) = (f.get(a)?, f.get(b)?, f.get(c)?);
+    for (v, want) in [(a, ta), (b, tb), (c, tc)] {
+        if f.ty(v)? != want {
+            return Err(f.err(format!(
+                "{atom:?} operand %{} is {}, expected {want}",
+                v.0,
+                f.ty(v)?
+            )));
+        }
+    }
+    let (la, lb, lc) = (f.lty(ta), f.lty(tb), f.lty(tc));
+    use MmaAtom::*;
+    if matches!(atom, MmaM16N8K16F16 | MmaM16N8K16Bf16) {
+        return mma_sync(f, atom == MmaM16N8K16Bf16, (&xa, &la), (&xb, &lb), &xc);
+    }
+    let (name, operand, form) = match atom {
+        Mfma16x16x16F16 => (
+            "llvm.amdgcn.mfma.f32.16x16x16f16",
+            Operand::Same,
+            Form::Mfma,
+        ),
+        Mfma16x16x16Bf16 => (
+            "llvm.amdgcn.mfma.f32.16x16x16bf16.1k",
+            Operand::Cast("<4 x i16>"),
+            Form::Mfma,
+        ),
+        Mfma32x32x8F16 => ("llvm.amdgcn.mfma.f32.32x32x8f16", Operand::Same, Form::Mfma),
+        Mfma32x32x8Bf16 => (
+            "llvm.amdgcn.mfma.f32.32x32x8bf16.1k",
+            Operand::Cast("<4 x i16>"),
+            Form::Mfma,
+        ),
+        Mfma16x16x32Fp8 => (
+            "llvm.amdgcn.mfma.f32.16x16x32.fp8.fp8",
+            Operand::Cast("i64"),
+            Form::Mfma,
+        ),
+        Mfma16x16x32I8 => (
+            "llvm.amdgcn.mfma.i32.16x16x32.i8",
+            Operand::Cast("i64"),
+            Form::Mfma,
+        ),
+        Mfma16x16x32F16 => (
+            "llvm.amdgcn.mfma.f32.16x16x32.f16",
+            Operand::Same,
+            Form::Mfma,
+        ),
+        Mfma16x16x32Bf16 => (
+            "llvm.amdgcn.mfma.f32.16x16x32.bf16",
+            Operand::Same,
+            Form::Mfma,
+        ),
+        Wmma16x16x16F16 => (
+            "llvm.amdgcn.wmma.f32.16x16x16.f16.v8f32.v8f16",
+            Operand::Same,
+            Form::Wmma12,
+        ),
+        Wmma16x16x16Bf16 => (
+            "llvm.amdgcn.wmma.f32.16x16x16.bf16.v8f32.v8i16",
+            Operand::Cast("<8 x i16>"),
+            Form::Wmma12,
+        ),
+        Wmma16x16x32F16 => (
+            "llvm.amdgcn.wmma.f32.16x16x32.f16.v8f32.v16f16",
+            Operand::Same,
+            Form::Wmma1250,
+        ),
+        Wmma16x16x32Bf16 => (
+            "llvm.amdgcn.wmma.f32.16x16x32.bf16.v8f32.v16bf16",
+            Operand::Same,
+            Form::Wmma1250,
+        ),
+        MmaM16N8K16F16 | MmaM16N8K16Bf16 => return Err(f.err("unreachable mma.sync atom")),
+    };
+    let (oa, ob, ot) = match operand {
+        Operand::Same => (xa, xb, la.clone()),
+        Operand::Cast(t) => {
+            let oa = f.inst(format!("bitcast {la} {xa} to {t}"));
+            let ob = f.inst(format!("bitcast {lb} {xb} to {t}"));
+            (oa, ob, t.to_string())
+        }
+    };
+    let ot = ot.as_str();
+    let lc = lc.as_str();
+    Ok(match form {
+        Form::Mfma => f.call(
+            lc,
+            name,
+            &[
+                (ot, &oa),
+                (ot, &ob),
+                (lc, &xc),
+                ("i32", "0"),
+                ("i32", "0"),
+                ("i32", "0"),
+            ],
+        ),
+        Form::Wmma12 => f.call(lc, name, &[(ot, &oa), (ot, &ob), (lc, &xc)]),
+        Form::Wmma1250 => f.call(
+            lc,
+            name,
+            &[
+                ("i1", "false"),
+                (ot, &oa),
+                ("i1", "false"),
+                (ot, &ob),
+                ("i16", "0"),
+                (lc, &xc),
+                ("i1", "false"),
+                ("i1", "false"),
+            ],
+        ),
+    })
+}
+
+/// Argument conventions of the AMD matrix intrinsics.
+enum Form {
+    /// `(A, B, C, i32 cbsz, i32 abid, i32 blgp)`, modifiers 0.
+    Mfma,
+    /// gfx12 WMMA `(A, B, C)`.
+    Wmma12,
+    /// gfx1250 WMMA `(i1 negA, A, i1 negB, B, i16 modC, C, i1 reuseA, i1 reuseB)`, all 0.
+    Wmma1250,
+}
+
+/// sm_90 `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32`: A in 4 and B in
+/// 2 32-bit registers (element 2r in the low half of register r), C/D 4 f32.
+fn mma_sync(
+    f: &mut Func,
+    bf16: bool,
+    (xa, la): (&str, &str),
+    (xb, lb): (&str, &str),
+    xc: &str,
+) -> Result<String, LowerError> {
+    let (reg_t, name) = if bf16 {
+        ("i32", "llvm.nvvm.mma.m16n8k16.row.col.bf16")
+    } else {
+        ("<2 x half>", "llvm.nvvm.mma.m16n8k16.row.col.f32.f32")
+    };
+    let regs = |f: &mut Func, x: &str, lt: &str, n: u32| -> Vec<String> {
+        let vt = format!("<{n} x {reg_t}>");
+        if bf16 {
+            let v = f.inst(format!("bitcast {lt} {x} to <{n} x i32>"));
+            (0..n)
+                .map(|i| f.inst(format!("extractelement {vt} {v}, i64 {i}")))
+                .collect()
+        } else {
+            (0..n)
+                .map(|i| vector::slice_operand(f, x, lt, 2 * i, 2))
+                .collect()
+        }
+    };
+    let ra = regs(f, xa, la, 4);
+    let rb = regs(f, xb, lb, 2);
+    let rc: Vec<String> = (0..4)
+        .map(|i| f.inst(format!("extractelement <4 x float> {xc}, i64 {i}")))
+        .collect();
+    let mut args: Vec<(&str, &str)> = Vec::new();
+    for r in ra.iter().chain(rb.iter()) {
+        args.push((reg_t, r));
+    }
+    for r in &rc {
+        args.push(("float", r));
+    }
+    let st = "{ float, float, float, float }";
+    let d = f.call(st, name, &args);
+    let outs: Vec<String> = (0..4)
+        .map(|i| f.inst(format!("extractvalue {st} {d}, {i}")))
+        .collect();
+    Ok(vector::build_operands(f, &outs, "float"))
+}
