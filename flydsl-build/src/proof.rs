@@ -132,4 +132,32 @@ pub fn register(b: crate::Builder) -> crate::Builder {
         .kernel("block_sum_f32", block_sum)
         .kernel("tiled_mma_f16", |t| tiled_mma(t, ScalarType::F16))
         .kernel("tiled_mma_bf16", |t| tiled_mma(t, ScalarType::BF16))
+        .kernel("mma_probe_f16", |t| mma_probe(t, ScalarType::F16))
+        .kernel("mma_probe_bf16", |t| mma_probe(t, ScalarType::BF16))
+}
+
+/// The name of [`mma_probe`]'s kernel.
+pub fn mma_probe_name(dt: ScalarType) -> String {
+    format!("mma_probe_{dt}")
+}
+
+/// Raw matrix-atom probe: one wave; lane `l` loads its A, B and C fragments from
+/// `a[l*na ..]`, `b[l*nb ..]`, `c[l*nc ..]` (no layout applied), issues the target's native
+/// 16-bit atom once and stores its D fragment to `d[l*nc ..]`. Comparing the Sim with real
+/// hardware on one-hot inputs checks that both agree on every lane-to-element map.
+pub fn mma_probe(target: Target, dt: ScalarType) -> Result<Kernel, BuildError> {
+    let atom = MmaAtom::native_16bit(target, dt == ScalarType::BF16);
+    let (na, nb, nc) = atom.frag_lanes(target.wave_size());
+    KernelBuilder::new(&mma_probe_name(dt), target, target.wave_size()).build(|k| {
+        let a = k.tensor("a", dt);
+        let b = k.tensor("b", dt);
+        let c = k.tensor("c", ScalarType::F32);
+        let d = k.tensor_mut("d", ScalarType::F32);
+        let l = thread_id_x();
+        let gather = |t: Tensor, n: u32| vec_of(&(0..n).map(|e| t.load(l * n as i32 + e as i32)).collect::<Vec<_>>());
+        let r = mma(atom, gather(a, na), gather(b, nb), gather(c, nc));
+        for v in 0..nc {
+            d.store(l * nc as i32 + v as i32, r.at(v));
+        }
+    })
 }

@@ -1,5 +1,48 @@
-//! flydsl-rt: devices, streams, typed buffers and kernel launches (being implemented).
+//! flydsl-rt: the runtime of flydsl kernels.
+//!
+//! Devices, streams, events, typed device buffers and kernel launches over three backends:
+//!
+//! - **HIP** (AMD GPUs): `libamdhip64` loaded at run time (no ROCm needed to build);
+//! - **CUDA** (NVIDIA GPUs): the driver API through `cudarc`, loaded at run time;
+//! - **Sim**: [`flydsl_sim`], a CPU executor of the kernel IR with exact wave semantics and
+//!   out-of-bounds / LDS-race detection.
+//!
+//! Each backend has three layers, like cudarc: raw FFI loaded at run time, thin `Result`
+//! wrappers, and the safe API of this crate. Generated kernel launchers use [`KernelArgs`],
+//! [`LaunchConfig`] and [`Stream::launch`] with the static [`KernelVariants`] tables that
+//! `flydsl-build` emits.
+//!
+//! ```
+//! use flydsl_rt::{Backend, Device, Target};
+//! let dev = Device::sim(Target::Gfx942);
+//! assert_eq!(dev.backend(), Backend::Sim);
+//! assert_eq!((dev.wave_size(), dev.max_lds_bytes()), (64, 65536));
+//! ```
+//!
+//! # Environment
+//!
+//! - `FLYDSL_BACKEND=hip|cuda|sim`: the backend [`Device::best`] uses.
+//! - `FLYDSL_SIM_TARGET=gfx942|gfx950|gfx1201|gfx1250|sm90`: the Sim's emulated target.
+//! - `FLYDSL_HIP_LIB=/path/libamdhip64.so`: the HIP library to load (else `ROCM_PATH`, else
+//!   the loader path).
 
-pub use flydsl_sim as sim;
+mod backend;
+mod buffer;
+mod device;
+mod error;
+mod launch;
+mod repr;
+mod stream;
+pub mod tune;
 mod variant;
+
+pub use buffer::DeviceBuffer;
+pub use device::{Backend, Device, DeviceId};
+pub use error::{Error, Result};
+pub use flydsl_ir::{ScalarType, Target};
+pub use flydsl_sim as sim;
+pub use half;
+pub use launch::{KernelArgs, LaunchConfig};
+pub use repr::{DeviceRepr, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ};
+pub use stream::{Event, Stream};
 pub use variant::{KernelVariant, KernelVariants};

@@ -1,0 +1,322 @@
+//! The CUDA backend (NVIDIA GPUs) over cudarc's driver bindings, loaded at run time.
+//!
+//! Layers: `cudarc::driver::sys` (raw, dynamically loaded), `cudarc::driver::result` (thin
+//! `Result` wrappers), and the handle types here. Each device uses its primary context, made
+//! current on the calling thread before every call.
+//!
+//! Launches pass `kernelParams`: one pointer per kernel argument, pointing into the packed
+//! [`KernelArgs`](crate::KernelArgs) buffer at the slot offsets of the IR's kernarg layout. That
+//! needs no assumption about how the driver rounds the size of a packed `extra` buffer, and the
+//! PTX `.param` list is exactly the layout's slots in order.
+
+use super::DeviceInfo;
+use crate::device::Backend;
+use crate::error::{Error, Result};
+use crate::launch::Decoded;
+use cudarc::driver::{result, sys};
+use flydsl_ir::Target;
+use std::ffi::{c_void, CString};
+
+fn driver(call: &'static str) -> impl FnOnce(result::DriverError) -> Error {
+    move |e| Error::Driver {
+        backend: Backend::Cuda,
+        call,
+        code: e.0 as i64,
+        message: e
+            .error_string()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| format!("{:?}", e.0)),
+    }
+}
+
+/// One CUDA device with its retained primary context.
+#[derive(Debug)]
+pub(crate) struct CudaDevice {
+    ctx: sys::CUcontext,
+}
+
+// SAFETY: a CUcontext is an opaque driver handle that may be made current on any thread.
+unsafe impl Send for CudaDevice {}
+// SAFETY: as above; the driver API is thread-safe.
+unsafe impl Sync for CudaDevice {}
+
+/// Load the driver and list its devices. Devices that are not compute capability 9.x are
+/// returned as errors in place.
+pub(crate) fn enumerate() -> Result<Vec<Result<(CudaDevice, DeviceInfo)>>> {
+    let unavailable = |reason: String| Error::BackendUnavailable {
+        backend: Backend::Cuda,
+        reason,
+    };
+    // SAFETY: only tries to open the library by its usual names.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(unavailable(
+            "libcuda.so (the NVIDIA driver library) was not found on the loader path".into(),
+        ));
+    }
+    // cudarc panics when an entry point is missing from an old driver; turn that into an error.
+    let init = std::panic::catch_unwind(result::init)
+        .map_err(|_| unavailable("the CUDA driver library lacks cuInit".into()))?;
+    init.map_err(|e| unavailable(format!("cuInit failed: {e}")))?;
+    let count = result::device::get_count().map_err(|e| unavailable(e.to_string()))?;
+    Ok((0..count.max(0)).map(|i| probe(i as usize)).collect())
+}
+
+fn probe(ordinal: usize) -> Result<(CudaDevice, DeviceInfo)> {
+    use sys::CUdevice_attribute as A;
+    let dev = result::device::get(ordinal as i32).map_err(driver("cuDeviceGet"))?;
+    let name = result::device::get_name(dev).map_err(driver("cuDeviceGetName"))?;
+    // SAFETY: `dev` came from cuDeviceGet.
+    let attr = |a| {
+        unsafe { result::device::get_attribute(dev, a) }.map_err(driver("cuDeviceGetAttribute"))
+    };
+    let major = attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+    let minor = attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+    if major != 9 {
+        return Err(Error::UnsupportedDevice {
+            backend: Backend::Cuda,
+            ordinal,
+            name,
+            reason: format!(
+                "unsupported NVIDIA compute capability {major}.{minor} (flydsl builds sm_90); use \
+                 an H100/H200 or FLYDSL_BACKEND=sim"
+            ),
+        });
+    }
+    let info = DeviceInfo {
+        arch: format!("sm_{major}{minor}"),
+        name,
+        target: Target::Sm90,
+        wave_size: attr(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?.max(1) as u32,
+        max_lds_bytes: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?.max(0) as u64,
+        compute_units: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(0) as u32,
+    };
+    // SAFETY: `dev` came from cuDeviceGet; the primary context is released never (devices
+    // live for the whole process once enumerated).
+    let ctx =
+        unsafe { result::primary_ctx::retain(dev) }.map_err(driver("cuDevicePrimaryCtxRetain"))?;
+    Ok((CudaDevice { ctx }, info))
+}
+
+impl CudaDevice {
+    fn current(&self) -> Result<()> {
+        // SAFETY: `ctx` is a retained primary context, valid for the life of the process.
+        unsafe { result::ctx::set_current(self.ctx) }.map_err(driver("cuCtxSetCurrent"))
+    }
+
+    pub(crate) fn alloc(&self, bytes: u64) -> Result<u64> {
+        self.current()?;
+        let bytes = usize::try_from(bytes).map_err(|_| Error::SizeOverflow {
+            len: bytes,
+            elem_bytes: 1,
+        })?;
+        // SAFETY: plain allocation in the current context.
+        unsafe { result::malloc_sync(bytes) }.map_err(driver("cuMemAlloc"))
+    }
+
+    /// # Safety
+    /// `ptr` must be a live allocation of this device.
+    pub(crate) unsafe fn free(&self, ptr: u64) {
+        if self.current().is_ok() {
+            // SAFETY: guaranteed by the caller; a failure cannot be reported from a drop.
+            let _ = unsafe { result::free_sync(ptr) };
+        }
+    }
+
+    /// # Safety
+    /// The device range must lie inside a live allocation of this device.
+    pub(crate) unsafe fn htod(&self, dst: u64, src: &[u8]) -> Result<()> {
+        self.current()?;
+        // SAFETY: guaranteed by the caller.
+        unsafe { result::memcpy_htod_sync(dst, src) }.map_err(driver("cuMemcpyHtoD"))
+    }
+
+    /// # Safety
+    /// The device range must lie inside a live allocation of this device.
+    pub(crate) unsafe fn dtoh(&self, src: u64, dst: &mut [u8]) -> Result<()> {
+        self.current()?;
+        // SAFETY: guaranteed by the caller.
+        unsafe { result::memcpy_dtoh_sync(dst, src) }.map_err(driver("cuMemcpyDtoH"))
+    }
+
+    /// # Safety
+    /// The device range must lie inside a live allocation of this device.
+    pub(crate) unsafe fn memset_zero(&self, dst: u64, bytes: u64) -> Result<()> {
+        self.current()?;
+        let bytes = usize::try_from(bytes).map_err(|_| Error::SizeOverflow {
+            len: bytes,
+            elem_bytes: 1,
+        })?;
+        // SAFETY: guaranteed by the caller.
+        unsafe { result::memset_d8_sync(dst, 0, bytes) }.map_err(driver("cuMemsetD8"))
+    }
+
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        self.current()?;
+        result::ctx::synchronize().map_err(driver("cuCtxSynchronize"))
+    }
+
+    pub(crate) fn stream(&self) -> Result<CudaStream> {
+        self.current()?;
+        let raw = result::stream::create(result::stream::StreamKind::Default)
+            .map_err(driver("cuStreamCreate"))?;
+        Ok(CudaStream { raw })
+    }
+
+    pub(crate) fn event(&self) -> Result<CudaEvent> {
+        self.current()?;
+        let raw = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
+            .map_err(driver("cuEventCreate"))?;
+        Ok(CudaEvent { raw })
+    }
+
+    /// Load `code` (PTX text, NUL-terminated here if it is not already).
+    pub(crate) fn load(&self, code: &[u8], decoded: &Decoded) -> Result<CudaFunction> {
+        self.current()?;
+        let name = &decoded.kernel.name;
+        let bad = |reason: &str| Error::BadVariant {
+            kernel: name.clone(),
+            reason: reason.into(),
+        };
+        let text = match code.iter().position(|&b| b == 0) {
+            Some(end) => code[..end].to_vec(),
+            None => code.to_vec(),
+        };
+        let image = CString::new(text).map_err(|_| bad("the PTX contains a NUL byte"))?;
+        // SAFETY: `image` is a NUL-terminated PTX string that outlives the call.
+        let module = unsafe { result::module::load_data(image.as_ptr().cast()) }
+            .map_err(driver("cuModuleLoadData"))?;
+        let cname =
+            CString::new(name.as_str()).map_err(|_| bad("the kernel name contains a NUL byte"))?;
+        // SAFETY: `module` was just loaded.
+        match unsafe { result::module::get_function(module, cname) } {
+            Ok(function) => Ok(CudaFunction { module, function }),
+            Err(e) => {
+                // SAFETY: `module` is live and no function of it escapes.
+                let _ = unsafe { result::module::unload(module) };
+                Err(driver("cuModuleGetFunction")(e))
+            }
+        }
+    }
+
+    /// # Safety
+    /// `stream` and `f` must belong to this device; `args` must match `decoded`'s layout and
+    /// every access the kernel makes must stay in bounds.
+    pub(crate) unsafe fn launch(
+        &self,
+        stream: &CudaStream,
+        f: &CudaFunction,
+        decoded: &Decoded,
+        grid: [u32; 3],
+        block: [u32; 3],
+        args: &[u8],
+    ) -> Result<()> {
+        self.current()?;
+        let mut params: Vec<*mut c_void> = decoded
+            .layout
+            .slots
+            .iter()
+            // Offsets are inside `args`: the launcher checked args.len() == layout.size.
+            .map(|s| args[s.offset as usize..].as_ptr() as *mut c_void)
+            .collect();
+        // SAFETY: `params` holds one pointer per PTX parameter into `args`, which outlives the
+        // call (the driver copies the values before returning); handles are live; the rest is
+        // guaranteed by the caller.
+        unsafe {
+            sys::cuLaunchKernel(
+                f.function,
+                grid[0],
+                grid[1],
+                grid[2],
+                block[0],
+                block[1],
+                block[2],
+                0,
+                stream.raw,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+        .result()
+        .map_err(driver("cuLaunchKernel"))
+    }
+}
+
+/// A CUDA stream created with default flags (synchronises with the legacy default stream, so
+/// the blocking copies are ordered after enqueued kernels).
+#[derive(Debug)]
+pub(crate) struct CudaStream {
+    raw: sys::CUstream,
+}
+
+// SAFETY: opaque driver handle; the driver API is thread-safe.
+unsafe impl Send for CudaStream {}
+// SAFETY: as above.
+unsafe impl Sync for CudaStream {}
+
+impl CudaStream {
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        // SAFETY: `raw` is live.
+        unsafe { result::stream::synchronize(self.raw) }.map_err(driver("cuStreamSynchronize"))
+    }
+}
+
+impl Drop for CudaStream {
+    fn drop(&mut self) {
+        // SAFETY: `raw` is live and destroyed exactly once.
+        let _ = unsafe { result::stream::destroy(self.raw) };
+    }
+}
+
+/// A CUDA event (timing enabled).
+#[derive(Debug)]
+pub(crate) struct CudaEvent {
+    raw: sys::CUevent,
+}
+
+// SAFETY: opaque driver handle; the driver API is thread-safe.
+unsafe impl Send for CudaEvent {}
+// SAFETY: as above.
+unsafe impl Sync for CudaEvent {}
+
+impl CudaEvent {
+    pub(crate) fn record(&self, stream: &CudaStream) -> Result<()> {
+        // SAFETY: both handles are live.
+        unsafe { result::event::record(self.raw, stream.raw) }.map_err(driver("cuEventRecord"))
+    }
+
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        // SAFETY: `raw` is live.
+        unsafe { result::event::synchronize(self.raw) }.map_err(driver("cuEventSynchronize"))
+    }
+
+    pub(crate) fn elapsed_ms(&self, end: &CudaEvent) -> Result<f32> {
+        // SAFETY: both handles are live.
+        unsafe { result::event::elapsed(self.raw, end.raw) }.map_err(driver("cuEventElapsedTime"))
+    }
+}
+
+impl Drop for CudaEvent {
+    fn drop(&mut self) {
+        // SAFETY: `raw` is live and destroyed exactly once.
+        let _ = unsafe { result::event::destroy(self.raw) };
+    }
+}
+
+/// A loaded PTX module and its kernel function.
+#[derive(Debug)]
+pub(crate) struct CudaFunction {
+    module: sys::CUmodule,
+    function: sys::CUfunction,
+}
+
+// SAFETY: immutable after loading; usable from any thread.
+unsafe impl Send for CudaFunction {}
+// SAFETY: as above.
+unsafe impl Sync for CudaFunction {}
+
+impl Drop for CudaFunction {
+    fn drop(&mut self) {
+        // SAFETY: `module` is live and unloaded exactly once.
+        let _ = unsafe { result::module::unload(self.module) };
+    }
+}

@@ -1,0 +1,242 @@
+//! The three backends behind one enum-dispatched interface used by the safe layer.
+//!
+//! Every function here takes device addresses that the safe layer has already bounds-checked
+//! against a live [`DeviceBuffer`](crate::DeviceBuffer), which is what the `unsafe` backend
+//! calls require.
+
+pub(crate) mod cuda;
+pub(crate) mod hip;
+pub(crate) mod sim;
+
+use crate::error::{Error, Result};
+use crate::launch::Decoded;
+use flydsl_ir::Target;
+use std::time::Instant;
+
+/// What a backend reports about a device.
+#[derive(Clone, Debug)]
+pub(crate) struct DeviceInfo {
+    pub name: String,
+    /// Driver architecture string (`gfx942:sramecc+:xnack-`, `sm_90`, `gfx942`).
+    pub arch: String,
+    pub target: Target,
+    pub wave_size: u32,
+    pub max_lds_bytes: u64,
+    pub compute_units: u32,
+}
+
+/// A device of one backend.
+#[derive(Debug)]
+pub(crate) enum RawDevice {
+    Sim(sim::SimDevice),
+    Hip(hip::HipDevice),
+    Cuda(cuda::CudaDevice),
+}
+
+/// A stream of one backend (Sim streams are synchronous and hold nothing).
+#[derive(Debug)]
+pub(crate) enum RawStream {
+    Sim,
+    Hip(hip::HipStream),
+    Cuda(cuda::CudaStream),
+}
+
+/// An event of one backend.
+#[derive(Debug)]
+pub(crate) enum RawEvent {
+    Sim(sim::SimEvent),
+    Hip(hip::HipEvent),
+    Cuda(cuda::CudaEvent),
+}
+
+/// A kernel loaded on one device (Sim runs the decoded IR directly).
+#[derive(Debug)]
+pub(crate) enum RawFunction {
+    Sim,
+    Hip(hip::HipFunction),
+    Cuda(cuda::CudaFunction),
+}
+
+fn mismatch() -> Error {
+    Error::BadVariant {
+        kernel: String::from("<internal>"),
+        reason: "handles of different backends were combined".into(),
+    }
+}
+
+impl RawDevice {
+    pub(crate) fn alloc(&self, bytes: u64) -> Result<u64> {
+        match self {
+            RawDevice::Sim(d) => d.alloc(bytes),
+            RawDevice::Hip(d) => d.alloc(bytes),
+            RawDevice::Cuda(d) => d.alloc(bytes),
+        }
+    }
+
+    /// # Safety
+    /// `ptr` must be a live allocation of this device, freed once.
+    pub(crate) unsafe fn free(&self, ptr: u64) {
+        match self {
+            RawDevice::Sim(d) => d.free(ptr),
+            // SAFETY: guaranteed by the caller.
+            RawDevice::Hip(d) => unsafe { d.free(ptr) },
+            // SAFETY: guaranteed by the caller.
+            RawDevice::Cuda(d) => unsafe { d.free(ptr) },
+        }
+    }
+
+    /// # Safety
+    /// `[dst, dst + src.len())` must lie inside a live allocation of this device.
+    pub(crate) unsafe fn htod(&self, dst: u64, src: &[u8]) -> Result<()> {
+        match self {
+            RawDevice::Sim(d) => d.htod(dst, src),
+            // SAFETY: guaranteed by the caller.
+            RawDevice::Hip(d) => unsafe { d.htod(dst, src) },
+            // SAFETY: guaranteed by the caller.
+            RawDevice::Cuda(d) => unsafe { d.htod(dst, src) },
+        }
+    }
+
+    /// # Safety
+    /// `[src, src + dst.len())` must lie inside a live allocation of this device.
+    pub(crate) unsafe fn dtoh(&self, src: u64, dst: &mut [u8]) -> Result<()> {
+        match self {
+            RawDevice::Sim(d) => d.dtoh(src, dst),
+            // SAFETY: guaranteed by the caller.
+            RawDevice::Hip(d) => unsafe { d.dtoh(src, dst) },
+            // SAFETY: guaranteed by the caller.
+            RawDevice::Cuda(d) => unsafe { d.dtoh(src, dst) },
+        }
+    }
+
+    /// # Safety
+    /// `[dst, dst + bytes)` must lie inside a live allocation of this device.
+    pub(crate) unsafe fn memset_zero(&self, dst: u64, bytes: u64) -> Result<()> {
+        match self {
+            RawDevice::Sim(d) => d.memset_zero(dst, bytes),
+            // SAFETY: guaranteed by the caller.
+            RawDevice::Hip(d) => unsafe { d.memset_zero(dst, bytes) },
+            // SAFETY: guaranteed by the caller.
+            RawDevice::Cuda(d) => unsafe { d.memset_zero(dst, bytes) },
+        }
+    }
+
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        match self {
+            RawDevice::Sim(_) => Ok(()),
+            RawDevice::Hip(d) => d.synchronize(),
+            RawDevice::Cuda(d) => d.synchronize(),
+        }
+    }
+
+    pub(crate) fn stream(&self) -> Result<RawStream> {
+        Ok(match self {
+            RawDevice::Sim(_) => RawStream::Sim,
+            RawDevice::Hip(d) => RawStream::Hip(d.stream()?),
+            RawDevice::Cuda(d) => RawStream::Cuda(d.stream()?),
+        })
+    }
+
+    pub(crate) fn event(&self) -> Result<RawEvent> {
+        Ok(match self {
+            RawDevice::Sim(_) => RawEvent::Sim(sim::SimEvent::default()),
+            RawDevice::Hip(d) => RawEvent::Hip(d.event()?),
+            RawDevice::Cuda(d) => RawEvent::Cuda(d.event()?),
+        })
+    }
+
+    /// Load a kernel's code object (`code` is `None` only for Sim, which needs none).
+    pub(crate) fn load(&self, code: Option<&[u8]>, decoded: &Decoded) -> Result<RawFunction> {
+        let missing = || Error::BadVariant {
+            kernel: decoded.kernel.name.clone(),
+            reason: "the variant has no code object".into(),
+        };
+        Ok(match self {
+            RawDevice::Sim(_) => RawFunction::Sim,
+            RawDevice::Hip(d) => RawFunction::Hip(d.load(code.ok_or_else(missing)?, decoded)?),
+            RawDevice::Cuda(d) => RawFunction::Cuda(d.load(code.ok_or_else(missing)?, decoded)?),
+        })
+    }
+
+    /// # Safety
+    /// `stream` and `f` belong to this device; `args` matches `decoded`'s layout; the kernel's
+    /// accesses through the pointers in `args` stay inside their buffers (Sim checks this).
+    pub(crate) unsafe fn launch(
+        &self,
+        stream: &RawStream,
+        f: &RawFunction,
+        decoded: &Decoded,
+        grid: [u32; 3],
+        block: [u32; 3],
+        args: &[u8],
+    ) -> Result<()> {
+        match (self, stream, f) {
+            (RawDevice::Sim(d), RawStream::Sim, RawFunction::Sim) => {
+                d.launch(&decoded.kernel, grid, block, args)
+            }
+            (RawDevice::Hip(d), RawStream::Hip(s), RawFunction::Hip(f)) => {
+                // SAFETY: guaranteed by the caller.
+                unsafe { d.launch(s, f, grid, block, args) }
+            }
+            (RawDevice::Cuda(d), RawStream::Cuda(s), RawFunction::Cuda(f)) => {
+                // SAFETY: guaranteed by the caller.
+                unsafe { d.launch(s, f, decoded, grid, block, args) }
+            }
+            _ => Err(mismatch()),
+        }
+    }
+}
+
+impl RawStream {
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        match self {
+            RawStream::Sim => Ok(()),
+            RawStream::Hip(s) => s.synchronize(),
+            RawStream::Cuda(s) => s.synchronize(),
+        }
+    }
+}
+
+impl RawEvent {
+    pub(crate) fn record(&self, stream: &RawStream) -> Result<()> {
+        match (self, stream) {
+            (RawEvent::Sim(e), RawStream::Sim) => {
+                e.record();
+                Ok(())
+            }
+            (RawEvent::Hip(e), RawStream::Hip(s)) => e.record(s),
+            (RawEvent::Cuda(e), RawStream::Cuda(s)) => e.record(s),
+            _ => Err(mismatch()),
+        }
+    }
+
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        match self {
+            RawEvent::Sim(_) => Ok(()),
+            RawEvent::Hip(e) => e.synchronize(),
+            RawEvent::Cuda(e) => e.synchronize(),
+        }
+    }
+
+    pub(crate) fn elapsed_ms(&self, end: &RawEvent) -> Result<f32> {
+        match (self, end) {
+            (RawEvent::Sim(a), RawEvent::Sim(b)) => {
+                let (Some(a), Some(b)) = (a.time(), b.time()) else {
+                    return Err(Error::EventNotRecorded("Event::elapsed_ms"));
+                };
+                Ok(signed_ms(a, b))
+            }
+            (RawEvent::Hip(a), RawEvent::Hip(b)) => a.elapsed_ms(b),
+            (RawEvent::Cuda(a), RawEvent::Cuda(b)) => a.elapsed_ms(b),
+            _ => Err(mismatch()),
+        }
+    }
+}
+
+fn signed_ms(a: Instant, b: Instant) -> f32 {
+    if b >= a {
+        (b - a).as_secs_f32() * 1e3
+    } else {
+        -((a - b).as_secs_f32() * 1e3)
+    }
+}

@@ -1,0 +1,239 @@
+//! Typed device memory.
+
+use crate::device::{Device, DeviceId};
+use crate::error::{Error, Result};
+use crate::repr::{as_bytes, as_bytes_mut, DeviceRepr};
+use ndarray::{Array, ArrayView, Dimension, ShapeBuilder};
+use std::fmt;
+use std::marker::PhantomData;
+
+/// `len` elements of `T` in one device's memory, freed on drop.
+///
+/// Sizes are `usize` elements and `u64` bytes throughout, so buffers past 4 GiB work. An empty
+/// buffer allocates nothing and has device pointer 0.
+///
+/// `DeviceBuffer` is `Send + Sync`: `&self` methods only read device memory (blocking copies
+/// that the drivers allow from any thread), and every write takes `&mut self`.
+///
+/// Copies are blocking: they return once the data has arrived, and they are ordered after
+/// kernels already submitted on the device's streams.
+///
+/// ```
+/// use flydsl_rt::{Device, DeviceBuffer, Target};
+/// let dev = Device::sim(Target::Gfx942);
+/// let mut buf = DeviceBuffer::from_slice(&dev, &[1.0f32, 2.0, 3.0]).unwrap();
+/// buf.copy_from_slice(&[4.0, 5.0, 6.0]).unwrap();
+/// assert_eq!(buf.to_vec().unwrap(), vec![4.0, 5.0, 6.0]);
+/// ```
+pub struct DeviceBuffer<T: DeviceRepr> {
+    ptr: u64,
+    len: usize,
+    device: Device,
+    _elem: PhantomData<T>,
+}
+
+impl<T: DeviceRepr> fmt::Debug for DeviceBuffer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceBuffer")
+            .field("elem", &T::SCALAR)
+            .field("len", &self.len)
+            .field("ptr", &format_args!("{:#x}", self.ptr))
+            .field("device", &self.device.id())
+            .finish()
+    }
+}
+
+fn byte_len<T>(len: usize) -> Result<u64> {
+    let elem = std::mem::size_of::<T>() as u64;
+    (len as u64)
+        .checked_mul(elem)
+        .filter(|&b| usize::try_from(b).is_ok())
+        .ok_or(Error::SizeOverflow {
+            len: len as u64,
+            elem_bytes: elem,
+        })
+}
+
+impl<T: DeviceRepr> DeviceBuffer<T> {
+    /// Allocate `len` elements whose initial contents are unspecified (but valid `T` values).
+    ///
+    /// ```
+    /// # use flydsl_rt::*;
+    /// let b = DeviceBuffer::<half::bf16>::alloc(&Device::sim(Target::Gfx950), 10).unwrap();
+    /// assert_eq!(b.len(), 10);
+    /// ```
+    pub fn alloc(device: &Device, len: usize) -> Result<Self> {
+        let bytes = byte_len::<T>(len)?;
+        let ptr = if bytes == 0 {
+            0
+        } else {
+            device.inner.raw.alloc(bytes)?
+        };
+        Ok(DeviceBuffer {
+            ptr,
+            len,
+            device: device.clone(),
+            _elem: PhantomData,
+        })
+    }
+
+    /// Allocate `len` zero-filled elements.
+    ///
+    /// ```
+    /// # use flydsl_rt::*;
+    /// let b = DeviceBuffer::<i32>::zeroed(&Device::sim(Target::Gfx942), 3).unwrap();
+    /// assert_eq!(b.to_vec().unwrap(), vec![0, 0, 0]);
+    /// ```
+    pub fn zeroed(device: &Device, len: usize) -> Result<Self> {
+        let mut b = Self::alloc(device, len)?;
+        b.memset_zero()?;
+        Ok(b)
+    }
+
+    /// A buffer holding a copy of `data`.
+    pub fn from_slice(device: &Device, data: &[T]) -> Result<Self> {
+        let mut b = Self::alloc(device, data.len())?;
+        b.copy_from_slice(data)?;
+        Ok(b)
+    }
+
+    /// A buffer holding the elements of `view` in logical (row-major) order. A view in
+    /// standard layout is copied directly; any other view is first gathered on the host.
+    ///
+    /// ```
+    /// # use flydsl_rt::*;
+    /// let a = ndarray::arr2(&[[1i32, 2], [3, 4]]);
+    /// let b = DeviceBuffer::from_array(&Device::sim(Target::Gfx942), a.t()).unwrap();
+    /// assert_eq!(b.to_vec().unwrap(), vec![1, 3, 2, 4]);
+    /// ```
+    pub fn from_array<D: Dimension>(device: &Device, view: ArrayView<'_, T, D>) -> Result<Self> {
+        match view.as_slice() {
+            Some(s) => Self::from_slice(device, s),
+            None => Self::from_slice(device, &view.iter().copied().collect::<Vec<T>>()),
+        }
+    }
+
+    /// Overwrite the buffer with `view`'s elements in logical order (lengths must match).
+    pub fn copy_from_array<D: Dimension>(&mut self, view: ArrayView<'_, T, D>) -> Result<()> {
+        match view.as_slice() {
+            Some(s) => self.copy_from_slice(s),
+            None => self.copy_from_slice(&view.iter().copied().collect::<Vec<T>>()),
+        }
+    }
+
+    /// The contents as an array of `shape` (row-major); the shape's product must equal
+    /// [`len`](Self::len).
+    ///
+    /// ```
+    /// # use flydsl_rt::*;
+    /// let b = DeviceBuffer::from_slice(&Device::sim(Target::Gfx942), &[1u8, 2, 3, 4, 5, 6]).unwrap();
+    /// let a = b.to_array((2, 3)).unwrap();
+    /// assert_eq!(a[[1, 0]], 4);
+    /// assert!(b.to_array((4, 2)).is_err());
+    /// ```
+    pub fn to_array<Sh: ShapeBuilder>(&self, shape: Sh) -> Result<Array<T, Sh::Dim>> {
+        let shape = shape.into_shape_with_order();
+        let dims = shape.raw_dim().slice().to_vec();
+        if dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) != Some(self.len) {
+            return Err(Error::ShapeMismatch {
+                len: self.len,
+                shape: dims,
+            });
+        }
+        let data = self.to_vec()?;
+        Array::from_shape_vec(shape, data).map_err(|_| Error::ShapeMismatch {
+            len: self.len,
+            shape: dims,
+        })
+    }
+
+    /// Copy the contents to a new `Vec`.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        // SAFETY: `T: DeviceRepr` accepts every bit pattern, including all-zero; the values
+        // are overwritten by the copy, and no uninitialised memory is ever exposed.
+        let zero = unsafe { std::mem::zeroed::<T>() };
+        let mut out = vec![zero; self.len];
+        self.copy_to_slice(&mut out)?;
+        Ok(out)
+    }
+
+    /// Overwrite the whole buffer with `src` (`src.len()` must equal [`len`](Self::len)).
+    pub fn copy_from_slice(&mut self, src: &[T]) -> Result<()> {
+        if src.len() != self.len {
+            return Err(Error::LengthMismatch {
+                device: self.len,
+                host: src.len(),
+            });
+        }
+        if self.len == 0 {
+            return Ok(());
+        }
+        // SAFETY: the destination range is exactly this live allocation.
+        unsafe { self.device.inner.raw.htod(self.ptr, as_bytes(src)) }
+    }
+
+    /// Copy the whole buffer into `dst` (`dst.len()` must equal [`len`](Self::len)).
+    pub fn copy_to_slice(&self, dst: &mut [T]) -> Result<()> {
+        if dst.len() != self.len {
+            return Err(Error::LengthMismatch {
+                device: self.len,
+                host: dst.len(),
+            });
+        }
+        if self.len == 0 {
+            return Ok(());
+        }
+        // SAFETY: the source range is exactly this live allocation.
+        unsafe { self.device.inner.raw.dtoh(self.ptr, as_bytes_mut(dst)) }
+    }
+
+    /// Set every byte of the buffer to zero.
+    pub fn memset_zero(&mut self) -> Result<()> {
+        if self.len == 0 {
+            return Ok(());
+        }
+        let bytes = self.size_bytes();
+        // SAFETY: the range is exactly this live allocation.
+        unsafe { self.device.inner.raw.memset_zero(self.ptr, bytes) }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for a buffer of zero elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size in bytes.
+    pub fn size_bytes(&self) -> u64 {
+        self.len as u64 * std::mem::size_of::<T>() as u64
+    }
+
+    /// The device that owns the memory.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The owning device's id.
+    pub fn device_id(&self) -> DeviceId {
+        self.device.id()
+    }
+
+    /// The device address of element 0 (0 for an empty buffer). Valid for kernels of the
+    /// owning device while the buffer lives.
+    pub fn as_device_ptr(&self) -> u64 {
+        self.ptr
+    }
+}
+
+impl<T: DeviceRepr> Drop for DeviceBuffer<T> {
+    fn drop(&mut self) {
+        if self.ptr != 0 {
+            // SAFETY: `ptr` is this buffer's live allocation on its device, freed once here.
+            unsafe { self.device.inner.raw.free(self.ptr) }
+        }
+    }
+}

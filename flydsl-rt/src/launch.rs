@@ -1,0 +1,399 @@
+//! The launch contract used by generated launchers: [`LaunchConfig`], [`KernelArgs`], and the
+//! validation that [`Stream::launch`](crate::Stream::launch) runs before every launch.
+
+use crate::buffer::DeviceBuffer;
+use crate::device::{Backend, Device, DeviceId};
+use crate::error::{Error, Result};
+use crate::repr::{as_bytes, DeviceRepr};
+use crate::variant::KernelVariants;
+use flydsl_ir::{KernargLayout, Kernel};
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+/// Grid and block dimensions of a launch (`grid` counts workgroups, not threads).
+///
+/// ```
+/// use flydsl_rt::LaunchConfig;
+/// let cfg = LaunchConfig::for_elements(1000, 256);
+/// assert_eq!(cfg.grid, [4, 1, 1]);
+/// assert_eq!(cfg.block, [256, 1, 1]);
+/// assert_eq!(cfg.threads_per_block(), 256);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LaunchConfig {
+    /// Workgroups in x, y, z.
+    pub grid: [u32; 3],
+    /// Threads per workgroup in x, y, z.
+    pub block: [u32; 3],
+}
+
+impl LaunchConfig {
+    /// A 1-D launch of `grid_x` workgroups of `block_x` threads.
+    ///
+    /// ```
+    /// let cfg = flydsl_rt::LaunchConfig::linear(8, 64);
+    /// assert_eq!((cfg.grid, cfg.block), ([8, 1, 1], [64, 1, 1]));
+    /// ```
+    pub fn linear(grid_x: u32, block_x: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid: [grid_x, 1, 1],
+            block: [block_x, 1, 1],
+        }
+    }
+
+    /// A 1-D launch covering `n` elements with one thread each, `block_x` threads per
+    /// workgroup (the grid is rounded up; more than `u32::MAX` workgroups saturate, which the
+    /// launch then rejects as too large only if the device does).
+    ///
+    /// ```
+    /// let cfg = flydsl_rt::LaunchConfig::for_elements(0, 128);
+    /// assert_eq!(cfg.grid, [0, 1, 1]); // an empty launch is a no-op
+    /// ```
+    pub fn for_elements(n: u64, block_x: u32) -> LaunchConfig {
+        let blocks = n.div_ceil(u64::from(block_x.max(1)));
+        LaunchConfig::linear(u32::try_from(blocks).unwrap_or(u32::MAX), block_x)
+    }
+
+    /// A 2-D grid of `block` workgroups.
+    ///
+    /// ```
+    /// let cfg = flydsl_rt::LaunchConfig::grid_2d([4, 3], [16, 16]);
+    /// assert_eq!(cfg.grid, [4, 3, 1]);
+    /// ```
+    pub fn grid_2d(grid: [u32; 2], block: [u32; 2]) -> LaunchConfig {
+        LaunchConfig {
+            grid: [grid[0], grid[1], 1],
+            block: [block[0], block[1], 1],
+        }
+    }
+
+    /// Threads per workgroup (as `u64`, so oversized blocks cannot overflow).
+    pub fn threads_per_block(&self) -> u64 {
+        self.block
+            .iter()
+            .fold(1u64, |a, &b| a.saturating_mul(u64::from(b)))
+    }
+
+    /// True when some grid dimension is zero (the launch does nothing).
+    pub fn is_empty(&self) -> bool {
+        self.grid.contains(&0)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Push {
+    offset: usize,
+    size: usize,
+    pointer: bool,
+}
+
+/// A packed kernel-argument buffer plus the devices of the buffers pushed into it.
+///
+/// The layout is the kernel's [`KernargLayout`]: a tensor parameter is a 64-bit device pointer
+/// followed by its element count as `i64`; a scalar is its bytes at natural alignment.
+/// Generated launchers write every slot; [`Stream::launch`](crate::Stream::launch) then checks
+/// the size, that every slot was written with the right kind and size, and the devices.
+/// A write past the end is recorded and reported by the launch (never a panic).
+///
+/// ```
+/// use flydsl_rt::{Device, DeviceBuffer, KernelArgs, Target};
+/// let dev = Device::sim(Target::Gfx942);
+/// let x = DeviceBuffer::<f32>::zeroed(&dev, 4).unwrap();
+/// let mut args = KernelArgs::new(24);
+/// args.tensor(0, &x);
+/// args.scalar(16, 1.5f32);
+/// assert_eq!(&args.bytes()[8..16], &4i64.to_le_bytes());
+/// ```
+#[derive(Clone, Debug)]
+pub struct KernelArgs {
+    bytes: Vec<u8>,
+    devices: Vec<DeviceId>,
+    pushes: Vec<Push>,
+    overflow: Option<String>,
+}
+
+impl KernelArgs {
+    /// An all-zero buffer of `size` bytes (the kernel's `kernarg_layout().size`).
+    ///
+    /// ```
+    /// assert_eq!(flydsl_rt::KernelArgs::new(16).bytes().len(), 16);
+    /// ```
+    pub fn new(size: usize) -> KernelArgs {
+        KernelArgs {
+            bytes: vec![0; size],
+            devices: Vec::new(),
+            pushes: Vec::new(),
+            overflow: None,
+        }
+    }
+
+    fn write(&mut self, offset: usize, data: &[u8], pointer: bool) {
+        let end = offset.checked_add(data.len());
+        match end {
+            Some(end) if end <= self.bytes.len() => {
+                self.bytes[offset..end].copy_from_slice(data);
+                self.pushes.push(Push {
+                    offset,
+                    size: data.len(),
+                    pointer,
+                });
+            }
+            _ => {
+                self.overflow.get_or_insert_with(|| {
+                    format!(
+                        "an argument of {} bytes at offset {offset} does not fit in the {}-byte \
+                         buffer; size KernelArgs::new with the kernel's kernarg_layout().size",
+                        data.len(),
+                        self.bytes.len()
+                    )
+                });
+            }
+        }
+    }
+
+    /// Write `buf`'s device pointer (`u64`) at `offset` and its length (`i64`) at `offset + 8`,
+    /// and remember its device.
+    ///
+    /// ```
+    /// use flydsl_rt::{Device, DeviceBuffer, KernelArgs, Target};
+    /// let x = DeviceBuffer::<u8>::zeroed(&Device::sim(Target::Gfx942), 3).unwrap();
+    /// let mut args = KernelArgs::new(16);
+    /// args.tensor(0, &x);
+    /// assert_eq!(&args.bytes()[0..8], &x.as_device_ptr().to_le_bytes());
+    /// ```
+    pub fn tensor<T: DeviceRepr>(&mut self, offset: usize, buf: &DeviceBuffer<T>) {
+        self.write(offset, &buf.as_device_ptr().to_le_bytes(), true);
+        let len = i64::try_from(buf.len()).unwrap_or(i64::MAX);
+        self.write(offset.saturating_add(8), &len.to_le_bytes(), false);
+        if !self.devices.contains(&buf.device_id()) {
+            self.devices.push(buf.device_id());
+        }
+    }
+
+    /// Write `v`'s bytes at `offset`.
+    ///
+    /// ```
+    /// let mut args = flydsl_rt::KernelArgs::new(8);
+    /// args.scalar(4, 7i32);
+    /// assert_eq!(args.bytes(), &[0, 0, 0, 0, 7, 0, 0, 0]);
+    /// ```
+    pub fn scalar<T: DeviceRepr>(&mut self, offset: usize, v: T) {
+        self.write(offset, as_bytes(std::slice::from_ref(&v)), false);
+    }
+
+    /// The packed bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The devices of the buffers pushed so far.
+    pub fn devices(&self) -> &[DeviceId] {
+        &self.devices
+    }
+
+    /// Check the pushes against `layout`: every slot written once or more with its own kind
+    /// and size, nothing written between slots.
+    fn check(&self, layout: &KernargLayout) -> std::result::Result<(), String> {
+        if let Some(e) = &self.overflow {
+            return Err(e.clone());
+        }
+        if self.bytes.len() != layout.size as usize {
+            return Err(format!(
+                "the buffer has {} bytes but the kernel's kernarg layout has {}; size \
+                 KernelArgs::new with kernarg_layout().size",
+                self.bytes.len(),
+                layout.size
+            ));
+        }
+        let mut written = vec![false; layout.slots.len()];
+        for p in &self.pushes {
+            let Ok(i) = layout
+                .slots
+                .binary_search_by_key(&(p.offset as u32), |s| s.offset)
+            else {
+                return Err(format!(
+                    "a {}-byte {} was written at offset {}, which is not the start of any \
+                     argument",
+                    p.size,
+                    if p.pointer { "pointer" } else { "value" },
+                    p.offset
+                ));
+            };
+            let slot = &layout.slots[i];
+            if slot.is_pointer != p.pointer || slot.size as usize != p.size {
+                return Err(format!(
+                    "argument `{}` at offset {} is a {}-byte {} but a {}-byte {} was written \
+                     there",
+                    slot.name,
+                    slot.offset,
+                    slot.size,
+                    if slot.is_pointer { "pointer" } else { "value" },
+                    p.size,
+                    if p.pointer {
+                        "pointer (tensor)"
+                    } else {
+                        "value"
+                    }
+                ));
+            }
+            written[i] = true;
+        }
+        if let Some(i) = written.iter().position(|w| !w) {
+            let slot = &layout.slots[i];
+            return Err(format!(
+                "argument `{}` at offset {} was never written; push every parameter",
+                slot.name, slot.offset
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A kernel's decoded IR and what the launcher needs from it.
+#[derive(Debug)]
+pub(crate) struct Decoded {
+    pub kernel: Kernel,
+    pub layout: KernargLayout,
+    pub lds_bytes: u64,
+}
+
+/// Decode a variant's IR once per process (keyed by the address of the static IR bytes).
+fn decoded(kernel: &KernelVariants, ir: &'static [u8]) -> Result<Arc<Decoded>> {
+    type Cache = HashMap<(usize, usize), Arc<Decoded>>;
+    static CACHE: RwLock<Option<Cache>> = RwLock::new(None);
+    let key = (ir.as_ptr() as usize, ir.len());
+    if let Some(d) = CACHE
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .and_then(|c| c.get(&key))
+    {
+        return Ok(d.clone());
+    }
+    let ir_kernel = flydsl_ir::from_bytes(ir).map_err(|e| Error::BadVariant {
+        kernel: kernel.name.to_string(),
+        reason: e.to_string(),
+    })?;
+    let d = Arc::new(Decoded {
+        layout: ir_kernel.kernarg_layout(),
+        lds_bytes: u64::from(ir_kernel.lds_bytes()),
+        kernel: ir_kernel,
+    });
+    let mut cache = CACHE.write().unwrap_or_else(|e| e.into_inner());
+    Ok(cache
+        .get_or_insert_with(HashMap::new)
+        .entry(key)
+        .or_insert(d)
+        .clone())
+}
+
+/// Validate and launch (the body of [`Stream::launch`](crate::Stream::launch)).
+///
+/// # Safety
+/// See `Stream::launch`.
+pub(crate) unsafe fn launch(
+    device: &Device,
+    raw_stream: &crate::backend::RawStream,
+    kernel: &'static KernelVariants,
+    cfg: LaunchConfig,
+    args: &KernelArgs,
+) -> Result<()> {
+    let target = device.target();
+    let missing = || Error::MissingVariant {
+        kernel: kernel.name.to_string(),
+        crate_name: kernel.crate_name.to_string(),
+        target,
+        built: kernel.built_targets().collect(),
+    };
+    let variant = kernel.for_target(target).ok_or_else(missing)?;
+    let code = match device.backend() {
+        Backend::Sim => None,
+        _ => Some(variant.code.ok_or_else(missing)?),
+    };
+    let d = decoded(kernel, variant.ir)?;
+    let bad_variant = |reason: String| Error::BadVariant {
+        kernel: kernel.name.to_string(),
+        reason,
+    };
+    if d.kernel.target != target || d.kernel.name != kernel.name {
+        return Err(bad_variant(format!(
+            "the {target} variant embeds IR of kernel `{}` for {}",
+            d.kernel.name, d.kernel.target
+        )));
+    }
+    let invalid = |reason: String| Error::InvalidLaunch {
+        kernel: kernel.name.to_string(),
+        grid: cfg.grid,
+        block: cfg.block,
+        reason,
+    };
+    let threads = cfg.threads_per_block();
+    let max = u64::from(d.kernel.attrs.max_threads.min(1024));
+    if threads == 0 || threads > max {
+        return Err(invalid(format!(
+            "{threads} threads per workgroup; this kernel allows 1..={max} (its max_threads \
+             attribute, at most 1024)"
+        )));
+    }
+    if let Some(reason) = grid_limit(target, &cfg) {
+        return Err(invalid(reason));
+    }
+    args.check(&d.layout).map_err(|reason| Error::KernelArgs {
+        kernel: kernel.name.to_string(),
+        reason,
+    })?;
+    if let Some(&other) = args.devices.iter().find(|&&id| id != device.id()) {
+        return Err(Error::WrongDevice {
+            kernel: kernel.name.to_string(),
+            buffer_device: other,
+            stream_device: device.id(),
+        });
+    }
+    if d.lds_bytes > device.max_lds_bytes() {
+        return Err(Error::LdsTooLarge {
+            kernel: kernel.name.to_string(),
+            bytes: d.lds_bytes,
+            limit: device.max_lds_bytes(),
+        });
+    }
+    if cfg.is_empty() {
+        return Ok(());
+    }
+    let f = device.module(variant as *const _ as usize, code, &d)?;
+    // SAFETY: the stream and function belong to `device`, the argument buffer matches the
+    // layout (checked above) and holds pointers of live buffers of this device; in-bounds
+    // accesses are the caller's obligation.
+    unsafe {
+        device
+            .inner
+            .raw
+            .launch(raw_stream, &f, &d, cfg.grid, cfg.block, &args.bytes)
+    }
+}
+
+/// The hardware's grid limits: AMD counts grid size in threads (at most 2^32 - 1 per
+/// dimension); NVIDIA allows 2^31 - 1 blocks in x and 65535 in y and z.
+fn grid_limit(target: flydsl_ir::Target, cfg: &LaunchConfig) -> Option<String> {
+    if target.is_amd() {
+        (0..3).find_map(|i| {
+            let threads = u64::from(cfg.grid[i]) * u64::from(cfg.block[i]);
+            (threads > u64::from(u32::MAX)).then(|| {
+                format!(
+                    "dimension {i} has {threads} threads in total; AMD GPUs allow at most \
+                     {} per dimension",
+                    u32::MAX
+                )
+            })
+        })
+    } else {
+        let max = [i32::MAX as u32, 65535, 65535];
+        (0..3).find_map(|i| {
+            (cfg.grid[i] > max[i]).then(|| {
+                format!(
+                    "grid dimension {i} is {}; NVIDIA GPUs allow at most {}",
+                    cfg.grid[i], max[i]
+                )
+            })
+        })
+    }
+}

@@ -1,0 +1,135 @@
+//! Streams (ordered queues of launches) and events (timestamps on a stream).
+
+use crate::backend::{RawEvent, RawStream};
+use crate::device::{Device, DeviceId};
+use crate::error::{Error, Result};
+use crate::launch::{KernelArgs, LaunchConfig};
+use crate::variant::KernelVariants;
+
+/// An ordered queue of kernel launches on one device.
+///
+/// `Stream` is `Send + Sync`: HIP and CUDA streams may be used from any thread (their runtimes
+/// serialise submissions), and Sim streams hold no state. Launches from several threads onto
+/// one stream are ordered by whichever submits first.
+///
+/// Host copies ([`DeviceBuffer::to_vec`](crate::DeviceBuffer::to_vec) and friends) are
+/// blocking and ordered after work already submitted to streams of the same device, so a
+/// result can be read back without an explicit `synchronize`.
+///
+/// ```
+/// use flydsl_rt::{Device, Target};
+/// let s = Device::sim(Target::Gfx942).stream().unwrap();
+/// assert_eq!(s.device().target(), Target::Gfx942);
+/// s.synchronize().unwrap();
+/// ```
+#[derive(Debug)]
+pub struct Stream {
+    pub(crate) device: Device,
+    pub(crate) raw: RawStream,
+}
+
+impl Stream {
+    /// The device the stream belongs to.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Wait until everything submitted to the stream has finished (Sim: returns at once, its
+    /// launches are synchronous).
+    pub fn synchronize(&self) -> Result<()> {
+        self.raw.synchronize()
+    }
+
+    /// A new event recorded on this stream now.
+    ///
+    /// ```
+    /// use flydsl_rt::{Device, Event, Target};
+    /// let s = Device::sim(Target::Gfx942).stream().unwrap();
+    /// let (a, b) = (s.record_event().unwrap(), s.record_event().unwrap());
+    /// assert!(Event::elapsed_ms(&a, &b).unwrap() >= 0.0);
+    /// ```
+    pub fn record_event(&self) -> Result<Event> {
+        let e = self.device.event()?;
+        e.record(self)?;
+        Ok(e)
+    }
+
+    /// Launch the variant of `kernel` for this stream's device.
+    ///
+    /// Before launching it checks: the device's target has a variant (else
+    /// [`Error::MissingVariant`], naming the cargo feature to enable); the embedded IR decodes
+    /// (cached per process); the block has 1..=`max_threads` (and at most 1024) threads; the
+    /// grid is within the hardware limits; `args` has exactly the kernel's kernarg size and
+    /// every argument was written with its kind and size; every buffer in `args` lives on this
+    /// device; the kernel's LDS fits the device. A grid with a zero dimension then returns
+    /// `Ok(())` without launching. The code object is loaded once per (device, kernel).
+    ///
+    /// Launches are asynchronous on GPUs and synchronous on the Sim.
+    ///
+    /// # Safety
+    /// The kernel's own index arithmetic must stay inside the buffers (the Sim checks this;
+    /// GPUs do not), and every buffer whose pointer is in `args` must stay alive until the
+    /// kernel has finished (synchronize the stream before dropping them).
+    pub unsafe fn launch(
+        &self,
+        kernel: &'static KernelVariants,
+        cfg: LaunchConfig,
+        args: &KernelArgs,
+    ) -> Result<()> {
+        // SAFETY: forwarded to the caller.
+        unsafe { crate::launch::launch(&self.device, &self.raw, kernel, cfg, args) }
+    }
+}
+
+/// A point in a stream's work, for timing and waiting.
+///
+/// `Event` is `Send + Sync`: HIP and CUDA events are thread-safe driver objects and the Sim's
+/// event time is behind a lock.
+///
+/// ```
+/// use flydsl_rt::{Device, Event, Target};
+/// let dev = Device::sim(Target::Gfx942);
+/// let s = dev.stream().unwrap();
+/// let (start, end) = (dev.event().unwrap(), dev.event().unwrap());
+/// start.record(&s).unwrap();
+/// end.record(&s).unwrap();
+/// end.synchronize().unwrap();
+/// assert!(Event::elapsed_ms(&start, &end).unwrap() >= 0.0);
+/// ```
+#[derive(Debug)]
+pub struct Event {
+    pub(crate) device: DeviceId,
+    pub(crate) raw: RawEvent,
+}
+
+impl Event {
+    /// Record the event at the current end of `stream` (re-recording moves it).
+    pub fn record(&self, stream: &Stream) -> Result<()> {
+        if stream.device.id() != self.device {
+            return Err(Error::DeviceMismatch {
+                what: "an event and a stream",
+                a: self.device,
+                b: stream.device.id(),
+            });
+        }
+        self.raw.record(&stream.raw)
+    }
+
+    /// Wait until the work before the event has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        self.raw.synchronize()
+    }
+
+    /// Milliseconds between two recorded events of one device (`end` must have completed:
+    /// synchronize it first on GPUs).
+    pub fn elapsed_ms(start: &Event, end: &Event) -> Result<f32> {
+        if start.device != end.device {
+            return Err(Error::DeviceMismatch {
+                what: "two events",
+                a: start.device,
+                b: end.device,
+            });
+        }
+        start.raw.elapsed_ms(&end.raw)
+    }
+}
