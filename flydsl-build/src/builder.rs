@@ -68,7 +68,10 @@ pub struct KernelSpec {
 
 impl std::fmt::Debug for KernelSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KernelSpec").field("name", &self.name).field("targets", &self.targets).finish()
+        f.debug_struct("KernelSpec")
+            .field("name", &self.name)
+            .field("targets", &self.targets)
+            .finish()
     }
 }
 
@@ -151,9 +154,9 @@ pub fn parse_targets(list: &str) -> Result<Vec<Target>, String> {
         if part == "all" || part == "all-targets" {
             return Ok(Target::ALL.to_vec());
         }
-        let t: Target = part.parse().map_err(|e: flydsl_ir::target::UnknownTarget| {
-            format!("FLYDSL_TARGETS: {e}")
-        })?;
+        let t: Target = part
+            .parse()
+            .map_err(|e: flydsl_ir::target::UnknownTarget| format!("FLYDSL_TARGETS: {e}"))?;
         if !v.contains(&t) {
             v.push(t);
         }
@@ -171,12 +174,17 @@ fn targets_from_env() -> Result<Vec<Target>, String> {
     }
     Ok(Target::ALL
         .into_iter()
-        .filter(|t| std::env::var_os(format!("CARGO_FEATURE_{}", t.name().to_ascii_uppercase())).is_some())
+        .filter(|t| {
+            std::env::var_os(format!("CARGO_FEATURE_{}", t.name().to_ascii_uppercase())).is_some()
+        })
         .collect())
 }
 
 fn io(path: &Path, e: std::io::Error) -> GenError {
-    GenError::Io { path: path.display().to_string(), msg: e.to_string() }
+    GenError::Io {
+        path: path.display().to_string(),
+        msg: e.to_string(),
+    }
 }
 
 impl Builder {
@@ -184,7 +192,14 @@ impl Builder {
     /// the crate's target features (`CARGO_FEATURE_GFX942`, ..., `CARGO_FEATURE_ALL_TARGETS`)
     /// or `FLYDSL_TARGETS`, `FLYDSL_CACHE_DIR` and `FLYDSL_DUMP_DIR`.
     pub fn from_env() -> Builder {
-        for var in ["FLYDSL_TARGETS", "FLYDSL_LLC", "FLYDSL_LLD", "ROCM_PATH", "FLYDSL_DUMP_DIR", "FLYDSL_CACHE_DIR"] {
+        for var in [
+            "FLYDSL_TARGETS",
+            "FLYDSL_LLC",
+            "FLYDSL_LLD",
+            "ROCM_PATH",
+            "FLYDSL_DUMP_DIR",
+            "FLYDSL_CACHE_DIR",
+        ] {
             println!("cargo:rerun-if-env-changed={var}");
         }
         Builder {
@@ -227,7 +242,11 @@ impl Builder {
         targets: &[Target],
         gen: impl Fn(Target) -> Result<Kernel, BuildError> + Send + Sync + 'static,
     ) -> Self {
-        self.kernels.push(KernelSpec { name: name.into(), targets: targets.to_vec(), gen: Arc::new(gen) });
+        self.kernels.push(KernelSpec {
+            name: name.into(),
+            targets: targets.to_vec(),
+            gen: Arc::new(gen),
+        });
         self
     }
     /// The declared kernels.
@@ -252,22 +271,42 @@ impl Builder {
 
     /// Build every kernel: IR for all targets (Sim), code objects for the selected ones.
     pub fn run(self) -> Result<BuildReport, GenError> {
-        let out = self
-            .out_dir
-            .clone()
-            .ok_or_else(|| GenError::Config("OUT_DIR is not set: run from a build script or use Builder::new".into()))?;
+        let out = self.out_dir.clone().ok_or_else(|| {
+            GenError::Config(
+                "OUT_DIR is not set: run from a build script or use Builder::new".into(),
+            )
+        })?;
         let selected = self.selected_targets()?;
         for k in &self.kernels {
-            if k.name.is_empty() || !k.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
-                return Err(GenError::Config(format!("kernel name `{}` must be a lowercase identifier ([a-z0-9_])", k.name)));
+            if k.name.is_empty()
+                || !k
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            {
+                return Err(GenError::Config(format!(
+                    "kernel name `{}` must be a lowercase identifier ([a-z0-9_])",
+                    k.name
+                )));
             }
             if self.kernels.iter().filter(|o| o.name == k.name).count() > 1 {
-                return Err(GenError::Config(format!("kernel `{}` is declared twice", k.name)));
+                return Err(GenError::Config(format!(
+                    "kernel `{}` is declared twice",
+                    k.name
+                )));
             }
         }
         std::fs::create_dir_all(&out).map_err(|e| io(&out, e))?;
-        let toolchain = if selected.is_empty() { None } else { Some(Toolchain::discover(&selected)?) };
-        let cache = Cache::new(self.cache_dir.clone().unwrap_or_else(|| out.join("flydsl-cache")));
+        let toolchain = if selected.is_empty() {
+            None
+        } else {
+            Some(Toolchain::discover(&selected)?)
+        };
+        let cache = Cache::new(
+            self.cache_dir
+                .clone()
+                .unwrap_or_else(|| out.join("flydsl-cache")),
+        );
 
         // IR for every (kernel, target it exists on): always, for the Sim backend.
         let jobs: Vec<(&KernelSpec, Target)> = self
@@ -307,7 +346,8 @@ impl Builder {
             }
         }
         for (_, ir, built, have_ir) in &per_kernel {
-            glue::emit_kernel(&mut glue_src, &self.crate_name, ir, built, have_ir).map_err(GenError::Config)?;
+            glue::emit_kernel(&mut glue_src, &self.crate_name, ir, built, have_ir)
+                .map_err(GenError::Config)?;
         }
         let glue_path = out.join("flydsl_kernels.rs");
         write_if_changed(&glue_path, glue_src.as_bytes())?;
@@ -317,7 +357,13 @@ impl Builder {
         Ok(report)
     }
 
-    fn compile_variant(&self, tc: &Toolchain, cache: &Cache, ir: &Kernel, out: &Path) -> Result<VariantReport, GenError> {
+    fn compile_variant(
+        &self,
+        tc: &Toolchain,
+        cache: &Cache,
+        ir: &Kernel,
+        out: &Path,
+    ) -> Result<VariantReport, GenError> {
         let t0 = Instant::now();
         let t = ir.target;
         let llvm = crate::lower::lower(ir).map_err(|e| GenError::Lower {
@@ -329,7 +375,9 @@ impl Builder {
         let (code, cached) = match cache.get(&key) {
             Some(c) => (c, true),
             None => {
-                let work = out.join("flydsl-work").join(format!("{}.{}", ir.name, t.name()));
+                let work = out
+                    .join("flydsl-work")
+                    .join(format!("{}.{}", ir.name, t.name()));
                 let code = tc.compile(&llvm, &ir.name, t, &work)?;
                 cache.put(&key, &code).map_err(|e| io(cache.dir(), e))?;
                 let _ = std::fs::remove_dir_all(&work);
@@ -339,23 +387,35 @@ impl Builder {
         if let Some(dump) = &self.dump_dir {
             self.dump(tc, dump, ir, &llvm, &code)?;
         }
-        let resources = crate::check::check_code_object(ir, &code).map_err(|msg| GenError::Check {
-            kernel: ir.name.clone(),
-            target: t,
-            msg,
-        })?;
+        let resources =
+            crate::check::check_code_object(ir, &code).map_err(|msg| GenError::Check {
+                kernel: ir.name.clone(),
+                target: t,
+                msg,
+            })?;
         let path = out.join(glue::artifact_name(&ir.name, t, glue::code_ext(t)));
         write_if_changed(&path, &code)?;
         Ok(VariantReport {
             kernel: ir.name.clone(),
             target: t,
-            compile_s: if cached { 0.0 } else { t0.elapsed().as_secs_f64() },
+            compile_s: if cached {
+                0.0
+            } else {
+                t0.elapsed().as_secs_f64()
+            },
             cached,
             resources,
         })
     }
 
-    fn dump(&self, tc: &Toolchain, dir: &Path, ir: &Kernel, llvm: &str, code: &[u8]) -> Result<(), GenError> {
+    fn dump(
+        &self,
+        tc: &Toolchain,
+        dir: &Path,
+        ir: &Kernel,
+        llvm: &str,
+        code: &[u8],
+    ) -> Result<(), GenError> {
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
         let t = ir.target;
         let ll = dir.join(glue::artifact_name(&ir.name, t, "ll"));

@@ -42,7 +42,10 @@ pub fn check_code_object(ir: &Kernel, code: &[u8]) -> Result<Resources, String> 
     if t.is_amd() {
         let co = parse_hsaco(code).map_err(|e| e.to_string())?;
         if co.target() != Some(t) {
-            return Err(format!("code object is for {:?}, expected {t}", co.arch.name()));
+            return Err(format!(
+                "code object is for {:?}, expected {t}",
+                co.arch.name()
+            ));
         }
         let meta = co
             .kernel(&ir.name)
@@ -94,7 +97,10 @@ pub fn check_code_object(ir: &Kernel, code: &[u8]) -> Result<Resources, String> 
         check_kernarg_layout_ptx(entry, &layout)?;
         let shared = m.static_shared_bytes(entry);
         if shared > t.max_lds_bytes() as u64 {
-            return Err(format!("static shared memory {shared} bytes exceeds {}", t.max_lds_bytes()));
+            return Err(format!(
+                "static shared memory {shared} bytes exceeds {}",
+                t.max_lds_bytes()
+            ));
         }
         Ok(Resources {
             lds_bytes: shared as u32,

@@ -66,8 +66,14 @@ pub fn emit_kernel(
     let st = static_name(name);
     let layout = ir.kernarg_layout();
     let _ = writeln!(out, "/// All compiled forms of the kernel `{name}` (IR for every target; code objects for the targets built).");
-    let _ = writeln!(out, "pub static {st}: ::flydsl_rt::KernelVariants = ::flydsl_rt::KernelVariants {{");
-    let _ = writeln!(out, "    name: {name:?},\n    crate_name: {crate_name:?},\n    variants: &[");
+    let _ = writeln!(
+        out,
+        "pub static {st}: ::flydsl_rt::KernelVariants = ::flydsl_rt::KernelVariants {{"
+    );
+    let _ = writeln!(
+        out,
+        "    name: {name:?},\n    crate_name: {crate_name:?},\n    variants: &["
+    );
     for t in Target::ALL.into_iter().filter(|t| have_ir.contains(t)) {
         let ir_file = artifact_name(name, t, "ir");
         let code = if built.contains(&t) {
@@ -90,15 +96,19 @@ pub fn emit_kernel(
     let mut body = String::new();
     for (pi, p) in ir.params.iter().enumerate() {
         let pname = sanitize(&p.name);
-        let slot = layout
-            .slots
-            .iter()
-            .find(|s| s.param == pi)
-            .ok_or_else(|| format!("kernel `{name}`: parameter `{}` has no kernarg slot", p.name))?;
+        let slot = layout.slots.iter().find(|s| s.param == pi).ok_or_else(|| {
+            format!(
+                "kernel `{name}`: parameter `{}` has no kernarg slot",
+                p.name
+            )
+        })?;
         match p.kind {
             ParamKind::Tensor { elem, writable } => {
                 let ty = rust_type(elem).ok_or_else(|| {
-                    format!("kernel `{name}`: tensor `{}` of {elem} cannot be passed from Rust", p.name)
+                    format!(
+                        "kernel `{name}`: tensor `{}` of {elem} cannot be passed from Rust",
+                        p.name
+                    )
                 })?;
                 let m = if writable { "&mut " } else { "&" };
                 let _ = write!(sig, ", {pname}: {m}::flydsl_rt::DeviceBuffer<{ty}>");
@@ -106,20 +116,33 @@ pub fn emit_kernel(
             }
             ParamKind::Scalar(s) => {
                 let ty = rust_type(s).ok_or_else(|| {
-                    format!("kernel `{name}`: scalar `{}` of {s} cannot be passed from Rust; use i32", p.name)
+                    format!(
+                        "kernel `{name}`: scalar `{}` of {s} cannot be passed from Rust; use i32",
+                        p.name
+                    )
                 })?;
                 let _ = write!(sig, ", {pname}: {ty}");
                 let _ = writeln!(body, "    args.scalar({}, {pname});", slot.offset);
             }
         }
     }
-    let _ = writeln!(out, "/// Launch `{name}` with arguments packed exactly as its kernel signature lays them out.");
+    let _ = writeln!(
+        out,
+        "/// Launch `{name}` with arguments packed exactly as its kernel signature lays them out."
+    );
     let _ = writeln!(out, "///\n/// # Safety\n///\n/// The kernel indexes its buffers with its own arithmetic: the caller must pass");
     let _ = writeln!(out, "/// buffers and scalars for which every access stays in bounds (the Sim backend checks this;");
-    let _ = writeln!(out, "/// GPUs do not). The launch itself (device, sizes, block shape) is validated.");
+    let _ = writeln!(
+        out,
+        "/// GPUs do not). The launch itself (device, sizes, block shape) is validated."
+    );
     let _ = writeln!(out, "#[allow(clippy::too_many_arguments, dead_code)]");
     let _ = writeln!(out, "pub unsafe fn {name}(stream: &::flydsl_rt::Stream, cfg: ::flydsl_rt::LaunchConfig{sig}) -> ::flydsl_rt::Result<()> {{");
-    let _ = writeln!(out, "    let mut args = ::flydsl_rt::KernelArgs::new({});", layout.size);
+    let _ = writeln!(
+        out,
+        "    let mut args = ::flydsl_rt::KernelArgs::new({});",
+        layout.size
+    );
     out.push_str(&body);
     let _ = writeln!(out, "    // SAFETY: forwarded from this function's contract.\n    unsafe {{ stream.launch(&{st}, cfg, &args) }}\n}}\n");
     Ok(())
@@ -128,10 +151,17 @@ pub fn emit_kernel(
 fn sanitize(name: &str) -> String {
     let s: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     match s.as_str() {
-        "stream" | "cfg" | "args" | "type" | "fn" | "in" | "ref" | "mut" | "self" | "match" | "loop" | "move" => format!("{s}_"),
+        "stream" | "cfg" | "args" | "type" | "fn" | "in" | "ref" | "mut" | "self" | "match"
+        | "loop" | "move" => format!("{s}_"),
         _ => s,
     }
 }

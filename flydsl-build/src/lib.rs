@@ -19,4 +19,6 @@ pub mod lower;
 pub mod proof;
 pub mod toolchain;
 
-pub use builder::{parse_targets, report_text, BuildReport, Builder, GenError, KernelSpec, VariantReport};
+pub use builder::{
+    parse_targets, report_text, BuildReport, Builder, GenError, KernelSpec, VariantReport,
+};

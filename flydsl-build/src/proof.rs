@@ -77,7 +77,10 @@ pub fn tiled_mma(target: Target, dt: ScalarType) -> Result<Kernel, BuildError> {
         let lane = thread_id_x();
         let m0 = block_id(crate::ir::Dim::Y) * tm as i32;
         let n0 = block_id_x() * tn as i32;
-        let zero = cnst(crate::ir::Type::vec(ScalarType::F32, nc), crate::ir::Const::Float(0.0));
+        let zero = cnst(
+            crate::ir::Type::vec(ScalarType::F32, nc),
+            crate::ir::Const::Float(0.0),
+        );
         let acc = for_range(c_i32(0), kk, c_i32(tk as i32), &[zero], |k0, acc| {
             // Stage: thread t copies elements t, t+ws, ... of each row-major tile.
             for (tile, src, rows, r0) in [(a_s, a, tm, m0), (b_s, b, tn, n0)] {
@@ -154,7 +157,13 @@ pub fn mma_probe(target: Target, dt: ScalarType) -> Result<Kernel, BuildError> {
         let c = k.tensor("c", ScalarType::F32);
         let d = k.tensor_mut("d", ScalarType::F32);
         let l = thread_id_x();
-        let gather = |t: Tensor, n: u32| vec_of(&(0..n).map(|e| t.load(l * n as i32 + e as i32)).collect::<Vec<_>>());
+        let gather = |t: Tensor, n: u32| {
+            vec_of(
+                &(0..n)
+                    .map(|e| t.load(l * n as i32 + e as i32))
+                    .collect::<Vec<_>>(),
+            )
+        };
         let r = mma(atom, gather(a, na), gather(b, nb), gather(c, nc));
         for v in 0..nc {
             d.store(l * nc as i32 + v as i32, r.at(v));

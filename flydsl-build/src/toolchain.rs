@@ -66,7 +66,10 @@ pub struct Toolchain {
 }
 
 fn io_err(path: &Path, e: std::io::Error) -> ToolchainError {
-    ToolchainError::Io { path: path.display().to_string(), msg: e.to_string() }
+    ToolchainError::Io {
+        path: path.display().to_string(),
+        msg: e.to_string(),
+    }
 }
 
 fn llc_candidates() -> Vec<PathBuf> {
@@ -90,7 +93,9 @@ fn llc_candidates() -> Vec<PathBuf> {
 /// Find `name` on PATH.
 pub fn which(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
 }
 
 fn run_capture(cmd: &mut Command) -> Option<String> {
@@ -112,7 +117,9 @@ fn capable_targets(llc: &Path, wanted: &[Target]) -> Vec<Target> {
             Some((_, h)) => h.clone(),
             None => {
                 let h = run_capture(
-                    Command::new(llc).arg(format!("-mtriple={triple}")).arg("-mcpu=help"),
+                    Command::new(llc)
+                        .arg(format!("-mtriple={triple}"))
+                        .arg("-mcpu=help"),
                 )
                 .unwrap_or_default();
                 cache.push((triple, h.clone()));
@@ -132,7 +139,9 @@ fn capable_targets(llc: &Path, wanted: &[Target]) -> Vec<Target> {
 fn find_lld() -> Option<(PathBuf, bool)> {
     if let Some(p) = std::env::var_os("FLYDSL_LLD") {
         let p = PathBuf::from(p);
-        let is_rust = p.file_name().is_some_and(|n| n.to_string_lossy().contains("rust-lld"));
+        let is_rust = p
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().contains("rust-lld"));
         return Some((p, is_rust));
     }
     let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
@@ -199,19 +208,27 @@ impl Toolchain {
             searched: searched.clone(),
         })?;
         if let Some(&missing) = targets.iter().find(|t| !caps.contains(t)) {
-            return Err(ToolchainError::NoLlc { target: missing, searched });
+            return Err(ToolchainError::NoLlc {
+                target: missing,
+                searched,
+            });
         }
         let needs_lld = targets.iter().any(|t| t.is_amd());
         let lld = find_lld();
         if needs_lld && lld.is_none() {
-            return Err(ToolchainError::NoLld("FLYDSL_LLD, rustc sysroot rust-lld, $ROCM_PATH/llvm/bin/ld.lld, ld.lld on PATH".into()));
+            return Err(ToolchainError::NoLld(
+                "FLYDSL_LLD, rustc sysroot rust-lld, $ROCM_PATH/llvm/bin/ld.lld, ld.lld on PATH"
+                    .into(),
+            ));
         }
         let version = run_capture(Command::new(&llc).arg("--version")).unwrap_or_default();
         let identity = format!(
             "{}|{}|{}",
             llc.display(),
             version.trim(),
-            lld.as_ref().map(|l| l.0.display().to_string()).unwrap_or_default()
+            lld.as_ref()
+                .map(|l| l.0.display().to_string())
+                .unwrap_or_default()
         );
         Ok(Toolchain {
             llc,
@@ -264,7 +281,10 @@ impl Toolchain {
             llc.arg("-filetype=obj").arg(&ll).arg("-o").arg(&obj);
             self.run(llc, kernel, target)?;
             let hsaco = work.join(format!("{stem}.hsaco"));
-            let lld = self.lld.as_ref().ok_or_else(|| ToolchainError::NoLld("none".into()))?;
+            let lld = self
+                .lld
+                .as_ref()
+                .ok_or_else(|| ToolchainError::NoLld("none".into()))?;
             let mut link = Command::new(lld);
             if self.lld_is_rust {
                 link.args(["-flavor", "gnu"]);

@@ -44,7 +44,11 @@ fn walk(b: &ir::Block, f: &mut impl FnMut(&ir::Op)) {
     for op in &b.ops {
         f(op);
         match &op.kind {
-            ir::OpKind::If { then_block, else_block, .. } => {
+            ir::OpKind::If {
+                then_block,
+                else_block,
+                ..
+            } => {
                 walk(then_block, f);
                 walk(else_block, f);
             }
@@ -71,7 +75,13 @@ fn atom_layouts_are_affine_in_lane_pieces_and_bijective() {
         let (na, nb, nc) = atom.frag_lanes(t.wave_size());
         // Every element of A, B and C is held by exactly one (lane, element).
         for (name, len, rows, cols, f) in [
-            ("A", na, m, k, host::a as fn(MmaAtom, u32, u32) -> (u32, u32)),
+            (
+                "A",
+                na,
+                m,
+                k,
+                host::a as fn(MmaAtom, u32, u32) -> (u32, u32),
+            ),
             ("B", nb, k, n, host::b),
             ("C", nc, m, n, host::c),
         ] {
@@ -79,11 +89,17 @@ fn atom_layouts_are_affine_in_lane_pieces_and_bijective() {
             for l in 0..t.wave_size() {
                 for e in 0..len {
                     let (r, c) = f(atom, l, e);
-                    assert!(r < rows && c < cols, "{atom:?} {name}: ({r},{c}) out of tile");
+                    assert!(
+                        r < rows && c < cols,
+                        "{atom:?} {name}: ({r},{c}) out of tile"
+                    );
                     seen[(r * cols + c) as usize] += 1;
                 }
             }
-            assert!(seen.iter().all(|&s| s == 1), "{atom:?} {name} is not a bijection");
+            assert!(
+                seen.iter().all(|&s| s == 1),
+                "{atom:?} {name} is not a bijection"
+            );
         }
     }
 }
@@ -124,7 +140,10 @@ fn atom_on_wrong_target_is_rejected() {
         })
         .unwrap_err()
         .to_string();
-    assert!(e.contains("wrong_atom") && e.contains("Mfma16x16x16F16") && e.contains("gfx1201"), "{e}");
+    assert!(
+        e.contains("wrong_atom") && e.contains("Mfma16x16x16F16") && e.contains("gfx1201"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -165,5 +184,8 @@ fn values_do_not_escape_their_region() {
         })
         .unwrap_err()
         .to_string();
-    assert!(e.contains("escape") && e.contains("outside the region"), "{e}");
+    assert!(
+        e.contains("escape") && e.contains("outside the region"),
+        "{e}"
+    );
 }

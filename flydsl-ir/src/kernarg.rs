@@ -53,7 +53,14 @@ impl KernargLayout {
         let mut off = 0u32;
         let mut push = |param: usize, name: String, size: u32, is_pointer: bool, scalar| {
             off = off.next_multiple_of(size.max(1));
-            slots.push(KernargSlot { param, name, offset: off, size, is_pointer, scalar });
+            slots.push(KernargSlot {
+                param,
+                name,
+                offset: off,
+                size,
+                is_pointer,
+                scalar,
+            });
             off += size;
         };
         for (i, p) in params.iter().enumerate() {
@@ -69,6 +76,10 @@ impl KernargLayout {
             }
         }
         let align = 8;
-        KernargLayout { slots, size: off.next_multiple_of(align), align }
+        KernargLayout {
+            slots,
+            size: off.next_multiple_of(align),
+            align,
+        }
     }
 }

@@ -88,7 +88,11 @@ impl Kernel {
             param_values: vec![],
             values: vec![],
             lds: vec![],
-            attrs: KernelAttrs { max_threads: 256, waves_per_eu: None, max_registers: None },
+            attrs: KernelAttrs {
+                max_threads: 256,
+                waves_per_eu: None,
+                max_registers: None,
+            },
             body: Block::default(),
         }
     }
@@ -356,7 +360,11 @@ impl MmaAtom {
     pub fn operand_types(self, target: Target) -> (Type, Type, Type) {
         let (a, b, c) = self.frag_lanes(target.wave_size());
         let it = self.in_type(target);
-        (Type::vec(it, a), Type::vec(it, b), Type::vec(self.acc_type(), c))
+        (
+            Type::vec(it, a),
+            Type::vec(it, b),
+            Type::vec(self.acc_type(), c),
+        )
     }
     /// Whether `target` has this instruction.
     pub fn supported_on(self, target: Target) -> bool {

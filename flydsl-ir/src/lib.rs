@@ -41,7 +41,9 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Kernel, DecodeError> {
 
 /// The embedded IR could not be decoded (it was built by an incompatible generator version).
 #[derive(Debug, thiserror::Error)]
-#[error("cannot decode embedded kernel IR: {0}; rebuild the kernel crate with the same flydsl version")]
+#[error(
+    "cannot decode embedded kernel IR: {0}; rebuild the kernel crate with the same flydsl version"
+)]
 pub struct DecodeError(String);
 
 #[cfg(feature = "codeobj")]

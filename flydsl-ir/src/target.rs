@@ -28,8 +28,13 @@ pub enum Target {
 
 impl Target {
     /// Every target, in a fixed order.
-    pub const ALL: [Target; 5] =
-        [Target::Gfx942, Target::Gfx950, Target::Gfx1201, Target::Gfx1250, Target::Sm90];
+    pub const ALL: [Target; 5] = [
+        Target::Gfx942,
+        Target::Gfx950,
+        Target::Gfx1201,
+        Target::Gfx1250,
+        Target::Sm90,
+    ];
 
     /// The name used in features, env vars and `-mcpu` (`gfx942`, `sm_90` is named `sm90`).
     pub fn name(self) -> &'static str {

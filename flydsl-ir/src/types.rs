@@ -57,7 +57,10 @@ impl ScalarType {
     /// True for every floating-point type, fp8 included.
     pub fn is_float(self) -> bool {
         use ScalarType::*;
-        matches!(self, F16 | BF16 | F32 | F8E4M3FN | F8E4M3FNUZ | F8E5M2 | F8E5M2FNUZ)
+        matches!(
+            self,
+            F16 | BF16 | F32 | F8E4M3FN | F8E4M3FNUZ | F8E5M2 | F8E5M2FNUZ
+        )
     }
     /// True for the fp8 types.
     pub fn is_fp8(self) -> bool {

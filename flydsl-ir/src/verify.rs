@@ -61,7 +61,10 @@ pub fn verify(k: &Kernel) -> Result<(), VerifyError> {
         ));
     }
     if k.params.len() != k.param_values.len() {
-        return Err(err("params", "params and param_values differ in length".into()));
+        return Err(err(
+            "params",
+            "params and param_values differ in length".into(),
+        ));
     }
     for vals in &k.param_values {
         for &p in vals {
@@ -117,7 +120,11 @@ impl Verifier<'_> {
             let is_last = i + 1 == b.ops.len();
             if let OpKind::Yield(vals) = &op.kind {
                 if !is_last {
-                    return Err(self.err_at(at, "Yield", "yield must be the last op of a region".into()));
+                    return Err(self.err_at(
+                        at,
+                        "Yield",
+                        "yield must be the last op of a region".into(),
+                    ));
                 }
                 let tys: Vec<Type> = vals.iter().map(|&v| self.k.ty(v)).collect();
                 self.uses(at, "Yield", vals)?;
@@ -132,7 +139,8 @@ impl Verifier<'_> {
             }
             self.op(at, op)?;
             for &r in &op.results {
-                self.define(r).map_err(|e| self.err_at(at, &op_name(&op.kind), e))?;
+                self.define(r)
+                    .map_err(|e| self.err_at(at, &op_name(&op.kind), e))?;
             }
         }
         let ends_in_yield = matches!(b.ops.last().map(|o| &o.kind), Some(OpKind::Yield(_)));
@@ -159,7 +167,14 @@ impl Verifier<'_> {
     fn uses(&self, at: usize, name: &str, vals: &[ValueId]) -> Result<(), VerifyError> {
         for v in vals {
             if !self.defined.contains(v) {
-                return Err(self.err_at(at, name, format!("uses %{} outside the region that defines it, or before its definition", v.0)));
+                return Err(self.err_at(
+                    at,
+                    name,
+                    format!(
+                        "uses %{} outside the region that defines it, or before its definition",
+                        v.0
+                    ),
+                ));
             }
         }
         Ok(())
@@ -172,15 +187,23 @@ impl Verifier<'_> {
         let fail = |reason: String| Err(self.err_at(at, &name, reason));
         let nres = |n: usize| -> Result<(), VerifyError> {
             if op.results.len() != n {
-                return Err(self.err_at(at, &name, format!("expects {n} results, has {}", op.results.len())));
+                return Err(self.err_at(
+                    at,
+                    &name,
+                    format!("expects {n} results, has {}", op.results.len()),
+                ));
             }
             Ok(())
         };
         let rt = || t(op.results[0]);
         let is_num = |ty: Type| ty.value_elem().is_some();
         let is_i32 = |ty: Type| ty == Type::Scalar(ScalarType::I32);
-        let is_index =
-            |ty: Type| matches!(ty, Type::Scalar(ScalarType::I32) | Type::Scalar(ScalarType::I64));
+        let is_index = |ty: Type| {
+            matches!(
+                ty,
+                Type::Scalar(ScalarType::I32) | Type::Scalar(ScalarType::I64)
+            )
+        };
         let operands = operands_of(&op.kind);
         self.uses(at, &name, &operands)?;
         match &op.kind {
@@ -202,17 +225,27 @@ impl Verifier<'_> {
             OpKind::Binary(bop, a, b) => {
                 nres(1)?;
                 if t(*a) != t(*b) || t(*a) != rt() || !is_num(t(*a)) {
-                    return fail(format!("operand types {} and {} must equal the result {}", t(*a), t(*b), rt()));
+                    return fail(format!(
+                        "operand types {} and {} must equal the result {}",
+                        t(*a),
+                        t(*b),
+                        rt()
+                    ));
                 }
                 let e = t(*a).value_elem().unwrap();
                 use BinOp::*;
-                let int_only = matches!(bop, UDiv | URem | And | Or | Xor | Shl | LShr | AShr | UMin | UMax);
+                let int_only = matches!(
+                    bop,
+                    UDiv | URem | And | Or | Xor | Shl | LShr | AShr | UMin | UMax
+                );
                 let float_only = matches!(bop, MinNan | MaxNan);
                 if (int_only && e.is_float()) || (float_only && e.is_int()) {
                     return fail(format!("{bop:?} is not defined for {e}"));
                 }
                 if e.is_fp8() {
-                    return fail("fp8 is a storage type: convert to f16/f32 before arithmetic".into());
+                    return fail(
+                        "fp8 is a storage type: convert to f16/f32 before arithmetic".into(),
+                    );
                 }
             }
             OpKind::Unary(uop, a) => {
@@ -231,14 +264,26 @@ impl Verifier<'_> {
             }
             OpKind::Fma(a, b, c) => {
                 nres(1)?;
-                if [t(*a), t(*b), t(*c)] != [rt(); 3] || !rt().value_elem().is_some_and(|e| e.is_float() && !e.is_fp8()) {
+                if [t(*a), t(*b), t(*c)] != [rt(); 3]
+                    || !rt()
+                        .value_elem()
+                        .is_some_and(|e| e.is_float() && !e.is_fp8())
+                {
                     return fail(format!("fma needs three {} float operands", rt()));
                 }
             }
             OpKind::Cmp(_, a, b) => {
                 nres(1)?;
-                if t(*a) != t(*b) || !is_num(t(*a)) || !rt().is_bool() || rt().lanes() != t(*a).lanes() {
-                    return fail(format!("compare of {} and {} must give i1 of the same lanes", t(*a), t(*b)));
+                if t(*a) != t(*b)
+                    || !is_num(t(*a))
+                    || !rt().is_bool()
+                    || rt().lanes() != t(*a).lanes()
+                {
+                    return fail(format!(
+                        "compare of {} and {} must give i1 of the same lanes",
+                        t(*a),
+                        t(*b)
+                    ));
                 }
             }
             OpKind::Select(c, a, b) => {
@@ -246,7 +291,12 @@ impl Verifier<'_> {
                 let ok_cond = t(*c) == Type::Scalar(ScalarType::I1)
                     || (t(*c).is_bool() && t(*c).lanes() == rt().lanes());
                 if t(*a) != t(*b) || t(*a) != rt() || !ok_cond {
-                    return fail(format!("select({}, {}, {}) is ill-typed", t(*c), t(*a), t(*b)));
+                    return fail(format!(
+                        "select({}, {}, {}) is ill-typed",
+                        t(*c),
+                        t(*a),
+                        t(*b)
+                    ));
                 }
             }
             OpKind::Cast(kind, a) => {
@@ -260,7 +310,9 @@ impl Verifier<'_> {
                     }
                     _ => {
                         if !is_num(from) || !is_num(to) || from.lanes() != to.lanes() {
-                            return fail(format!("convert {from} -> {to} needs numeric types of equal lanes"));
+                            return fail(format!(
+                                "convert {from} -> {to} needs numeric types of equal lanes"
+                            ));
                         }
                     }
                 }
@@ -273,25 +325,39 @@ impl Verifier<'_> {
             }
             OpKind::Extract(v, i) => {
                 nres(1)?;
-                if *i >= t(*v).lanes() || Type::Scalar(t(*v).value_elem().unwrap_or(ScalarType::I1)) != rt() || !matches!(t(*v), Type::Vector(..)) {
+                if *i >= t(*v).lanes()
+                    || Type::Scalar(t(*v).value_elem().unwrap_or(ScalarType::I1)) != rt()
+                    || !matches!(t(*v), Type::Vector(..))
+                {
                     return fail(format!("extract {i} of {} as {}", t(*v), rt()));
                 }
             }
             OpKind::Insert(v, s, i) => {
                 nres(1)?;
-                if *i >= t(*v).lanes() || t(*v) != rt() || Some(t(*s)) != t(*v).value_elem().map(Type::Scalar) {
+                if *i >= t(*v).lanes()
+                    || t(*v) != rt()
+                    || Some(t(*s)) != t(*v).value_elem().map(Type::Scalar)
+                {
                     return fail(format!("insert {} at {i} into {}", t(*s), t(*v)));
                 }
             }
             OpKind::Build(vals) => {
                 nres(1)?;
-                if vals.len() as u32 != rt().lanes() || vals.iter().any(|&x| Some(t(x)) != rt().value_elem().map(Type::Scalar)) || vals.len() < 2 {
+                if vals.len() as u32 != rt().lanes()
+                    || vals
+                        .iter()
+                        .any(|&x| Some(t(x)) != rt().value_elem().map(Type::Scalar))
+                    || vals.len() < 2
+                {
                     return fail(format!("build of {} scalars into {}", vals.len(), rt()));
                 }
             }
             OpKind::Slice(v, start) => {
                 nres(1)?;
-                if t(*v).value_elem() != rt().value_elem() || start + rt().lanes() > t(*v).lanes() || !matches!(t(*v), Type::Vector(..)) {
+                if t(*v).value_elem() != rt().value_elem()
+                    || start + rt().lanes() > t(*v).lanes()
+                    || !matches!(t(*v), Type::Vector(..))
+                {
                     return fail(format!("slice {start}..+{} of {}", rt().lanes(), t(*v)));
                 }
             }
@@ -312,58 +378,110 @@ impl Verifier<'_> {
             }
             OpKind::Load { ptr, index, flags } => {
                 nres(1)?;
-                let Type::Ptr(_, e) = t(*ptr) else { return fail(format!("load from non-pointer {}", t(*ptr))) };
+                let Type::Ptr(_, e) = t(*ptr) else {
+                    return fail(format!("load from non-pointer {}", t(*ptr)));
+                };
                 if !is_index(t(*index)) || rt().value_elem() != Some(e) {
-                    return fail(format!("load of {} from {} with index {}", rt(), t(*ptr), t(*index)));
+                    return fail(format!(
+                        "load of {} from {} with index {}",
+                        rt(),
+                        t(*ptr),
+                        t(*index)
+                    ));
                 }
                 self.check_align(at, &name, flags, rt())?;
             }
-            OpKind::Store { ptr, index, value, flags } => {
+            OpKind::Store {
+                ptr,
+                index,
+                value,
+                flags,
+            } => {
                 nres(0)?;
-                let Type::Ptr(sp, e) = t(*ptr) else { return fail(format!("store to non-pointer {}", t(*ptr))) };
+                let Type::Ptr(sp, e) = t(*ptr) else {
+                    return fail(format!("store to non-pointer {}", t(*ptr)));
+                };
                 if sp == AddrSpace::Constant {
                     return fail("store to constant memory".into());
                 }
                 if !is_index(t(*index)) || t(*value).value_elem() != Some(e) {
-                    return fail(format!("store of {} to {} with index {}", t(*value), t(*ptr), t(*index)));
+                    return fail(format!(
+                        "store of {} to {} with index {}",
+                        t(*value),
+                        t(*ptr),
+                        t(*index)
+                    ));
                 }
                 self.check_align(at, &name, flags, t(*value))?;
             }
             OpKind::MakeRsrc { ptr, num_elems } => {
                 nres(1)?;
-                let Type::Ptr(AddrSpace::Global, e) = t(*ptr) else { return fail("resource over a non-global pointer".into()) };
+                let Type::Ptr(AddrSpace::Global, e) = t(*ptr) else {
+                    return fail("resource over a non-global pointer".into());
+                };
                 if t(*num_elems) != Type::Scalar(ScalarType::I64) || rt() != Type::BufferRsrc(e) {
                     return fail("make_rsrc(ptr, i64 count) gives rsrc<elem>".into());
                 }
             }
             OpKind::BufferLoad { rsrc, index, flags } => {
                 nres(1)?;
-                let Type::BufferRsrc(e) = t(*rsrc) else { return fail("buffer load needs a resource".into()) };
+                let Type::BufferRsrc(e) = t(*rsrc) else {
+                    return fail("buffer load needs a resource".into());
+                };
                 if !is_i32(t(*index)) || rt().value_elem() != Some(e) {
                     return fail(format!("buffer load of {} with index {}", rt(), t(*index)));
                 }
                 self.check_align(at, &name, flags, rt())?;
             }
-            OpKind::BufferStore { rsrc, index, value, flags } => {
+            OpKind::BufferStore {
+                rsrc,
+                index,
+                value,
+                flags,
+            } => {
                 nres(0)?;
-                let Type::BufferRsrc(e) = t(*rsrc) else { return fail("buffer store needs a resource".into()) };
+                let Type::BufferRsrc(e) = t(*rsrc) else {
+                    return fail("buffer store needs a resource".into());
+                };
                 if !is_i32(t(*index)) || t(*value).value_elem() != Some(e) {
-                    return fail(format!("buffer store of {} with index {}", t(*value), t(*index)));
+                    return fail(format!(
+                        "buffer store of {} with index {}",
+                        t(*value),
+                        t(*index)
+                    ));
                 }
                 self.check_align(at, &name, flags, t(*value))?;
             }
             OpKind::AtomicAdd { ptr, index, value } => {
                 nres(1)?;
-                let Type::Ptr(sp, e) = t(*ptr) else { return fail("atomic on non-pointer".into()) };
-                if sp == AddrSpace::Constant || !matches!(e, ScalarType::F32 | ScalarType::I32) || t(*value) != Type::Scalar(e) || rt() != t(*value) || !is_index(t(*index)) {
-                    return fail(format!("atomic add of {} to {} (f32 or i32 only)", t(*value), t(*ptr)));
+                let Type::Ptr(sp, e) = t(*ptr) else {
+                    return fail("atomic on non-pointer".into());
+                };
+                if sp == AddrSpace::Constant
+                    || !matches!(e, ScalarType::F32 | ScalarType::I32)
+                    || t(*value) != Type::Scalar(e)
+                    || rt() != t(*value)
+                    || !is_index(t(*index))
+                {
+                    return fail(format!(
+                        "atomic add of {} to {} (f32 or i32 only)",
+                        t(*value),
+                        t(*ptr)
+                    ));
                 }
             }
             OpKind::Barrier => nres(0)?,
             OpKind::Shuffle(_, v, lane) => {
                 nres(1)?;
-                if !matches!(t(*v), Type::Scalar(ScalarType::I32 | ScalarType::F32)) || rt() != t(*v) || !is_i32(t(*lane)) {
-                    return fail(format!("shuffle of {} by {} (32-bit scalars only)", t(*v), t(*lane)));
+                if !matches!(t(*v), Type::Scalar(ScalarType::I32 | ScalarType::F32))
+                    || rt() != t(*v)
+                    || !is_i32(t(*lane))
+                {
+                    return fail(format!(
+                        "shuffle of {} by {} (32-bit scalars only)",
+                        t(*v),
+                        t(*lane)
+                    ));
                 }
             }
             OpKind::ReadFirstLane(v) => {
@@ -375,17 +493,27 @@ impl Verifier<'_> {
             OpKind::Mma(atom, a, b, c) => {
                 nres(1)?;
                 if !atom.supported_on(k.target) {
-                    return fail(format!("matrix atom {atom:?} does not exist on {}", k.target));
+                    return fail(format!(
+                        "matrix atom {atom:?} does not exist on {}",
+                        k.target
+                    ));
                 }
                 let (ta, tb, tc) = atom.operand_types(k.target);
                 if t(*a) != ta || t(*b) != tb || t(*c) != tc || rt() != tc {
                     return fail(format!(
                         "{atom:?} on {} takes A {ta}, B {tb}, C {tc}; got {}, {}, {}",
-                        k.target, t(*a), t(*b), t(*c)
+                        k.target,
+                        t(*a),
+                        t(*b),
+                        t(*c)
                     ));
                 }
             }
-            OpKind::If { cond, then_block, else_block } => {
+            OpKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
                 if t(*cond) != Type::Scalar(ScalarType::I1) {
                     return fail(format!("if condition is {}, not i1", t(*cond)));
                 }
@@ -396,7 +524,13 @@ impl Verifier<'_> {
                 self.block(then_block, &tys)?;
                 self.block(else_block, &tys)?;
             }
-            OpKind::For { lb, ub, step, init, body } => {
+            OpKind::For {
+                lb,
+                ub,
+                step,
+                init,
+                body,
+            } => {
                 if !is_i32(t(*lb)) || !is_i32(t(*ub)) || !is_i32(t(*step)) {
                     return fail("for bounds and step are i32".into());
                 }
@@ -405,7 +539,9 @@ impl Verifier<'_> {
                 if tys != init_tys || body.args.len() != init.len() + 1 {
                     return fail("for results, init values and body arguments must match".into());
                 }
-                if !is_i32(t(body.args[0])) || body.args[1..].iter().map(|&a| t(a)).collect::<Vec<_>>() != tys {
+                if !is_i32(t(body.args[0]))
+                    || body.args[1..].iter().map(|&a| t(a)).collect::<Vec<_>>() != tys
+                {
                     return fail("for body args are [i32 iv, carried...]".into());
                 }
                 self.block(body, &tys)?;
@@ -415,13 +551,33 @@ impl Verifier<'_> {
         Ok(())
     }
 
-    fn check_align(&self, at: usize, name: &str, f: &MemFlags, ty: Type) -> Result<(), VerifyError> {
+    fn check_align(
+        &self,
+        at: usize,
+        name: &str,
+        f: &MemFlags,
+        ty: Type,
+    ) -> Result<(), VerifyError> {
         let natural = ty.value_elem().map(|e| e.size_bytes()).unwrap_or(1);
         if f.align != 0 && (!f.align.is_power_of_two() || f.align < natural || f.align > 16) {
-            return Err(self.err_at(at, name, format!("alignment {} is not a power of two in {natural}..=16", f.align)));
+            return Err(self.err_at(
+                at,
+                name,
+                format!(
+                    "alignment {} is not a power of two in {natural}..=16",
+                    f.align
+                ),
+            ));
         }
         if ty.size_bytes() > 16 || !ty.size_bytes().is_power_of_two() {
-            return Err(self.err_at(at, name, format!("memory access of {ty} ({} bytes): use 1, 2, 4, 8 or 16 bytes", ty.size_bytes())));
+            return Err(self.err_at(
+                at,
+                name,
+                format!(
+                    "memory access of {ty} ({} bytes): use 1, 2, 4, 8 or 16 bytes",
+                    ty.size_bytes()
+                ),
+            ));
         }
         Ok(())
     }
@@ -431,19 +587,35 @@ impl Verifier<'_> {
 pub fn operands_of(kind: &OpKind) -> Vec<ValueId> {
     match kind {
         OpKind::Const(_) | OpKind::Special(_) | OpKind::LdsBase(_) | OpKind::Barrier => vec![],
-        OpKind::Binary(_, a, b) | OpKind::Cmp(_, a, b) | OpKind::PtrAdd(a, b) | OpKind::Shuffle(_, a, b) => vec![*a, *b],
-        OpKind::Unary(_, a) | OpKind::Cast(_, a) | OpKind::Splat(a) | OpKind::Extract(a, _) | OpKind::Slice(a, _) | OpKind::ReadFirstLane(a) => vec![*a],
-        OpKind::Fma(a, b, c) | OpKind::Select(a, b, c) | OpKind::Mma(_, a, b, c) => vec![*a, *b, *c],
+        OpKind::Binary(_, a, b)
+        | OpKind::Cmp(_, a, b)
+        | OpKind::PtrAdd(a, b)
+        | OpKind::Shuffle(_, a, b) => vec![*a, *b],
+        OpKind::Unary(_, a)
+        | OpKind::Cast(_, a)
+        | OpKind::Splat(a)
+        | OpKind::Extract(a, _)
+        | OpKind::Slice(a, _)
+        | OpKind::ReadFirstLane(a) => vec![*a],
+        OpKind::Fma(a, b, c) | OpKind::Select(a, b, c) | OpKind::Mma(_, a, b, c) => {
+            vec![*a, *b, *c]
+        }
         OpKind::Insert(a, b, _) => vec![*a, *b],
         OpKind::Build(v) | OpKind::Yield(v) => v.clone(),
         OpKind::Load { ptr, index, .. } => vec![*ptr, *index],
-        OpKind::Store { ptr, index, value, .. } => vec![*ptr, *index, *value],
+        OpKind::Store {
+            ptr, index, value, ..
+        } => vec![*ptr, *index, *value],
         OpKind::MakeRsrc { ptr, num_elems } => vec![*ptr, *num_elems],
         OpKind::BufferLoad { rsrc, index, .. } => vec![*rsrc, *index],
-        OpKind::BufferStore { rsrc, index, value, .. } => vec![*rsrc, *index, *value],
+        OpKind::BufferStore {
+            rsrc, index, value, ..
+        } => vec![*rsrc, *index, *value],
         OpKind::AtomicAdd { ptr, index, value } => vec![*ptr, *index, *value],
         OpKind::If { cond, .. } => vec![*cond],
-        OpKind::For { lb, ub, step, init, .. } => {
+        OpKind::For {
+            lb, ub, step, init, ..
+        } => {
             let mut v = vec![*lb, *ub, *step];
             v.extend(init);
             v

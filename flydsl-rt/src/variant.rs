@@ -38,6 +38,9 @@ impl KernelVariants {
     }
     /// Targets whose code object was built.
     pub fn built_targets(&self) -> impl Iterator<Item = Target> + '_ {
-        self.variants.iter().filter(|v| v.code.is_some()).map(|v| v.target)
+        self.variants
+            .iter()
+            .filter(|v| v.code.is_some())
+            .map(|v| v.target)
     }
 }

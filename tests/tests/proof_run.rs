@@ -30,7 +30,10 @@ fn devices() -> Vec<Device> {
 }
 
 fn gpus() -> Vec<Device> {
-    devices().into_iter().filter(|d| d.backend() != Backend::Sim).collect()
+    devices()
+        .into_iter()
+        .filter(|d| d.backend() != Backend::Sim)
+        .collect()
 }
 
 #[test]
@@ -88,7 +91,12 @@ fn block_sum_matches_cpu_on_every_device() {
             for r in 0..rows {
                 let want: f64 = x[r * n..(r + 1) * n].iter().map(|&v| v as f64).sum();
                 let err = (got[r] as f64 - want).abs();
-                assert!(err <= 1e-4 * (n as f64).sqrt(), "{} row {r}: {} vs {want}", dev.name(), got[r]);
+                assert!(
+                    err <= 1e-4 * (n as f64).sqrt(),
+                    "{} row {r}: {} vs {want}",
+                    dev.name(),
+                    got[r]
+                );
             }
         }
     }
@@ -100,20 +108,52 @@ trait Half: flydsl_rt::DeviceRepr + Copy {
     fn of(v: f32) -> Self;
     /// # Safety: as the generated launcher.
     #[allow(clippy::too_many_arguments)]
-    unsafe fn tiled(s: &flydsl_rt::Stream, cfg: LaunchConfig, a: &DeviceBuffer<Self>, b: &DeviceBuffer<Self>, c: &mut DeviceBuffer<f32>, m: i32, n: i32, k: i32) -> flydsl_rt::Result<()>;
+    unsafe fn tiled(
+        s: &flydsl_rt::Stream,
+        cfg: LaunchConfig,
+        a: &DeviceBuffer<Self>,
+        b: &DeviceBuffer<Self>,
+        c: &mut DeviceBuffer<f32>,
+        m: i32,
+        n: i32,
+        k: i32,
+    ) -> flydsl_rt::Result<()>;
     /// # Safety: as the generated launcher.
-    unsafe fn probe(s: &flydsl_rt::Stream, cfg: LaunchConfig, a: &DeviceBuffer<Self>, b: &DeviceBuffer<Self>, c: &DeviceBuffer<f32>, d: &mut DeviceBuffer<f32>) -> flydsl_rt::Result<()>;
+    unsafe fn probe(
+        s: &flydsl_rt::Stream,
+        cfg: LaunchConfig,
+        a: &DeviceBuffer<Self>,
+        b: &DeviceBuffer<Self>,
+        c: &DeviceBuffer<f32>,
+        d: &mut DeviceBuffer<f32>,
+    ) -> flydsl_rt::Result<()>;
 }
 impl Half for f16 {
     const BF: bool = false;
     fn of(v: f32) -> Self {
         f16::from_f32(v)
     }
-    unsafe fn tiled(s: &flydsl_rt::Stream, cfg: LaunchConfig, a: &DeviceBuffer<Self>, b: &DeviceBuffer<Self>, c: &mut DeviceBuffer<f32>, m: i32, n: i32, k: i32) -> flydsl_rt::Result<()> {
+    unsafe fn tiled(
+        s: &flydsl_rt::Stream,
+        cfg: LaunchConfig,
+        a: &DeviceBuffer<Self>,
+        b: &DeviceBuffer<Self>,
+        c: &mut DeviceBuffer<f32>,
+        m: i32,
+        n: i32,
+        k: i32,
+    ) -> flydsl_rt::Result<()> {
         // SAFETY: forwarded.
         unsafe { proof::tiled_mma_f16(s, cfg, a, b, c, m, n, k) }
     }
-    unsafe fn probe(s: &flydsl_rt::Stream, cfg: LaunchConfig, a: &DeviceBuffer<Self>, b: &DeviceBuffer<Self>, c: &DeviceBuffer<f32>, d: &mut DeviceBuffer<f32>) -> flydsl_rt::Result<()> {
+    unsafe fn probe(
+        s: &flydsl_rt::Stream,
+        cfg: LaunchConfig,
+        a: &DeviceBuffer<Self>,
+        b: &DeviceBuffer<Self>,
+        c: &DeviceBuffer<f32>,
+        d: &mut DeviceBuffer<f32>,
+    ) -> flydsl_rt::Result<()> {
         // SAFETY: forwarded.
         unsafe { proof::mma_probe_f16(s, cfg, a, b, c, d) }
     }
@@ -123,11 +163,27 @@ impl Half for bf16 {
     fn of(v: f32) -> Self {
         bf16::from_f32(v)
     }
-    unsafe fn tiled(s: &flydsl_rt::Stream, cfg: LaunchConfig, a: &DeviceBuffer<Self>, b: &DeviceBuffer<Self>, c: &mut DeviceBuffer<f32>, m: i32, n: i32, k: i32) -> flydsl_rt::Result<()> {
+    unsafe fn tiled(
+        s: &flydsl_rt::Stream,
+        cfg: LaunchConfig,
+        a: &DeviceBuffer<Self>,
+        b: &DeviceBuffer<Self>,
+        c: &mut DeviceBuffer<f32>,
+        m: i32,
+        n: i32,
+        k: i32,
+    ) -> flydsl_rt::Result<()> {
         // SAFETY: forwarded.
         unsafe { proof::tiled_mma_bf16(s, cfg, a, b, c, m, n, k) }
     }
-    unsafe fn probe(s: &flydsl_rt::Stream, cfg: LaunchConfig, a: &DeviceBuffer<Self>, b: &DeviceBuffer<Self>, c: &DeviceBuffer<f32>, d: &mut DeviceBuffer<f32>) -> flydsl_rt::Result<()> {
+    unsafe fn probe(
+        s: &flydsl_rt::Stream,
+        cfg: LaunchConfig,
+        a: &DeviceBuffer<Self>,
+        b: &DeviceBuffer<Self>,
+        c: &DeviceBuffer<f32>,
+        d: &mut DeviceBuffer<f32>,
+    ) -> flydsl_rt::Result<()> {
         // SAFETY: forwarded.
         unsafe { proof::mma_probe_bf16(s, cfg, a, b, c, d) }
     }
@@ -138,13 +194,22 @@ fn tiled_mma_case<T: Half>(dev: &Device, mt: usize, nt: usize, kt: usize, rng: &
     let atom = MmaAtom::native_16bit(dev.target(), T::BF);
     let (tm, tn, tk) = atom.shape();
     let (m, n, k) = (mt * tm as usize, nt * tn as usize, kt * tk as usize);
-    let ints = |rng: &mut Rng, len: usize| -> Vec<f32> { (0..len).map(|_| (rng.next_u64() % 9) as f32 - 4.0).collect() };
+    let ints = |rng: &mut Rng, len: usize| -> Vec<f32> {
+        (0..len)
+            .map(|_| (rng.next_u64() % 9) as f32 - 4.0)
+            .collect()
+    };
     let a = ints(rng, m * k);
     let b = ints(rng, n * k);
-    let da = DeviceBuffer::from_slice(dev, &a.iter().map(|&v| T::of(v)).collect::<Vec<_>>()).unwrap();
-    let db = DeviceBuffer::from_slice(dev, &b.iter().map(|&v| T::of(v)).collect::<Vec<_>>()).unwrap();
+    let da =
+        DeviceBuffer::from_slice(dev, &a.iter().map(|&v| T::of(v)).collect::<Vec<_>>()).unwrap();
+    let db =
+        DeviceBuffer::from_slice(dev, &b.iter().map(|&v| T::of(v)).collect::<Vec<_>>()).unwrap();
     let mut dc = DeviceBuffer::<f32>::zeroed(dev, m * n).unwrap();
-    let cfg = LaunchConfig { grid: [nt as u32, mt as u32, 1], block: [dev.wave_size(), 1, 1] };
+    let cfg = LaunchConfig {
+        grid: [nt as u32, mt as u32, 1],
+        block: [dev.wave_size(), 1, 1],
+    };
     let s = dev.stream().unwrap();
     // SAFETY: the grid tiles exactly m x n, k is a multiple of the atom's K.
     unsafe { T::tiled(&s, cfg, &da, &db, &mut dc, m as i32, n as i32, k as i32) }.unwrap();
@@ -152,7 +217,12 @@ fn tiled_mma_case<T: Half>(dev: &Device, mt: usize, nt: usize, kt: usize, rng: &
     for i in 0..m {
         for j in 0..n {
             let want: f32 = (0..k).map(|kk| a[i * k + kk] * b[j * k + kk]).sum();
-            assert_eq!(c[i * n + j], want, "{} {atom:?} C[{i}][{j}] (m={m} n={n} k={k})", dev.name());
+            assert_eq!(
+                c[i * n + j],
+                want,
+                "{} {atom:?} C[{i}][{j}] (m={m} n={n} k={k})",
+                dev.name()
+            );
         }
     }
 }
@@ -173,13 +243,25 @@ fn probe<T: Half>(dev: &Device, a: &[f32], b: &[f32]) -> Vec<f32> {
     let atom = MmaAtom::native_16bit(dev.target(), T::BF);
     let (_, _, nc) = atom.frag_lanes(dev.wave_size());
     let w = dev.wave_size() as usize;
-    let da = DeviceBuffer::from_slice(dev, &a.iter().map(|&v| T::of(v)).collect::<Vec<_>>()).unwrap();
-    let db = DeviceBuffer::from_slice(dev, &b.iter().map(|&v| T::of(v)).collect::<Vec<_>>()).unwrap();
+    let da =
+        DeviceBuffer::from_slice(dev, &a.iter().map(|&v| T::of(v)).collect::<Vec<_>>()).unwrap();
+    let db =
+        DeviceBuffer::from_slice(dev, &b.iter().map(|&v| T::of(v)).collect::<Vec<_>>()).unwrap();
     let dc = DeviceBuffer::<f32>::zeroed(dev, w * nc as usize).unwrap();
     let mut dd = DeviceBuffer::<f32>::zeroed(dev, w * nc as usize).unwrap();
     let s = dev.stream().unwrap();
     // SAFETY: every buffer holds wave x fragment-length elements.
-    unsafe { T::probe(&s, LaunchConfig::linear(1, dev.wave_size()), &da, &db, &dc, &mut dd) }.unwrap();
+    unsafe {
+        T::probe(
+            &s,
+            LaunchConfig::linear(1, dev.wave_size()),
+            &da,
+            &db,
+            &dc,
+            &mut dd,
+        )
+    }
+    .unwrap();
     dd.to_vec().unwrap()
 }
 
@@ -212,12 +294,22 @@ fn one_hot_a<T: Half>(dev: &Device) {
                     let val = d[(dl * nc + v) as usize];
                     let (ri, _) = host::c(atom, dl, v);
                     if val != 0.0 {
-                        assert_eq!((ri, val), (i, (k + 1) as f32), "{} {atom:?} A probe lane {l} elem {e}", dev.name());
+                        assert_eq!(
+                            (ri, val),
+                            (i, (k + 1) as f32),
+                            "{} {atom:?} A probe lane {l} elem {e}",
+                            dev.name()
+                        );
                         hits += 1;
                     }
                 }
             }
-            assert_eq!(hits, n, "{} {atom:?} A probe lane {l} elem {e}: {hits} non-zeros", dev.name());
+            assert_eq!(
+                hits,
+                n,
+                "{} {atom:?} A probe lane {l} elem {e}: {hits} non-zeros",
+                dev.name()
+            );
         }
     }
 }
@@ -246,10 +338,24 @@ fn sim_atom_agrees_with_hardware() {
         let (na, nb, _) = atom.frag_lanes(dev.wave_size());
         let w = dev.wave_size();
         for _ in 0..8 {
-            let a: Vec<f32> = (0..w * na).map(|_| (rng.next_u64() % 7) as f32 - 3.0).collect();
-            let b: Vec<f32> = (0..w * nb).map(|_| (rng.next_u64() % 7) as f32 - 3.0).collect();
-            assert_eq!(probe::<bf16>(&dev, &a, &b), probe::<bf16>(&sim, &a, &b), "{}", dev.name());
-            assert_eq!(probe::<f16>(&dev, &a, &b), probe::<f16>(&sim, &a, &b), "{}", dev.name());
+            let a: Vec<f32> = (0..w * na)
+                .map(|_| (rng.next_u64() % 7) as f32 - 3.0)
+                .collect();
+            let b: Vec<f32> = (0..w * nb)
+                .map(|_| (rng.next_u64() % 7) as f32 - 3.0)
+                .collect();
+            assert_eq!(
+                probe::<bf16>(&dev, &a, &b),
+                probe::<bf16>(&sim, &a, &b),
+                "{}",
+                dev.name()
+            );
+            assert_eq!(
+                probe::<f16>(&dev, &a, &b),
+                probe::<f16>(&sim, &a, &b),
+                "{}",
+                dev.name()
+            );
         }
     }
 }

@@ -45,7 +45,8 @@ fn code_objects_pass_structural_checks() {
         for v in k.variants {
             let Some(code) = v.code else { continue };
             let ir = flydsl_ir::from_bytes(v.ir).unwrap();
-            let r = check_code_object(&ir, code).unwrap_or_else(|e| panic!("{} {}: {e}", k.name, v.target));
+            let r = check_code_object(&ir, code)
+                .unwrap_or_else(|e| panic!("{} {}: {e}", k.name, v.target));
             assert_eq!(r.scratch_bytes, 0);
             assert_eq!(r.wave_size, v.target.wave_size(), "{} {}", k.name, v.target);
             if v.target.is_amd() {
@@ -99,7 +100,8 @@ fn block_sum_uses_cross_lane_ops_and_barriers() {
         let Some(code) = v.code else { continue };
         let text = listing(v.target, code);
         let shuffles = count(v.target, &text, "ds_bpermute", "shfl.sync");
-        let barriers = count(v.target, &text, "s_barrier", "bar.sync") + count(v.target, &text, "", "barrier.sync");
+        let barriers = count(v.target, &text, "s_barrier", "bar.sync")
+            + count(v.target, &text, "", "barrier.sync");
         assert!(shuffles >= 1, "{}: no cross-lane instruction", v.target);
         assert!(barriers >= 1, "{}: no barrier", v.target);
     }

@@ -23,7 +23,12 @@ pub struct Worst {
 /// ```
 pub fn max_abs_err(got: &[f64], want: &[f64]) -> Worst {
     assert_eq!(got.len(), want.len(), "length mismatch");
-    let mut w = Worst { index: 0, abs_err: 0.0, got: 0.0, want: 0.0 };
+    let mut w = Worst {
+        index: 0,
+        abs_err: 0.0,
+        got: 0.0,
+        want: 0.0,
+    };
     for (i, (&g, &r)) in got.iter().zip(want).enumerate() {
         let e = if g.is_nan() && r.is_nan() {
             0.0
@@ -35,7 +40,12 @@ pub fn max_abs_err(got: &[f64], want: &[f64]) -> Worst {
             (g - r).abs()
         };
         if e > w.abs_err || (e.is_infinite() && !w.abs_err.is_infinite()) {
-            w = Worst { index: i, abs_err: e, got: g, want: r };
+            w = Worst {
+                index: i,
+                abs_err: e,
+                got: g,
+                want: r,
+            };
         }
     }
     w
@@ -46,7 +56,10 @@ pub fn assert_close(what: &str, got: &[f64], want: &[f64], atol: f64, rtol: f64)
     assert_eq!(got.len(), want.len(), "{what}: length mismatch");
     for (i, (&g, &r)) in got.iter().zip(want).enumerate() {
         let ok = (g.is_nan() && r.is_nan()) || g == r || (g - r).abs() <= atol + rtol * r.abs();
-        assert!(ok, "{what}: element {i}: got {g}, want {r} (atol {atol}, rtol {rtol})");
+        assert!(
+            ok,
+            "{what}: element {i}: got {g}, want {r} (atol {atol}, rtol {rtol})"
+        );
     }
 }
 

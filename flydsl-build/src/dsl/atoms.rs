@@ -116,7 +116,10 @@ impl AtomLayout {
                 (Some(x), b) => x + b,
             }
         };
-        Coord { row: part(base.0, ra, rb), col: part(base.1, ca, cb) }
+        Coord {
+            row: part(base.0, ra, rb),
+            col: part(base.1, ca, cb),
+        }
     }
     fn lane_modulus(&self) -> u32 {
         use MmaAtom::*;
@@ -155,11 +158,15 @@ pub fn check_affine(atom: MmaAtom, target: Target) -> Result<(), String> {
             let hi = f(atom, m, e);
             for lane in 0..target.wave_size() {
                 let (q, r) = ((lane / m) as i64, (lane % m) as i64);
-                let pred = |b: u32, lo: u32, hi: u32| b as i64 + r * (lo as i64 - b as i64) + q * (hi as i64 - b as i64);
+                let pred = |b: u32, lo: u32, hi: u32| {
+                    b as i64 + r * (lo as i64 - b as i64) + q * (hi as i64 - b as i64)
+                };
                 let want = f(atom, lane, e);
                 let got = (pred(b.0, lo.0, hi.0), pred(b.1, lo.1, hi.1));
                 if got != (want.0 as i64, want.1 as i64) {
-                    return Err(format!("{atom:?} {name} lane {lane} elem {e}: affine {got:?} != {want:?}"));
+                    return Err(format!(
+                        "{atom:?} {name} lane {lane} elem {e}: affine {got:?} != {want:?}"
+                    ));
                 }
             }
         }

@@ -5,8 +5,14 @@ use flydsl_ir::{Block, OpKind, Type};
 
 fn region(args: &[Type], f: impl FnOnce(&[Val]) -> Vec<Val>) -> (Block, Vec<Type>) {
     let arg_vals: Vec<Val> = with(|s| {
-        let ids: Vec<Val> = args.iter().map(|&t| Val::from_id(s.new_value(t), t)).collect();
-        s.blocks.push(Block { args: ids.iter().map(|v| v.id()).collect(), ops: vec![] });
+        let ids: Vec<Val> = args
+            .iter()
+            .map(|&t| Val::from_id(s.new_value(t), t))
+            .collect();
+        s.blocks.push(Block {
+            args: ids.iter().map(|v| v.id()).collect(),
+            ops: vec![],
+        });
         ids
     });
     let out = f(&arg_vals);
@@ -18,7 +24,10 @@ fn region(args: &[Type], f: impl FnOnce(&[Val]) -> Vec<Val>) -> (Block, Vec<Type
 fn push_with_results(kind: OpKind, tys: &[Type]) -> Vec<Val> {
     with(|s| {
         let ids = s.push(kind, tys);
-        ids.into_iter().zip(tys).map(|(i, &t)| Val::from_id(i, t)).collect()
+        ids.into_iter()
+            .zip(tys)
+            .map(|(i, &t)| Val::from_id(i, t))
+            .collect()
     })
 }
 
@@ -84,7 +93,14 @@ pub fn if_else(
 ) -> Vec<Val> {
     let (then_block, tys) = region(&[], |_| then_f());
     let (else_block, _) = region(&[], |_| else_f());
-    push_with_results(OpKind::If { cond: cond.id(), then_block, else_block }, &tys)
+    push_with_results(
+        OpKind::If {
+            cond: cond.id(),
+            then_block,
+            else_block,
+        },
+        &tys,
+    )
 }
 
 /// A run-time branch with no results.

@@ -73,13 +73,21 @@ impl IndexExpr for Idx {
     fn div_lit(&self, k: i64) -> Self {
         match (*self, k) {
             (x, 1) => x,
-            _ => self.bin(&Idx::Lit(k), |a, b| if b > 0 { a / b } else { 0 }, |a, b| a.udiv(b)),
+            _ => self.bin(
+                &Idx::Lit(k),
+                |a, b| if b > 0 { a / b } else { 0 },
+                |a, b| a.udiv(b),
+            ),
         }
     }
     fn rem_lit(&self, k: i64) -> Self {
         match (*self, k) {
             (_, 1) => Idx::Lit(0),
-            _ => self.bin(&Idx::Lit(k), |a, b| if b > 0 { a % b } else { 0 }, |a, b| a.urem(b)),
+            _ => self.bin(
+                &Idx::Lit(k),
+                |a, b| if b > 0 { a % b } else { 0 },
+                |a, b| a.urem(b),
+            ),
         }
     }
     fn xor(&self, o: &Self) -> Self {
@@ -95,7 +103,11 @@ impl IndexExpr for Idx {
         if s == 0 {
             return *self;
         }
-        self.bin(&Idx::Lit(s as i64), |a, b| ((a as u64) >> b) as i64, |a, b| a.lshr(b))
+        self.bin(
+            &Idx::Lit(s as i64),
+            |a, b| ((a as u64) >> b) as i64,
+            |a, b| a.lshr(b),
+        )
     }
     fn as_lit(&self) -> Option<i64> {
         match self {

@@ -12,7 +12,10 @@ fn index(i: impl Into<Operand>) -> Val {
 
 fn flags(ty: Type, align: u32, nontemporal: bool) -> MemFlags {
     let natural = ty.elem().map(|e| e.size_bytes()).unwrap_or(1);
-    MemFlags { align: align.max(natural), nontemporal }
+    MemFlags {
+        align: align.max(natural),
+        nontemporal,
+    }
 }
 
 /// A global tensor parameter: a pointer and its element count.
@@ -46,7 +49,14 @@ impl Tensor {
     pub fn load_vec(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
         let ty = Type::vec(self.elem(), n);
         let index = index(i);
-        emit(OpKind::Load { ptr: self.ptr.id(), index: index.id(), flags: flags(ty, align, false) }, ty)
+        emit(
+            OpKind::Load {
+                ptr: self.ptr.id(),
+                index: index.id(),
+                flags: flags(ty, align, false),
+            },
+            ty,
+        )
     }
     /// Store `v` (scalar or vector) at element `i`.
     pub fn store(&self, i: impl Into<Operand>, v: Val) {
@@ -65,12 +75,22 @@ impl Tensor {
     /// Atomic add at element `i` (f32 or i32); returns the previous value.
     pub fn atomic_add(&self, i: impl Into<Operand>, v: Val) -> Val {
         let index = index(i);
-        emit(OpKind::AtomicAdd { ptr: self.ptr.id(), index: index.id(), value: v.id() }, v.ty())
+        emit(
+            OpKind::AtomicAdd {
+                ptr: self.ptr.id(),
+                index: index.id(),
+                value: v.id(),
+            },
+            v.ty(),
+        )
     }
     /// A view starting `offset` elements further (the length is not adjusted).
     pub fn offset(&self, offset: impl Into<Operand>) -> Tensor {
         let o = index(offset);
-        Tensor { ptr: emit(OpKind::PtrAdd(self.ptr.id(), o.id()), self.ptr.ty()), len: self.len }
+        Tensor {
+            ptr: emit(OpKind::PtrAdd(self.ptr.id(), o.id()), self.ptr.ty()),
+            len: self.len,
+        }
     }
     /// A buffer resource over the whole tensor: out-of-range loads read 0, stores are dropped.
     pub fn rsrc(&self) -> Rsrc {
@@ -79,7 +99,10 @@ impl Tensor {
     /// A buffer resource over the first `n` (i64) elements.
     pub fn rsrc_n(&self, n: Val) -> Rsrc {
         let v = emit(
-            OpKind::MakeRsrc { ptr: self.ptr.id(), num_elems: n.id() },
+            OpKind::MakeRsrc {
+                ptr: self.ptr.id(),
+                num_elems: n.id(),
+            },
             Type::BufferRsrc(self.elem()),
         );
         Rsrc { v }
@@ -101,7 +124,14 @@ impl Rsrc {
     pub fn load_vec(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
         let ty = Type::vec(self.elem(), n);
         let index = index(i);
-        emit(OpKind::BufferLoad { rsrc: self.v.id(), index: index.id(), flags: flags(ty, align, false) }, ty)
+        emit(
+            OpKind::BufferLoad {
+                rsrc: self.v.id(),
+                index: index.id(),
+                flags: flags(ty, align, false),
+            },
+            ty,
+        )
     }
     /// Load one element.
     pub fn load(&self, i: impl Into<Operand>) -> Val {
@@ -146,7 +176,14 @@ impl Lds {
     pub fn load_vec(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
         let ty = Type::vec(self.ptr.elem(), n);
         let index = index(i);
-        emit(OpKind::Load { ptr: self.ptr.id(), index: index.id(), flags: flags(ty, align, false) }, ty)
+        emit(
+            OpKind::Load {
+                ptr: self.ptr.id(),
+                index: index.id(),
+                flags: flags(ty, align, false),
+            },
+            ty,
+        )
     }
     /// Load one element.
     pub fn load(&self, i: impl Into<Operand>) -> Val {
@@ -165,6 +202,13 @@ impl Lds {
     /// Atomic add at element `i`.
     pub fn atomic_add(&self, i: impl Into<Operand>, v: Val) -> Val {
         let index = index(i);
-        emit(OpKind::AtomicAdd { ptr: self.ptr.id(), index: index.id(), value: v.id() }, v.ty())
+        emit(
+            OpKind::AtomicAdd {
+                ptr: self.ptr.id(),
+                index: index.id(),
+                value: v.id(),
+            },
+            v.ty(),
+        )
     }
 }

@@ -95,8 +95,14 @@ impl State {
     }
     pub fn push(&mut self, kind: OpKind, result_tys: &[Type]) -> Vec<ValueId> {
         let results: Vec<ValueId> = result_tys.iter().map(|&t| self.new_value(t)).collect();
-        let blk = self.blocks.last_mut().expect("builder always has an open block");
-        blk.ops.push(Op { results: results.clone(), kind });
+        let blk = self
+            .blocks
+            .last_mut()
+            .expect("builder always has an open block");
+        blk.ops.push(Op {
+            results: results.clone(),
+            kind,
+        });
         results
     }
     pub fn fail(&mut self, msg: String) {
@@ -148,7 +154,11 @@ impl KernelBuilder {
         KernelBuilder {
             name: name.to_string(),
             target,
-            attrs: KernelAttrs { max_threads, waves_per_eu: None, max_registers: None },
+            attrs: KernelAttrs {
+                max_threads,
+                waves_per_eu: None,
+                max_registers: None,
+            },
         }
     }
     /// Set the AMD waves-per-EU occupancy hint.
@@ -172,12 +182,17 @@ impl KernelBuilder {
         let mut kernel = Kernel::empty(&self.name, self.target);
         kernel.attrs = self.attrs;
         let prev = CTX.with(|c| {
-            c.borrow_mut().replace(State { kernel, blocks: vec![Block::default()], error: None })
+            c.borrow_mut().replace(State {
+                kernel,
+                blocks: vec![Block::default()],
+                error: None,
+            })
         });
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             body(&mut KernelDef { _private: () })
         }));
-        let st = CTX.with(|c| std::mem::replace(&mut *c.borrow_mut(), prev))
+        let st = CTX
+            .with(|c| std::mem::replace(&mut *c.borrow_mut(), prev))
             .expect("builder state present");
         let invalid = |reason: String| BuildError::Invalid {
             kernel: self.name.clone(),
@@ -217,19 +232,37 @@ impl KernelDef {
                 s.fail(format!("parameter `{name}` is declared twice"));
             }
             let ids: Vec<ValueId> = tys.iter().map(|&t| s.new_value(t)).collect();
-            s.kernel.params.push(Param { name: name.to_string(), kind });
+            s.kernel.params.push(Param {
+                name: name.to_string(),
+                kind,
+            });
             s.kernel.param_values.push(ids.clone());
-            ids.iter().zip(tys).map(|(&i, t)| Val::from_id(i, t)).collect()
+            ids.iter()
+                .zip(tys)
+                .map(|(&i, t)| Val::from_id(i, t))
+                .collect()
         })
     }
     /// A read-only global tensor parameter.
     pub fn tensor(&mut self, name: &str, elem: ScalarType) -> Tensor {
-        let v = self.param(name, ParamKind::Tensor { elem, writable: false });
+        let v = self.param(
+            name,
+            ParamKind::Tensor {
+                elem,
+                writable: false,
+            },
+        );
         Tensor::new(v[0], v[1])
     }
     /// A writable global tensor parameter.
     pub fn tensor_mut(&mut self, name: &str, elem: ScalarType) -> Tensor {
-        let v = self.param(name, ParamKind::Tensor { elem, writable: true });
+        let v = self.param(
+            name,
+            ParamKind::Tensor {
+                elem,
+                writable: true,
+            },
+        );
         Tensor::new(v[0], v[1])
     }
     /// A scalar parameter passed by value.
@@ -247,7 +280,13 @@ impl KernelDef {
         let id = with(|s| {
             let align = 16;
             let offset = s.kernel.lds_bytes().next_multiple_of(align);
-            s.kernel.lds.push(LdsArray { name: name.to_string(), elem, len, offset, align });
+            s.kernel.lds.push(LdsArray {
+                name: name.to_string(),
+                elem,
+                len,
+                offset,
+                align,
+            });
             (s.kernel.lds.len() - 1) as u32
         });
         let ptr = emit(

@@ -44,7 +44,10 @@ impl Val {
     }
     fn cmp(self, p: CmpPred, o: impl Into<Operand>) -> Val {
         let o = o.into().to_val(self.ty);
-        emit(OpKind::Cmp(p, self.id, o.id), Type::vec(ScalarType::I1, self.lanes()))
+        emit(
+            OpKind::Cmp(p, self.id, o.id),
+            Type::vec(ScalarType::I1, self.lanes()),
+        )
     }
     /// `self < o` (signed for integers).
     pub fn lt(self, o: impl Into<Operand>) -> Val {
@@ -138,11 +141,17 @@ impl Val {
         if self.elem() == to {
             return self;
         }
-        emit(OpKind::Cast(CastKind::Convert, self.id), Type::vec(to, self.lanes()))
+        emit(
+            OpKind::Cast(CastKind::Convert, self.id),
+            Type::vec(to, self.lanes()),
+        )
     }
     /// Numeric conversion treating integers as unsigned.
     pub fn cast_unsigned(self, to: ScalarType) -> Val {
-        emit(OpKind::Cast(CastKind::ConvertUnsigned, self.id), Type::vec(to, self.lanes()))
+        emit(
+            OpKind::Cast(CastKind::ConvertUnsigned, self.id),
+            Type::vec(to, self.lanes()),
+        )
     }
     /// Reinterpret the bits as `to` (same total size).
     pub fn bitcast(self, to: Type) -> Val {

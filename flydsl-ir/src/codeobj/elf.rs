@@ -217,7 +217,11 @@ pub fn parse_hsaco(bytes: &[u8]) -> Result<CodeObject, CodeObjectError> {
         // SAFETY: `words` owns at least `bytes.len()` bytes, u64 has no invalid bit
         // patterns, and the two allocations do not overlap.
         let aligned = unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), words.as_mut_ptr().cast::<u8>(), bytes.len());
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                words.as_mut_ptr().cast::<u8>(),
+                bytes.len(),
+            );
             std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), bytes.len())
         };
         return parse_aligned(aligned);
