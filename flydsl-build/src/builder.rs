@@ -130,7 +130,6 @@ pub struct BuildReport {
 ///         .run_or_exit();
 /// }
 /// ```
-#[derive(Debug)]
 pub struct Builder {
     crate_name: String,
     out_dir: Option<PathBuf>,
@@ -138,6 +137,21 @@ pub struct Builder {
     kernels: Vec<KernelSpec>,
     cache_dir: Option<PathBuf>,
     dump_dir: Option<PathBuf>,
+    progress: Option<Arc<ProgressFn>>,
+}
+
+/// Called after each (kernel, target) job with (jobs done, jobs total, kernel, target).
+pub type ProgressFn = dyn Fn(usize, usize, &str, Target) + Send + Sync;
+
+impl std::fmt::Debug for Builder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field("crate_name", &self.crate_name)
+            .field("out_dir", &self.out_dir)
+            .field("targets", &self.targets)
+            .field("kernels", &self.kernels)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Parse a `FLYDSL_TARGETS`-style comma list (`all` selects every target).
@@ -209,6 +223,7 @@ impl Builder {
             kernels: Vec::new(),
             cache_dir: std::env::var_os("FLYDSL_CACHE_DIR").map(PathBuf::from),
             dump_dir: std::env::var_os("FLYDSL_DUMP_DIR").map(PathBuf::from),
+            progress: None,
         }
     }
     /// A builder with explicit settings (tests, xtask).
@@ -220,7 +235,13 @@ impl Builder {
             kernels: Vec::new(),
             cache_dir: None,
             dump_dir: std::env::var_os("FLYDSL_DUMP_DIR").map(PathBuf::from),
+            progress: None,
         }
+    }
+    /// Report progress after every (kernel, target) job (for long builds in tools).
+    pub fn on_progress(mut self, f: impl Fn(usize, usize, &str, Target) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(f));
+        self
     }
     /// Use a specific cache directory (default `OUT_DIR/flydsl-cache`).
     pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
@@ -314,6 +335,8 @@ impl Builder {
             .iter()
             .flat_map(|k| k.targets.iter().map(move |&t| (k, t)))
             .collect();
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let total = jobs.len();
         let results: Vec<Result<(Kernel, Option<VariantReport>), GenError>> = jobs
             .par_iter()
             .map(|&(spec, t)| {
@@ -324,6 +347,10 @@ impl Builder {
                     (Some(tc), true) => Some(self.compile_variant(tc, &cache, &ir, &out)?),
                     _ => None,
                 };
+                if let Some(p) = &self.progress {
+                    let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                    p(d, total, &spec.name, t);
+                }
                 Ok((ir, report))
             })
             .collect();

@@ -1,0 +1,45 @@
+//! `cargo xtask <command>`: project tasks (rust-analyzer style xtask).
+//!
+//! - `build-all`: build every kernel variant for every target; print a resource table.
+//! - `verify`: run one family on one shape against the CPU reference.
+//! - `bench`: time our kernels on the current device (GB/s, % of the measured copy ceiling).
+//! - `device-bundle`: sm90 test/bench binaries + peer script + entry script in one folder.
+
+mod build_all;
+mod bundle;
+mod families;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "flydsl-rs project tasks")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Build every kernel variant for every target and print VGPR/AGPR/SGPR, LDS, scratch,
+    /// occupancy, code size and compile time. Fails on scratch or LDS over the limit.
+    BuildAll(build_all::Args),
+    /// Build the sm90 test and bench binaries and the peer script into one folder with an
+    /// entry script for the GPU machine.
+    DeviceBundle(bundle::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Cmd::BuildAll(a) => build_all::run(a),
+        Cmd::DeviceBundle(a) => bundle::run(a),
+    };
+    match r {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
