@@ -250,6 +250,11 @@ impl TuneCache {
     }
 
     /// The cache at [`default_cache_path`] (in memory when no location is known).
+    ///
+    /// ```
+    /// let c = flydsl_rt::tune::TuneCache::from_env();
+    /// assert_eq!(c.path().map(|p| p.to_path_buf()), flydsl_rt::tune::default_cache_path());
+    /// ```
     pub fn from_env() -> TuneCache {
         match default_cache_path() {
             Some(p) => TuneCache::at(p),
@@ -263,6 +268,10 @@ impl TuneCache {
     }
 
     /// Warnings issued so far (each was also printed once on stderr).
+    ///
+    /// ```
+    /// assert!(flydsl_rt::tune::TuneCache::in_memory().warnings().is_empty());
+    /// ```
     pub fn warnings(&self) -> Vec<String> {
         self.lock().warnings.clone()
     }
@@ -604,6 +613,11 @@ impl Tuner {
 
     /// The process-wide tuner: cache at [`default_cache_path`], searching iff
     /// [`autotune_requested`] (both read once).
+    ///
+    /// ```
+    /// let t = flydsl_rt::tune::Tuner::global();
+    /// assert_eq!(t.autotune(), flydsl_rt::tune::autotune_requested());
+    /// ```
     pub fn global() -> &'static Tuner {
         static G: OnceLock<Tuner> = OnceLock::new();
         G.get_or_init(|| Tuner::new(TuneCache::from_env(), autotune_requested()))
@@ -621,6 +635,15 @@ impl Tuner {
 
     /// The cached winner for `key` if it is one of `candidates`, else the default
     /// (`candidates[0]`); never searches. Empty `candidates` give `""`.
+    ///
+    /// ```
+    /// use flydsl_rt::tune::{TuneCache, TuneKey, Tuner};
+    /// let t = Tuner::new(TuneCache::in_memory(), false);
+    /// let k = TuneKey::new("d", flydsl_rt::Target::Gfx942, "k", "f32", "s");
+    /// t.cache().insert(&k, "b").unwrap();
+    /// assert_eq!(t.cached(&k, &["a", "b"]), "b");
+    /// assert_eq!(t.cached(&k, &["a", "c"]), "a"); // stale winner: the default
+    /// ```
     pub fn cached<'a>(&self, key: &TuneKey, candidates: &[&'a str]) -> &'a str {
         let default = candidates.first().copied().unwrap_or("");
         if candidates.len() <= 1 {

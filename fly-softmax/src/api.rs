@@ -1,0 +1,320 @@
+//! The safe and raw entry points on device buffers.
+
+use crate::element::{launchers, Element};
+use crate::kernels::Launcher;
+use crate::plan::Variant;
+use crate::select::{kind_name, resolve, tuned, Dispatch, Resolved};
+use crate::table::Kind;
+use crate::validate::{self, bad};
+use flydsl_rt::tune::Tuner;
+use flydsl_rt::{DeviceBuffer, Result, Stream};
+use std::cell::RefCell;
+
+/// The shape of a row-major `[m, n]` softmax: `m` rows (any, 0 is a no-op) of `n >= 1`
+/// elements.
+///
+/// ```
+/// let a = fly_softmax::SoftmaxArgs { m: 4, n: 1024 };
+/// assert_eq!(a.len(), 4096);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SoftmaxArgs {
+    /// Rows.
+    pub m: usize,
+    /// Elements per row.
+    pub n: usize,
+}
+
+impl SoftmaxArgs {
+    /// `m * n` (saturating).
+    pub fn len(&self) -> usize {
+        self.m.saturating_mul(self.n)
+    }
+    /// True when there is nothing to compute (`m == 0` or `n == 0`).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Row-wise softmax `y = exp(x - max) / sum(exp(x - max))` of a row-major `[m, n]` tensor, in
+/// f32 arithmetic, output in the input dtype. `x` and `y` are distinct buffers (the borrow
+/// checker rules out in-place use) of exactly `m * n` elements on the stream's device.
+/// The configuration is the tuner's cached winner or the default (see [`Dispatch::Tuned`]
+/// with [`Tuner::global`]: `FLYDSL_AUTOTUNE=1` searches once per shape class).
+///
+/// Errors: `n == 0`, a buffer length other than `m * n`, `m`/`n` beyond
+/// [`validate::MAX_M`]/[`validate::MAX_N`], buffers on another device, a device whose target
+/// this build has no code object for. `m == 0` is a no-op.
+///
+/// ```
+/// use flydsl_rt::{Device, DeviceBuffer, Target};
+/// use fly_softmax::{softmax, SoftmaxArgs};
+/// let dev = Device::sim(Target::Gfx942);
+/// let s = dev.stream()?;
+/// let x = DeviceBuffer::from_slice(&dev, &[1.0f32, 2.0, 3.0, 0.0, 0.0, 0.0])?;
+/// let mut y = DeviceBuffer::<f32>::zeroed(&dev, 6)?;
+/// softmax(&s, &x, &mut y, SoftmaxArgs { m: 2, n: 3 })?;
+/// let y = y.to_vec()?;
+/// assert!((y[2] - 0.66524096).abs() < 1e-5 && (y[3] - 1.0 / 3.0).abs() < 1e-6);
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+pub fn softmax<T: Element>(
+    stream: &Stream,
+    x: &DeviceBuffer<T>,
+    y: &mut DeviceBuffer<T>,
+    args: SoftmaxArgs,
+) -> Result<()> {
+    softmax_with(stream, x, y, args, Dispatch::Tuned(Tuner::global()))
+}
+
+/// [`softmax`] with an explicit [`Dispatch`].
+///
+/// ```
+/// use flydsl_rt::{Device, DeviceBuffer, Target};
+/// use fly_softmax::{softmax_with, Dispatch, SoftmaxArgs};
+/// let dev = Device::sim(Target::Gfx1201);
+/// let s = dev.stream()?;
+/// let x = DeviceBuffer::from_slice(&dev, &[0.0f32; 8])?;
+/// let mut y = DeviceBuffer::<f32>::zeroed(&dev, 8)?;
+/// softmax_with(&s, &x, &mut y, SoftmaxArgs { m: 1, n: 8 }, Dispatch::Default)?;
+/// assert_eq!(y.to_vec()?, vec![0.125; 8]);
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+pub fn softmax_with<T: Element>(
+    stream: &Stream,
+    x: &DeviceBuffer<T>,
+    y: &mut DeviceBuffer<T>,
+    args: SoftmaxArgs,
+    dispatch: Dispatch<'_>,
+) -> Result<()> {
+    let op = kind_name(Kind::Forward);
+    let len = validate::shape::<T>(op, args.m, args.n)?;
+    validate::len(op, "x", x, len, args.m, args.n)?;
+    validate::len(op, "y", y, len, args.m, args.n)?;
+    // SAFETY: both buffers hold exactly m * n elements, so every row the kernel touches lies
+    // inside them.
+    unsafe { softmax_unchecked(stream, x, y, args, dispatch) }
+}
+
+/// [`softmax_with`] without the buffer-length checks (shape limits are still checked).
+///
+/// # Safety
+/// `x` and `y` must hold at least `args.m * args.n` elements each; otherwise the kernel
+/// reads or writes out of bounds on GPUs (the Sim reports it).
+///
+/// ```
+/// use flydsl_rt::{Device, DeviceBuffer, Target};
+/// use fly_softmax::{softmax_unchecked, Dispatch, SoftmaxArgs};
+/// let dev = Device::sim(Target::Sm90);
+/// let s = dev.stream()?;
+/// let x = DeviceBuffer::from_slice(&dev, &[5.0f32; 3])?;
+/// let mut y = DeviceBuffer::<f32>::zeroed(&dev, 3)?;
+/// // SAFETY: both buffers hold m * n = 3 elements.
+/// unsafe { softmax_unchecked(&s, &x, &mut y, SoftmaxArgs { m: 1, n: 3 }, Dispatch::Default)? };
+/// assert!((y.to_vec()?[0] - 1.0 / 3.0).abs() < 1e-6);
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+pub unsafe fn softmax_unchecked<T: Element>(
+    stream: &Stream,
+    x: &DeviceBuffer<T>,
+    y: &mut DeviceBuffer<T>,
+    args: SoftmaxArgs,
+    dispatch: Dispatch<'_>,
+) -> Result<()> {
+    let op = kind_name(Kind::Forward);
+    validate::shape::<T>(op, args.m, args.n)?;
+    if args.m == 0 {
+        return Ok(());
+    }
+    let (m, n) = (args.m, args.n);
+    let v = match resolve::<T>(Kind::Forward, stream, n, &dispatch)? {
+        Resolved::Fixed(v) => v,
+        Resolved::Tune(cands) => {
+            let Dispatch::Tuned(tuner) = dispatch else {
+                return Err(no_tuner(op));
+            };
+            let y_cell = RefCell::new(&mut *y);
+            tuned::<T>(
+                Kind::Forward,
+                tuner,
+                stream,
+                &cands,
+                m,
+                n,
+                // SAFETY: forwarded from this function's contract.
+                |v| unsafe { launch_fwd(v, stream, x, &mut y_cell.borrow_mut(), m, n) },
+                || y_cell.borrow().to_vec(),
+            )?
+        }
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { launch_fwd(&v, stream, x, y, m, n) }
+}
+
+/// Softmax backward `dx = y * (dy - sum(dy * y))` per row (dot in f32, deterministic run to
+/// run), for row-major `[m, n]` tensors of one dtype. `dx` is distinct from `y` and `dy`
+/// (the borrow checker rules out in-place use). Errors as [`softmax`].
+///
+/// ```
+/// use flydsl_rt::{Device, DeviceBuffer, Target};
+/// use fly_softmax::{softmax_backward, SoftmaxArgs};
+/// let dev = Device::sim(Target::Gfx950);
+/// let s = dev.stream()?;
+/// let y = DeviceBuffer::from_slice(&dev, &[0.25f32, 0.75])?;
+/// let dy = DeviceBuffer::from_slice(&dev, &[1.0f32, 0.0])?;
+/// let mut dx = DeviceBuffer::<f32>::zeroed(&dev, 2)?;
+/// softmax_backward(&s, &y, &dy, &mut dx, SoftmaxArgs { m: 1, n: 2 })?;
+/// let dx = dx.to_vec()?; // dot = 0.25: dx = [0.25 * 0.75, 0.75 * -0.25]
+/// assert!((dx[0] - 0.1875).abs() < 1e-6 && (dx[1] + 0.1875).abs() < 1e-6);
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+pub fn softmax_backward<T: Element>(
+    stream: &Stream,
+    y: &DeviceBuffer<T>,
+    dy: &DeviceBuffer<T>,
+    dx: &mut DeviceBuffer<T>,
+    args: SoftmaxArgs,
+) -> Result<()> {
+    softmax_backward_with(stream, y, dy, dx, args, Dispatch::Tuned(Tuner::global()))
+}
+
+/// [`softmax_backward`] with an explicit [`Dispatch`].
+///
+/// ```
+/// use flydsl_rt::{Device, DeviceBuffer, Target};
+/// use fly_softmax::{softmax_backward_with, Dispatch, SoftmaxArgs};
+/// let dev = Device::sim(Target::Gfx1250);
+/// let s = dev.stream()?;
+/// let y = DeviceBuffer::from_slice(&dev, &[0.5f32, 0.5])?;
+/// let dy = DeviceBuffer::from_slice(&dev, &[1.0f32, 1.0])?;
+/// let mut dx = DeviceBuffer::<f32>::zeroed(&dev, 2)?;
+/// softmax_backward_with(&s, &y, &dy, &mut dx, SoftmaxArgs { m: 1, n: 2 }, Dispatch::Default)?;
+/// assert_eq!(dx.to_vec()?, vec![0.0, 0.0]);
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+pub fn softmax_backward_with<T: Element>(
+    stream: &Stream,
+    y: &DeviceBuffer<T>,
+    dy: &DeviceBuffer<T>,
+    dx: &mut DeviceBuffer<T>,
+    args: SoftmaxArgs,
+    dispatch: Dispatch<'_>,
+) -> Result<()> {
+    let op = kind_name(Kind::Backward);
+    let len = validate::shape::<T>(op, args.m, args.n)?;
+    validate::len(op, "y", y, len, args.m, args.n)?;
+    validate::len(op, "dy", dy, len, args.m, args.n)?;
+    validate::len(op, "dx", dx, len, args.m, args.n)?;
+    // SAFETY: all three buffers hold exactly m * n elements.
+    unsafe { softmax_backward_unchecked(stream, y, dy, dx, args, dispatch) }
+}
+
+/// [`softmax_backward_with`] without the buffer-length checks.
+///
+/// # Safety
+/// `y`, `dy` and `dx` must hold at least `args.m * args.n` elements each.
+///
+/// ```
+/// use flydsl_rt::{Device, DeviceBuffer, Target};
+/// use fly_softmax::{softmax_backward_unchecked, Dispatch, SoftmaxArgs};
+/// let dev = Device::sim(Target::Gfx942);
+/// let s = dev.stream()?;
+/// let y = DeviceBuffer::from_slice(&dev, &[1.0f32])?;
+/// let dy = DeviceBuffer::from_slice(&dev, &[3.0f32])?;
+/// let mut dx = DeviceBuffer::<f32>::zeroed(&dev, 1)?;
+/// // SAFETY: every buffer holds m * n = 1 element.
+/// unsafe { softmax_backward_unchecked(&s, &y, &dy, &mut dx, SoftmaxArgs { m: 1, n: 1 }, Dispatch::Default)? };
+/// assert_eq!(dx.to_vec()?, vec![0.0]);
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+pub unsafe fn softmax_backward_unchecked<T: Element>(
+    stream: &Stream,
+    y: &DeviceBuffer<T>,
+    dy: &DeviceBuffer<T>,
+    dx: &mut DeviceBuffer<T>,
+    args: SoftmaxArgs,
+    dispatch: Dispatch<'_>,
+) -> Result<()> {
+    let op = kind_name(Kind::Backward);
+    validate::shape::<T>(op, args.m, args.n)?;
+    if args.m == 0 {
+        return Ok(());
+    }
+    let (m, n) = (args.m, args.n);
+    let v = match resolve::<T>(Kind::Backward, stream, n, &dispatch)? {
+        Resolved::Fixed(v) => v,
+        Resolved::Tune(cands) => {
+            let Dispatch::Tuned(tuner) = dispatch else {
+                return Err(no_tuner(op));
+            };
+            let dx_cell = RefCell::new(&mut *dx);
+            tuned::<T>(
+                Kind::Backward,
+                tuner,
+                stream,
+                &cands,
+                m,
+                n,
+                // SAFETY: forwarded from this function's contract.
+                |v| unsafe { launch_bwd(v, stream, y, dy, &mut dx_cell.borrow_mut(), m, n) },
+                || dx_cell.borrow().to_vec(),
+            )?
+        }
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { launch_bwd(&v, stream, y, dy, dx, m, n) }
+}
+
+fn no_tuner(op: &str) -> flydsl_rt::Error {
+    bad(
+        op,
+        "internal: tuning requested without a tuner; use Dispatch::Default".into(),
+    )
+}
+
+/// Launch forward variant `v`.
+///
+/// # Safety
+/// `x` and `y` hold at least `m * n` elements; `m >= 1`, `m`, `n` within the limits.
+unsafe fn launch_fwd<T: Element>(
+    v: &Variant,
+    stream: &Stream,
+    x: &DeviceBuffer<T>,
+    y: &mut DeviceBuffer<T>,
+    m: usize,
+    n: usize,
+) -> Result<()> {
+    let (cfg, nblocks) = v.launch_config(m);
+    match &launchers::<T>()[v.index] {
+        // SAFETY: the kernel touches rows 0..m of n elements, inside both buffers (caller).
+        Launcher::Fwd(_, f) => unsafe { f(stream, cfg, x, y, m as i32, n as i32, nblocks) },
+        Launcher::Bwd(..) => Err(bad(
+            kind_name(Kind::Forward),
+            format!("`{}` is a backward kernel", v.name::<T>()),
+        )),
+    }
+}
+
+/// Launch backward variant `v`.
+///
+/// # Safety
+/// `y`, `dy` and `dx` hold at least `m * n` elements; `m >= 1`, `m`, `n` within the limits.
+unsafe fn launch_bwd<T: Element>(
+    v: &Variant,
+    stream: &Stream,
+    y: &DeviceBuffer<T>,
+    dy: &DeviceBuffer<T>,
+    dx: &mut DeviceBuffer<T>,
+    m: usize,
+    n: usize,
+) -> Result<()> {
+    let (cfg, nblocks) = v.launch_config(m);
+    match &launchers::<T>()[v.index] {
+        // SAFETY: the kernel touches rows 0..m of n elements, inside all buffers (caller).
+        Launcher::Bwd(_, f) => unsafe { f(stream, cfg, y, dy, dx, m as i32, n as i32, nblocks) },
+        Launcher::Fwd(..) => Err(bad(
+            kind_name(Kind::Backward),
+            format!("`{}` is a forward kernel", v.name::<T>()),
+        )),
+    }
+}

@@ -1,0 +1,229 @@
+//! Dispatch: which path, size class and candidate configurations serve a shape on a device,
+//! and the launch geometry of a configuration.
+
+use crate::element::{launchers, Element};
+use crate::table::{kernel_name, Config, Kind, Path, CONFIGS};
+use flydsl_rt::{Backend, Device, LaunchConfig};
+
+/// Most workgroups launched; blocks stride over the remaining row blocks (keeps every grid
+/// within AMD's 2^32-thread and NVIDIA's 2^31-block limits).
+///
+/// ```
+/// let v = fly_softmax::plan::variant_by_name::<f32>("softmax_fwd_f32_lv_t256_g256_e0_w0").unwrap();
+/// assert_eq!(v.launch_config(1 << 24).1 as u32, fly_softmax::plan::MAX_GRID);
+/// ```
+pub const MAX_GRID: u32 = 1 << 20;
+
+/// One configuration of the table (for every dtype).
+///
+/// ```
+/// let v = fly_softmax::plan::all(fly_softmax::table::Kind::Forward)[0];
+/// assert_eq!(v.index, 0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Variant {
+    /// Index in [`CONFIGS`].
+    pub index: usize,
+    /// The configuration.
+    pub config: &'static Config,
+}
+
+impl Variant {
+    /// The kernel name of this configuration for `T`.
+    ///
+    /// ```
+    /// use fly_softmax::plan::{candidates, Variant};
+    /// use fly_softmax::table::Kind;
+    /// use flydsl_rt::{Device, Target};
+    /// let c = candidates::<f32>(Kind::Forward, &Device::sim(Target::Gfx942), 8192);
+    /// assert!(c[0].name::<f32>().starts_with("softmax_fwd_f32_v8192_"));
+    /// ```
+    pub fn name<T: Element>(&self) -> String {
+        kernel_name(self.config, T::DTYPE)
+    }
+
+    /// Whether this configuration computes rows of `n` elements of `T` correctly.
+    ///
+    /// ```
+    /// use fly_softmax::plan::variant_by_name;
+    /// let v = variant_by_name::<f32>("softmax_fwd_f32_v64_t256_g8_e8_w0").unwrap();
+    /// assert!(v.supports::<f32>(64) && !v.supports::<f32>(65) && !v.supports::<f32>(68));
+    /// ```
+    pub fn supports<T: Element>(&self, n: usize) -> bool {
+        let c = self.config;
+        let vec_ok = !c.path.is_vector() || multiple_of(n, T::DTYPE.vec() as usize);
+        let fits = c.path.is_loop() || n <= c.class as usize;
+        n >= 1 && vec_ok && fits
+    }
+
+    /// The kernel's variant table for `T` (IR for every target, code objects for the built ones).
+    ///
+    /// ```
+    /// use fly_softmax::plan::variant_by_name;
+    /// let v = variant_by_name::<f32>("softmax_fwd_f32_ls_t256_g256_e0_w0").unwrap();
+    /// assert_eq!(v.kernel::<f32>().name, "softmax_fwd_f32_ls_t256_g256_e0_w0");
+    /// ```
+    pub fn kernel<T: Element>(&self) -> &'static flydsl_rt::KernelVariants {
+        launchers::<T>()[self.index].variants()
+    }
+
+    /// Whether `device` can run it (its IR exists for the target; on GPUs also its code object).
+    ///
+    /// ```
+    /// use fly_softmax::plan::variant_by_name;
+    /// use flydsl_rt::{Device, Target};
+    /// let wpe = variant_by_name::<f32>("softmax_fwd_f32_v8192_t256_g256_e32_w2").unwrap();
+    /// assert!(wpe.available::<f32>(&Device::sim(Target::Gfx942)));
+    /// assert!(!wpe.available::<f32>(&Device::sim(Target::Sm90))); // AMD-only hint
+    /// ```
+    pub fn available<T: Element>(&self, device: &Device) -> bool {
+        match self.kernel::<T>().for_target(device.target()) {
+            Some(var) => device.backend() == Backend::Sim || var.code.is_some(),
+            None => false,
+        }
+    }
+
+    /// Grid and block for `m` rows, and the `nblocks` kernel argument.
+    ///
+    /// ```
+    /// use fly_softmax::plan::variant_by_name;
+    /// let v = variant_by_name::<f32>("softmax_fwd_f32_v256_t256_g32_e8_w0").unwrap();
+    /// let (cfg, nblocks) = v.launch_config(17); // 8 rows per block
+    /// assert_eq!((cfg.grid[0], cfg.block[0], nblocks), (3, 256, 3));
+    /// ```
+    pub fn launch_config(&self, m: usize) -> (LaunchConfig, i32) {
+        let rows = self.config.rows_per_block() as usize;
+        let blocks = m.div_ceil(rows).min(MAX_GRID as usize) as u32;
+        (
+            LaunchConfig::linear(blocks, self.config.threads),
+            blocks as i32,
+        )
+    }
+}
+
+/// The configuration named `name` (a kernel name of dtype `T`), if any.
+///
+/// ```
+/// use fly_softmax::plan::variant_by_name;
+/// assert!(variant_by_name::<half::f16>("softmax_bwd_f16_ls_t256_g256_e0_w0").is_some());
+/// assert!(variant_by_name::<f32>("softmax_bwd_f16_ls_t256_g256_e0_w0").is_none());
+/// ```
+pub fn variant_by_name<T: Element>(name: &str) -> Option<Variant> {
+    CONFIGS
+        .iter()
+        .enumerate()
+        .find(|(_, c)| kernel_name(c, T::DTYPE) == name)
+        .map(|(index, config)| Variant { index, config })
+}
+
+/// Every configuration of `kind`, as variants.
+///
+/// ```
+/// use fly_softmax::{plan::all, table::Kind};
+/// assert!(all(Kind::Backward).iter().all(|v| v.config.kind == Kind::Backward));
+/// ```
+pub fn all(kind: Kind) -> Vec<Variant> {
+    CONFIGS
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.kind == kind)
+        .map(|(index, config)| Variant { index, config })
+        .collect()
+}
+
+/// `n % d == 0` (`usize::is_multiple_of` needs Rust 1.87; the workspace's MSRV is 1.85).
+#[allow(clippy::manual_is_multiple_of)]
+fn multiple_of(n: usize, d: usize) -> bool {
+    n % d == 0
+}
+
+fn max_class(kind: Kind, path: Path) -> u32 {
+    CONFIGS
+        .iter()
+        .filter(|c| c.kind == kind && c.path == path)
+        .map(|c| c.class)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The path that serves rows of `n` elements of `T`: register-resident when the row fits the
+/// largest class, vector when `n` is a multiple of the 128-bit vector width.
+///
+/// ```
+/// use fly_softmax::{plan::path_for, table::{Kind, Path}};
+/// assert_eq!(path_for::<half::bf16>(Kind::Forward, 8192), Path::Vector);
+/// assert_eq!(path_for::<half::bf16>(Kind::Forward, 1021), Path::Scalar);
+/// assert_eq!(path_for::<f32>(Kind::Forward, 1 << 20), Path::LoopVector);
+/// assert_eq!(path_for::<f32>(Kind::Backward, 65537), Path::LoopScalar);
+/// ```
+pub fn path_for<T: Element>(kind: Kind, n: usize) -> Path {
+    let vec = multiple_of(n, T::DTYPE.vec() as usize);
+    let (resident, looped) = if vec {
+        (Path::Vector, Path::LoopVector)
+    } else {
+        (Path::Scalar, Path::LoopScalar)
+    };
+    if n <= max_class(kind, resident) as usize {
+        resident
+    } else {
+        looped
+    }
+}
+
+/// The candidates for rows of `n` elements of `T` on `device`: the configurations of the
+/// smallest class of the chosen path that holds `n`, available on the device, default first.
+/// Never empty for `n >= 1`: when nothing is available the default is still returned (its
+/// launch then reports the missing variant).
+///
+/// ```
+/// use fly_softmax::{plan::candidates, table::Kind};
+/// use flydsl_rt::{Device, Target};
+/// let c = candidates::<half::bf16>(Kind::Forward, &Device::sim(Target::Gfx950), 8000);
+/// assert!(c.len() > 1 && c[0].config.default && c[0].config.class == 8192);
+/// ```
+pub fn candidates<T: Element>(kind: Kind, device: &Device, n: usize) -> Vec<Variant> {
+    let path = path_for::<T>(kind, n);
+    let class = CONFIGS
+        .iter()
+        .filter(|c| c.kind == kind && c.path == path && c.class as usize >= n)
+        .map(|c| c.class)
+        .min()
+        .unwrap_or(u32::MAX);
+    let mut same: Vec<Variant> = CONFIGS
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.kind == kind && c.path == path && c.class == class)
+        .map(|(index, config)| Variant { index, config })
+        .collect();
+    same.sort_by_key(|v| !v.config.default);
+    let default = same[0];
+    let mut avail: Vec<Variant> = same
+        .into_iter()
+        .filter(|v| v.available::<T>(device))
+        .collect();
+    if avail.first() != Some(&default) {
+        avail.retain(|v| *v != default);
+        avail.insert(0, default);
+    }
+    avail
+}
+
+/// The tuner's shape class: path, class, exact `n`, and `m` bucketed to powers of 4.
+///
+/// ```
+/// use fly_softmax::{plan::{candidates, shape_class}};
+/// use fly_softmax::table::Kind;
+/// let v = candidates::<f32>(Kind::Forward, &flydsl_rt::Device::sim(flydsl_rt::Target::Sm90), 8192)[0];
+/// assert_eq!(shape_class(&v, 4096, 8192), "v8192/n8192/m<=2^12");
+/// ```
+pub fn shape_class(v: &Variant, m: usize, n: usize) -> String {
+    let c = v.config;
+    let class = if c.path.is_loop() {
+        String::new()
+    } else {
+        c.class.to_string()
+    };
+    let bits = usize::BITS - m.saturating_sub(1).leading_zeros();
+    let bucket = bits.div_ceil(2) * 2;
+    format!("{}{class}/n{n}/m<=2^{bucket}", c.path.tag())
+}

@@ -1,0 +1,281 @@
+//! The compiled kernel configurations: one table shared by `build.rs` (which builds one kernel
+//! per entry and dtype) and the run-time dispatcher (which picks among them).
+//!
+//! This file is `include`d by the build script through `#[path]`, so it depends on nothing but
+//! `core`.
+//!
+//! Geometry of every register-resident configuration: a block of `threads` threads handles
+//! `threads / group` rows at once; the `group` threads of a row each hold `ept` elements of it
+//! (in tiles of one 128-bit vector, or of one element on the scalar path), so a row of up to
+//! `class = group * ept` elements stays in registers. `group <= wave` reduces with shuffles
+//! only; a larger group (a multiple of the wave) adds one LDS exchange per reduction.
+
+/// Forward or backward.
+///
+/// ```
+/// use fly_softmax::table::{Kind, CONFIGS};
+/// assert!(CONFIGS.iter().any(|c| c.kind == Kind::Backward));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// `y = softmax(x)` row-wise.
+    Forward,
+    /// `dx = y * (dy - sum(dy * y))` row-wise.
+    Backward,
+}
+
+/// How a kernel walks a row.
+///
+/// ```
+/// use fly_softmax::table::Path;
+/// assert!(Path::LoopVector.is_vector() && Path::LoopVector.is_loop());
+/// assert_eq!(Path::Scalar.tag(), "s");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Path {
+    /// Register-resident row, 128-bit buffer loads; needs `n % vector width == 0` and
+    /// `n <= class`.
+    Vector,
+    /// Register-resident row, one element per access, masked; any `n <= class`.
+    Scalar,
+    /// Looped over the row with 128-bit loads (rows too long for registers); needs
+    /// `n % vector width == 0`.
+    LoopVector,
+    /// Looped over the row one element at a time; any `n`.
+    LoopScalar,
+}
+
+impl Path {
+    /// Short tag used in kernel names and tuner shape classes.
+    pub const fn tag(self) -> &'static str {
+        match self {
+            Path::Vector => "v",
+            Path::Scalar => "s",
+            Path::LoopVector => "lv",
+            Path::LoopScalar => "ls",
+        }
+    }
+    /// Whether the path uses 128-bit vectors.
+    pub const fn is_vector(self) -> bool {
+        matches!(self, Path::Vector | Path::LoopVector)
+    }
+    /// Whether the path loops over the row (no register residency, any length).
+    pub const fn is_loop(self) -> bool {
+        matches!(self, Path::LoopVector | Path::LoopScalar)
+    }
+}
+
+/// One compiled configuration (built for every dtype).
+///
+/// ```
+/// use fly_softmax::table::{Kind, Path, CONFIGS};
+/// let fast = CONFIGS.iter().find(|c| c.kind == Kind::Forward && c.path == Path::Vector
+///     && c.class == 8192 && c.default).unwrap();
+/// assert_eq!((fast.threads, fast.ept, fast.rows_per_block()), (256, 32, 1));
+/// assert!(!fast.amd_only());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Config {
+    /// Forward or backward.
+    pub kind: Kind,
+    /// Row walk.
+    pub path: Path,
+    /// Largest row this configuration holds in registers (`group * ept`); `u32::MAX` for the
+    /// looped paths.
+    pub class: u32,
+    /// Threads per block.
+    pub threads: u32,
+    /// Threads per row (`threads` for one row per block; looped paths always use `threads`).
+    pub group: u32,
+    /// Elements per thread (register-resident paths; 0 for looped paths).
+    pub ept: u32,
+    /// AMD waves-per-EU hint (0 = none); such configurations exist on AMD targets only.
+    pub wpe: u32,
+    /// The configuration the dispatcher uses for its class when nothing is tuned.
+    pub default: bool,
+}
+
+impl Config {
+    /// Rows handled by one block at a time.
+    pub const fn rows_per_block(&self) -> u32 {
+        self.threads / self.group
+    }
+    /// Whether this configuration exists only on AMD targets.
+    pub const fn amd_only(&self) -> bool {
+        self.wpe != 0
+    }
+}
+
+const LOOP: u32 = u32::MAX;
+
+const fn c(
+    kind: Kind,
+    path: Path,
+    class: u32,
+    threads: u32,
+    group: u32,
+    ept: u32,
+    wpe: u32,
+    default: bool,
+) -> Config {
+    Config {
+        kind,
+        path,
+        class,
+        threads,
+        group,
+        ept,
+        wpe,
+        default,
+    }
+}
+
+use Kind::{Backward as B, Forward as F};
+use Path::{LoopScalar as LS, LoopVector as LV, Scalar as S, Vector as V};
+
+/// Every compiled configuration. Within one `(kind, path, class)` exactly one is the default;
+/// the others are the autotuner's alternatives for that class.
+///
+/// The subset of the reference's space (block threads {64,128,256,512} x waves-per-EU
+/// {none,1,2,4} x threads per row {8,16,32,64}) that is compiled, and why:
+/// - block threads: at a fixed class, fewer threads means more elements per thread; 128..512
+///   threads (16..64 elements per thread) are compiled for the classes the performance goals
+///   name (2048..16384); 64 threads would need 128 f32 registers per thread at 8192 and is not;
+/// - waves-per-EU: these kernels need 30..130 VGPRs, below the budget of a 1- or 2-wave hint,
+///   so those hints compile to identical code; only 2 and 4 at class 8192 and 4 at 16384 are
+///   kept (AMD only: NVIDIA has no such hint);
+/// - threads per row: the short-row classes (64..2048) compile 8..128 threads per row with
+///   several rows per block;
+/// - the masked scalar and looped paths are fallbacks with one configuration per class
+///   (plus a 512-thread looped alternative).
+pub const CONFIGS: &[Config] = &[
+    // ---- forward, vector path ------------------------------------------------------------
+    c(F, V, 64, 256, 8, 8, 0, true),
+    c(F, V, 256, 256, 32, 8, 0, true),
+    c(F, V, 256, 256, 16, 16, 0, false),
+    c(F, V, 512, 256, 64, 8, 0, true),
+    c(F, V, 512, 256, 32, 16, 0, false),
+    c(F, V, 1024, 256, 64, 16, 0, true),
+    c(F, V, 1024, 256, 32, 32, 0, false),
+    c(F, V, 1024, 256, 128, 8, 0, false),
+    c(F, V, 2048, 256, 256, 8, 0, true),
+    c(F, V, 2048, 128, 128, 16, 0, false),
+    c(F, V, 2048, 256, 64, 32, 0, false),
+    c(F, V, 4096, 256, 256, 16, 0, true),
+    c(F, V, 4096, 128, 128, 32, 0, false),
+    c(F, V, 4096, 512, 512, 8, 0, false),
+    c(F, V, 8192, 256, 256, 32, 0, true),
+    c(F, V, 8192, 512, 512, 16, 0, false),
+    c(F, V, 8192, 128, 128, 64, 0, false),
+    c(F, V, 8192, 256, 256, 32, 2, false),
+    c(F, V, 8192, 256, 256, 32, 4, false),
+    c(F, V, 16384, 512, 512, 32, 0, true),
+    c(F, V, 16384, 256, 256, 64, 0, false),
+    c(F, V, 16384, 512, 512, 32, 4, false),
+    c(F, V, 32768, 512, 512, 64, 0, true),
+    // ---- forward, masked scalar path --------------------------------------------------------
+    c(F, S, 128, 256, 32, 4, 0, true),
+    c(F, S, 512, 256, 64, 8, 0, true),
+    c(F, S, 2048, 256, 256, 8, 0, true),
+    c(F, S, 8192, 512, 512, 16, 0, true),
+    c(F, S, 16384, 512, 512, 32, 0, true),
+    // ---- forward, looped --------------------------------------------------------------------
+    c(F, LV, LOOP, 256, 256, 0, 0, true),
+    c(F, LV, LOOP, 512, 512, 0, 0, false),
+    c(F, LS, LOOP, 256, 256, 0, 0, true),
+    // ---- backward, vector path (<= 16384: y and dy resident; 32768: only y resident) --------
+    c(B, V, 256, 256, 32, 8, 0, true),
+    c(B, V, 1024, 256, 64, 16, 0, true),
+    c(B, V, 2048, 256, 256, 8, 0, true),
+    c(B, V, 4096, 256, 256, 16, 0, true),
+    c(B, V, 8192, 256, 256, 32, 0, true),
+    c(B, V, 8192, 512, 512, 16, 0, false),
+    c(B, V, 8192, 256, 256, 32, 2, false),
+    c(B, V, 16384, 512, 512, 32, 0, true),
+    c(B, V, 32768, 512, 512, 64, 0, true),
+    // ---- backward, masked scalar path -------------------------------------------------------
+    c(B, S, 512, 256, 64, 8, 0, true),
+    c(B, S, 4096, 256, 256, 16, 0, true),
+    c(B, S, 16384, 512, 512, 32, 0, true),
+    // ---- backward, looped (neither operand resident) ----------------------------------------
+    c(B, LV, LOOP, 256, 256, 0, 0, true),
+    c(B, LV, LOOP, 512, 512, 0, 0, false),
+    c(B, LS, LOOP, 256, 256, 0, 0, true),
+];
+
+/// Backward classes up to this size keep both `y` and `dy` in registers (3 units of traffic);
+/// larger resident classes keep only `y` (4 units); looped paths keep neither (5 units).
+///
+/// ```
+/// use fly_softmax::table::{Kind, BWD_BOTH_RESIDENT_MAX, CONFIGS};
+/// let y_only = |c: &&fly_softmax::table::Config| c.class > BWD_BOTH_RESIDENT_MAX && c.class != u32::MAX;
+/// assert!(CONFIGS.iter().filter(|c| c.kind == Kind::Backward).any(|c| y_only(&c)));
+/// ```
+pub const BWD_BOTH_RESIDENT_MAX: u32 = 16384;
+
+/// The element dtypes every configuration is built for.
+///
+/// ```
+/// use fly_softmax::table::DType;
+/// assert_eq!((DType::BF16.vec(), DType::F32.vec(), DType::F16.size()), (8, 4, 2));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// `f32`.
+    F32,
+    /// `half::f16`.
+    F16,
+    /// `half::bf16`.
+    BF16,
+}
+
+impl DType {
+    /// All dtypes, in table order.
+    pub const ALL: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
+    /// Short name used in kernel names.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+        }
+    }
+    /// Bytes per element.
+    pub const fn size(self) -> u32 {
+        match self {
+            DType::F32 => 4,
+            DType::F16 | DType::BF16 => 2,
+        }
+    }
+    /// Elements per 128-bit vector.
+    pub const fn vec(self) -> u32 {
+        16 / self.size()
+    }
+}
+
+/// The kernel name of configuration `cfg` for `dtype` (also the name of its launcher).
+///
+/// ```
+/// use fly_softmax::table::{kernel_name, DType, CONFIGS};
+/// assert_eq!(kernel_name(&CONFIGS[0], DType::F16), "softmax_fwd_f16_v64_t256_g8_e8_w0");
+/// ```
+pub fn kernel_name(cfg: &Config, dtype: DType) -> String {
+    let kind = match cfg.kind {
+        Kind::Forward => "fwd",
+        Kind::Backward => "bwd",
+    };
+    let class = if cfg.path.is_loop() {
+        String::new()
+    } else {
+        cfg.class.to_string()
+    };
+    format!(
+        "softmax_{kind}_{}_{}{class}_t{}_g{}_e{}_w{}",
+        dtype.name(),
+        cfg.path.tag(),
+        cfg.threads,
+        cfg.group,
+        cfg.ept,
+        cfg.wpe
+    )
+}

@@ -1,0 +1,81 @@
+//! Helpers shared by the integration tests: run a kernel on a device and compare with the
+//! CPU reference of `flydsl_testutil::softmax`.
+
+#![allow(dead_code)]
+
+use fly_softmax::{softmax_backward_with, softmax_with, Dispatch, Element, SoftmaxArgs};
+use flydsl_rt::{Device, DeviceBuffer, Result};
+use flydsl_testutil::compare::{cast_vec, widen, Storage};
+use flydsl_testutil::rng::Rng;
+use flydsl_testutil::softmax as reference;
+
+/// A dtype usable both by the kernels and by the reference helpers.
+pub trait Dt: Element + Storage {}
+impl<T: Element + Storage> Dt for T {}
+
+/// Random `randn * scale` inputs, rounded to `T`.
+pub fn inputs<T: Dt>(seed: u64, len: usize, scale: f32) -> Vec<T> {
+    let v: Vec<f32> = Rng::new(seed)
+        .randn(len)
+        .into_iter()
+        .map(|x| x * scale)
+        .collect();
+    cast_vec(&v)
+}
+
+/// Run the forward kernel chosen by `dispatch` and return y in f64.
+pub fn forward<T: Dt>(
+    dev: &Device,
+    x: &[T],
+    m: usize,
+    n: usize,
+    dispatch: Dispatch<'_>,
+) -> Result<Vec<f64>> {
+    let s = dev.stream()?;
+    let xd = DeviceBuffer::from_slice(dev, x)?;
+    let mut yd = DeviceBuffer::<T>::zeroed(dev, x.len())?;
+    softmax_with(&s, &xd, &mut yd, SoftmaxArgs { m, n }, dispatch)?;
+    Ok(widen(&yd.to_vec()?))
+}
+
+/// Run the backward kernel chosen by `dispatch` and return dx (raw elements).
+pub fn backward_raw<T: Dt>(
+    dev: &Device,
+    y: &[T],
+    dy: &[T],
+    m: usize,
+    n: usize,
+    dispatch: Dispatch<'_>,
+) -> Result<Vec<T>> {
+    let s = dev.stream()?;
+    let yd = DeviceBuffer::from_slice(dev, y)?;
+    let dyd = DeviceBuffer::from_slice(dev, dy)?;
+    let mut dxd = DeviceBuffer::<T>::zeroed(dev, y.len())?;
+    softmax_backward_with(&s, &yd, &dyd, &mut dxd, SoftmaxArgs { m, n }, dispatch)?;
+    dxd.to_vec()
+}
+
+/// Forward on random inputs, checked against the reference; panics naming `what` on mismatch.
+pub fn check_fwd<T: Dt>(what: &str, dev: &Device, m: usize, n: usize, dispatch: Dispatch<'_>) {
+    let x: Vec<T> = inputs(m as u64 * 7919 + n as u64, m * n, 2.0);
+    let got = forward(dev, &x, m, n, dispatch).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let want = reference::forward(&widen(&x), m, n);
+    let tol = reference::tolerance(T::DTYPE.name());
+    if let Err(e) = reference::check_forward(what, &got, &want, m, n, &tol) {
+        panic!("{e}");
+    }
+}
+
+/// Backward on random inputs (y a softmax output), checked against the reference.
+pub fn check_bwd<T: Dt>(what: &str, dev: &Device, m: usize, n: usize, dispatch: Dispatch<'_>) {
+    let logits: Vec<f64> = widen(&inputs::<f32>(n as u64 * 31 + m as u64, m * n, 1.0));
+    let y64 = reference::forward(&logits, m, n);
+    let y: Vec<T> = y64.iter().map(|&v| T::from_f32(v as f32)).collect();
+    let dy: Vec<T> = inputs(m as u64 + 5 * n as u64 + 1, m * n, 1.0);
+    let got = backward_raw(dev, &y, &dy, m, n, dispatch).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let want = reference::backward(&widen(&y), &widen(&dy), m, n);
+    let tol = reference::tolerance(T::DTYPE.name());
+    if let Err(e) = reference::check_backward(what, &widen(&got), &want, &tol) {
+        panic!("{e}");
+    }
+}

@@ -1,0 +1,97 @@
+//! The sm90 variants on a real NVIDIA GPU (CUDA backend) against the CPU reference. Skips with
+//! a printed reason when there is no CUDA device or the build has no sm90 code objects.
+
+mod common;
+
+use common::{check_bwd, check_fwd};
+use fly_softmax::plan::all;
+use fly_softmax::table::{Kind, Path};
+use fly_softmax::Dispatch;
+use flydsl_rt::half::{bf16, f16};
+use flydsl_rt::{Backend, Device, Target};
+
+fn cuda_device() -> Option<Device> {
+    match Device::enumerate(Backend::Cuda) {
+        Ok(list) => match list.into_iter().find(|d| d.target() == Target::Sm90) {
+            Some(d) => Some(d),
+            None => {
+                println!("skipped: no sm90 CUDA device");
+                None
+            }
+        },
+        Err(e) => {
+            println!("skipped: no CUDA device ({e})");
+            None
+        }
+    }
+}
+
+fn built_for_sm90() -> bool {
+    let v = all(Kind::Forward)[0];
+    let ok = v.kernel::<f32>().built_targets().any(|t| t == Target::Sm90);
+    if !ok {
+        println!("skipped: this build has no sm90 code objects (build with --features sm90)");
+    }
+    ok
+}
+
+#[test]
+fn sm90_every_variant_on_cuda() {
+    let Some(dev) = cuda_device() else { return };
+    if !built_for_sm90() {
+        return;
+    }
+    for kind in [Kind::Forward, Kind::Backward] {
+        for v in all(kind) {
+            if v.config.amd_only() {
+                continue;
+            }
+            let c = v.config;
+            let n = match c.path {
+                Path::Vector => c.class as usize - 8,
+                Path::Scalar => c.class as usize - 3,
+                Path::LoopVector => 65536 + 8,
+                Path::LoopScalar => 40009,
+            };
+            let m = 37;
+            macro_rules! run {
+                ($t:ty) => {{
+                    let name = v.name::<$t>();
+                    let what = format!("{name} on {} ({m}x{n})", dev.name());
+                    match kind {
+                        Kind::Forward => {
+                            check_fwd::<$t>(&what, &dev, m, n, Dispatch::Variant(&name))
+                        }
+                        Kind::Backward => {
+                            check_bwd::<$t>(&what, &dev, m, n, Dispatch::Variant(&name))
+                        }
+                    }
+                }};
+            }
+            run!(f32);
+            run!(f16);
+            run!(bf16);
+        }
+    }
+}
+
+#[test]
+fn sm90_dispatch_on_cuda_odd_and_large_shapes() {
+    let Some(dev) = cuda_device() else { return };
+    if !built_for_sm90() {
+        return;
+    }
+    for (m, n) in [
+        (0, 7),
+        (1, 1),
+        (37, 127),
+        (5, 1021),
+        (64, 8192),
+        (3, 100_003),
+        (4096, 1024),
+    ] {
+        check_fwd::<bf16>(&format!("bf16 {m}x{n}"), &dev, m, n, Dispatch::Default);
+        check_fwd::<f32>(&format!("f32 {m}x{n}"), &dev, m, n, Dispatch::Default);
+        check_bwd::<f16>(&format!("bwd f16 {m}x{n}"), &dev, m, n, Dispatch::Default);
+    }
+}
