@@ -34,8 +34,8 @@ pub const fn max_n(elem_bytes: usize) -> usize {
 
 /// An argument error of operation `op`.
 pub(crate) fn bad(op: &str, reason: String) -> Error {
-    Error::KernelArgs {
-        kernel: op.to_string(),
+    Error::InvalidArgument {
+        op: op.to_string(),
         reason,
     }
 }

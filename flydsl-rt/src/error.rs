@@ -111,6 +111,14 @@ pub enum Error {
         /// What is wrong and the allowed range.
         reason: String,
     },
+    /// An argument of a library call is invalid (a shape, a length, a parameter value).
+    #[error("{op}: {reason}")]
+    InvalidArgument {
+        /// The call (e.g. `fly_norm::rms_norm`).
+        op: String,
+        /// What is wrong and how to fix it.
+        reason: String,
+    },
     /// The packed kernel arguments do not match the kernel's kernarg layout.
     #[error("kernel `{kernel}`: kernel arguments do not match its signature: {reason}")]
     KernelArgs {

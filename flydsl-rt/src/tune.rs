@@ -503,8 +503,8 @@ pub fn search(
                 outcomes.push((id.to_string(), Outcome::Rejected(e.to_string())))
             }
             Ok(Err(reason)) => {
-                return Err(crate::Error::KernelArgs {
-                    kernel: default.to_string(),
+                return Err(crate::Error::InvalidArgument {
+                    op: format!("tuning candidate `{default}`"),
                     reason: format!(
                         "the tuner's validation rejected the default candidate: {reason}"
                     ),
