@@ -1,0 +1,261 @@
+//! Backward kernels of both norms: `dx` per row, and the per-column weight gradients
+//! accumulated over the rows a block visits (a persistent grid), then either written as the
+//! block's f32 partial row (`mode == 0`, deterministic two-stage; a column-sum kernel
+//! finishes) or added with f32 atomics into one f32 row (`mode == 1`).
+//!
+//! Parameters, in order: `x`, `gamma`, `dy`, `mean`, `rstd`, `dresidual`, `dx`,
+//! `dgamma_part`, `dbeta_part`, scalars `m`, `n`, `mode`. An empty `dresidual` means no
+//! fused-add gradient; RMSNorm ignores `mean` and `dbeta_part`. The generic path accumulates
+//! into the partial rows in place, so they must be zeroed before the launch.
+
+use crate::common::*;
+use crate::config::{fast_max_block, Family, Norm, Path, GENERIC_THREADS};
+use flydsl_build::dsl::*;
+use flydsl_build::ir::{Const, Kernel, ScalarType, Target, Type};
+
+use ScalarType::{F32, I32, I64};
+
+struct Params {
+    x: Tensor,
+    gamma: Tensor,
+    dy: Tensor,
+    mean: Tensor,
+    rstd: Tensor,
+    dres: Tensor,
+    dx: Tensor,
+    dg: Tensor,
+    db: Tensor,
+    m: Val,
+    n: Val,
+    mode: Val,
+}
+
+impl Params {
+    fn declare(k: &mut KernelDef, fam: Family) -> Params {
+        let dt = st(fam.dt);
+        Params {
+            x: k.tensor("x", dt),
+            gamma: k.tensor("gamma", st(fam.wdt)),
+            dy: k.tensor("dy", dt),
+            mean: k.tensor("mean", F32),
+            rstd: k.tensor("rstd", F32),
+            dres: k.tensor("dresidual", dt),
+            dx: k.tensor_mut("dx", dt),
+            dg: k.tensor_mut("dgamma_part", F32),
+            db: k.tensor_mut("dbeta_part", F32),
+            m: k.scalar("m", I32),
+            n: k.scalar("n", I32),
+            mode: k.scalar("mode", I32),
+        }
+    }
+}
+
+/// Build the backward kernel of `fam` on `path` for `target`.
+pub fn build(fam: Family, path: Path, target: Target) -> Result<Kernel, BuildError> {
+    let max_threads = match path {
+        Path::Fast(t) => fast_max_block(fam.kind, t),
+        _ => GENERIC_THREADS,
+    };
+    KernelBuilder::new(&fam.kernel_name(path), target, max_threads).build(|k| {
+        let p = Params::declare(k, fam);
+        let scratch = k.lds("red", F32, scratch_len(2));
+        match path {
+            Path::Fast(t) => fast(&p, fam, t, scratch),
+            _ => generic(&p, fam, scratch),
+        }
+    })
+}
+
+/// The row statistics (mean, rstd) of `row`, read from the forward's outputs.
+fn row_stats(p: &Params, fam: Family, row: Val) -> (Val, Val) {
+    let mean = match fam.norm {
+        Norm::Layer => p.mean.load(row),
+        Norm::Rms => c_f32(0.0),
+    };
+    (mean, p.rstd.load(row))
+}
+
+/// `dx = (wdy - (xhat * c1 + c2)) * rstd` (c2 = 0 for RMSNorm).
+fn dx_of(fam: Family, wdy: Val, xhat: Val, c: &[Val], rstd: Val) -> Val {
+    let l = wdy.lanes();
+    let mut t = xhat * splat(c[0], l);
+    if fam.norm == Norm::Layer {
+        t = t + splat(c[1], l);
+    }
+    (wdy - t) * splat(rstd, l)
+}
+
+fn fast(p: &Params, fam: Family, tiles: u32, scratch: Lds) {
+    let dt = st(fam.dt);
+    let vec = fam.dt.vec();
+    let math = RowMath::new(fam.norm, p.n, c_f32(0.0));
+    let tid = thread_id_x();
+    let bdim = block_dim_x();
+    let n64 = p.n.cast(I64);
+    let ws = wave_size() as i32;
+    let nwaves = (bdim + (ws - 1)) / ws;
+    let idx: Vec<Val> = (0..tiles)
+        .map(|t| (bdim * t as i32 + tid) * vec as i32)
+        .collect();
+    let gr = p.gamma.rsrc();
+    let g: Vec<Val> = idx.iter().map(|&i| rsrc_load(gr, i, vec)).collect();
+    let has_dres = p.dres.len().gt(0i64);
+    let nres = select(has_dres, n64, c_i64(0));
+    let zero = cnst(Type::vec(F32, vec), Const::Float(0.0));
+    let layer = fam.norm == Norm::Layer;
+    let nacc = if layer {
+        2 * tiles as usize
+    } else {
+        tiles as usize
+    };
+    let mut init = vec![c_i32(0)];
+    init.extend(std::iter::repeat_n(zero, nacc));
+    let fin = for_range(block_id_x(), p.m, grid_dim_x(), &init, |row, c| {
+        let parity = c[0];
+        let base = row.cast(I64) * n64;
+        let xr = p.x.offset(base).rsrc_n(n64);
+        let dyr = p.dy.offset(base).rsrc_n(n64);
+        let xs: Vec<Val> = idx.iter().map(|&i| xr.load_vec(i, vec, 16)).collect();
+        let dys: Vec<Val> = idx.iter().map(|&i| dyr.load_vec(i, vec, 16)).collect();
+        let (mean, rstd) = row_stats(p, fam, row);
+        let mut xh = Vec::new();
+        let mut wdy = Vec::new();
+        let mut dyf = Vec::new();
+        let mut c1 = c_f32(0.0);
+        let mut c2 = c_f32(0.0);
+        for t in 0..tiles as usize {
+            let d = dys[t].cast(F32);
+            let h = math.xhat(xs[t].cast(F32), mean, rstd);
+            let w = d * g[t].cast(F32);
+            c1 = c1 + hsum(h * w);
+            if layer {
+                c2 = c2 + hsum(w);
+            }
+            xh.push(h);
+            wdy.push(w);
+            dyf.push(d);
+        }
+        let mut vals = vec![(c1, Red::Sum)];
+        if layer {
+            vals.push((c2, Red::Sum));
+        }
+        let cs: Vec<Val> = block_reduce2(&vals, scratch, parity, nwaves)
+            .iter()
+            .map(|&v| v * math.inv_n)
+            .collect();
+        let dxr = p.dx.offset(base).rsrc_n(n64);
+        let drr = p.dres.offset(base).rsrc_n(nres);
+        let mut next = vec![parity ^ 1];
+        let mut accb = Vec::new();
+        for t in 0..tiles as usize {
+            let dr = drr.load_vec(idx[t], vec, 16).cast(F32);
+            let dx = dx_of(fam, wdy[t], xh[t], &cs, rstd) + dr;
+            dxr.store_aligned(idx[t], dx.cast(dt), 16, false);
+            next.push(c[1 + t] + dyf[t] * xh[t]);
+            if layer {
+                accb.push(c[1 + tiles as usize + t] + dyf[t]);
+            }
+        }
+        next.extend(accb);
+        next
+    });
+    // Hand the block's column sums over: a partial row, or f32 atomics.
+    let bid = block_id_x();
+    let outs: Vec<(Tensor, &[Val])> = if layer {
+        vec![
+            (p.dg, &fin[1..1 + tiles as usize]),
+            (p.db, &fin[1 + tiles as usize..]),
+        ]
+    } else {
+        vec![(p.dg, &fin[1..])]
+    };
+    if_else(
+        p.mode.eq(0),
+        || {
+            for (t, acc) in &outs {
+                let r = t.offset(bid.cast(I64) * n64).rsrc_n(n64);
+                for (&i, &v) in idx.iter().zip(acc.iter()) {
+                    rsrc_store(r, i, v);
+                }
+            }
+            vec![]
+        },
+        || {
+            for (t, acc) in &outs {
+                for (&i, &v) in idx.iter().zip(acc.iter()) {
+                    if_(i.lt(p.n), || {
+                        for e in 0..vec {
+                            t.atomic_add(i + e as i32, v.at(e));
+                        }
+                    });
+                }
+            }
+            vec![]
+        },
+    );
+}
+
+fn generic(p: &Params, fam: Family, scratch: Lds) {
+    let dt = st(fam.dt);
+    let bt = GENERIC_THREADS as i32;
+    let math = RowMath::new(fam.norm, p.n, c_f32(0.0));
+    let tid = thread_id_x();
+    let n64 = p.n.cast(I64);
+    let gr = p.gamma.rsrc();
+    let has_dres = p.dres.len().gt(0i64);
+    let nres = select(has_dres, n64, c_i64(0));
+    let nwaves = c_i32(bt / wave_size() as i32);
+    let layer = fam.norm == Norm::Layer;
+    let bid = block_id_x();
+    let atomic = p.mode.ne(0);
+    let own = bid.cast(I64) * n64;
+    for_range(bid, p.m, grid_dim_x(), &[c_i32(0)], |row, c| {
+        let parity = c[0];
+        let base = row.cast(I64) * n64;
+        let (xt, dyt, dxt) = (p.x.offset(base), p.dy.offset(base), p.dx.offset(base));
+        let drr = p.dres.offset(base).rsrc_n(nres);
+        let (mean, rstd) = row_stats(p, fam, row);
+        // (xhat, dy, dy * gamma) of element i.
+        let terms = |i: Val| {
+            let d = dyt.load(i).cast(F32);
+            let h = math.xhat(xt.load(i).cast(F32), mean, rstd);
+            (h, d, d * gr.load(i).cast(F32))
+        };
+        let part = for_range(tid, p.n, c_i32(bt), &[c_f32(0.0), c_f32(0.0)], |i, acc| {
+            let (h, _, w) = terms(i);
+            vec![acc[0] + h * w, acc[1] + w]
+        });
+        let mut vals = vec![(part[0], Red::Sum)];
+        if layer {
+            vals.push((part[1], Red::Sum));
+        }
+        let cs: Vec<Val> = block_reduce2(&vals, scratch, parity, nwaves)
+            .iter()
+            .map(|&v| v * math.inv_n)
+            .collect();
+        for_range_(tid, p.n, c_i32(bt), |i| {
+            let (h, d, w) = terms(i);
+            let dx = dx_of(fam, w, h, &cs, rstd) + drr.load(i).cast(F32);
+            dxt.store(i, dx.cast(dt));
+            let mut outs = vec![(p.dg, d * h)];
+            if layer {
+                outs.push((p.db, d));
+            }
+            for (t, v) in outs {
+                if_else(
+                    atomic,
+                    || {
+                        t.atomic_add(i, v);
+                        vec![]
+                    },
+                    || {
+                        let at = own + i.cast(I64);
+                        t.store(at, t.load(at) + v);
+                        vec![]
+                    },
+                );
+            }
+        });
+        vec![parity ^ 1]
+    });
+}

@@ -1,0 +1,250 @@
+//! The variant table of fly-norm, shared by `build.rs` (which builds exactly these kernels)
+//! and `src/` (whose dispatcher picks among exactly these). Plain Rust, no dependencies.
+//!
+//! A kernel *family* fixes the norm, the direction (forward, forward with int8 quant,
+//! backward), the activation dtype and the weight dtype; a *path* fixes the code shape:
+//!
+//! - [`Path::Fast`]: one row per block, the block's thread count chosen at launch time (a
+//!   multiple of the wave size, at most [`MAX_BLOCK`]), `tiles` 128-bit vectors per thread held
+//!   in registers; one block reduction (wave shuffles + one LDS slot per wave, one barrier).
+//!   Needs `n % vec == 0` and `n <= MAX_BLOCK * tiles * vec`.
+//! - [`Path::Rows`]: several rows per wave: groups of `lanes` lanes (a power of two up to the
+//!   wave size, chosen at launch time) each own a row of at most `lanes * tiles * vec`
+//!   elements; reductions by shuffles only, no LDS, no barrier. Needs `n % vec == 0`.
+//! - [`Path::Generic`]: any `n`: scalar loads in run-time loops over the row (two passes, three
+//!   with quant), [`GENERIC_THREADS`] threads per block.
+//!
+//! Optional operands (residual add, mean/rstd outputs, smooth-quant scales, LayerNorm bias)
+//! are run-time options of every kernel: an empty buffer switches them off, so they do not
+//! multiply the number of kernels.
+
+#![allow(dead_code)]
+
+/// Which normalisation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Norm {
+    /// `(x - mean) * rstd * gamma + beta`.
+    Layer,
+    /// `x * rstd * gamma`.
+    Rms,
+}
+
+impl Norm {
+    /// Name used in kernel names.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Norm::Layer => "layernorm",
+            Norm::Rms => "rmsnorm",
+        }
+    }
+}
+
+/// Element dtypes of activations and weights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dtype {
+    /// `f32`.
+    F32,
+    /// `half::f16`.
+    F16,
+    /// `half::bf16`.
+    Bf16,
+}
+
+impl Dtype {
+    /// All dtypes.
+    pub const ALL: [Dtype; 3] = [Dtype::F32, Dtype::F16, Dtype::Bf16];
+    /// Name used in kernel names.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Dtype::F32 => "f32",
+            Dtype::F16 => "f16",
+            Dtype::Bf16 => "bf16",
+        }
+    }
+    /// Bytes per element.
+    pub const fn bytes(self) -> u32 {
+        match self {
+            Dtype::F32 => 4,
+            _ => 2,
+        }
+    }
+    /// Elements per 128-bit vector.
+    pub const fn vec(self) -> u32 {
+        16 / self.bytes()
+    }
+}
+
+/// Direction / output kind of a kernel family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Forward writing `y` in the activation dtype.
+    Fwd,
+    /// Forward writing int8 `q` and f32 per-row `yscale` (dynamic or smooth quant).
+    FwdQuant,
+    /// Backward: `dx`, and per-block f32 partial rows (or f32 atomics) for dgamma/dbeta.
+    Bwd,
+}
+
+impl Kind {
+    /// Name used in kernel names.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Kind::Fwd => "fwd",
+            Kind::FwdQuant => "fwdq",
+            Kind::Bwd => "bwd",
+        }
+    }
+}
+
+/// Code shape of a kernel (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Path {
+    /// One row per block, `tiles` 128-bit vectors per thread, block size chosen at launch.
+    Fast(u32),
+    /// Groups of lanes per row, `tiles` 128-bit vectors per lane, no LDS.
+    Rows(u32),
+    /// Any row length; scalar loads and run-time loops.
+    Generic,
+}
+
+impl Path {
+    /// Suffix used in kernel names.
+    pub fn suffix(self) -> String {
+        match self {
+            Path::Fast(t) => format!("fast_t{t}"),
+            Path::Rows(t) => format!("rows_t{t}"),
+            Path::Generic => "generic".to_string(),
+        }
+    }
+}
+
+/// Tile counts of the forward fast path.
+pub const FWD_FAST_TILES: [u32; 3] = [2, 4, 8];
+/// Tile counts of the forward-quant fast path (8 tiles would spill: y, gamma, beta and xscale
+/// are all live).
+pub const FWD_QUANT_FAST_TILES: [u32; 2] = [2, 4];
+/// Tile counts of the forward multi-row path.
+pub const FWD_ROWS_TILES: [u32; 2] = [1, 4];
+/// Tile counts of the backward fast path.
+pub const BWD_FAST_TILES: [u32; 3] = [1, 2, 4];
+/// Threads per block of the generic path (and of the column-reduce kernel).
+pub const GENERIC_THREADS: u32 = 256;
+/// Largest block of the fast path.
+pub const MAX_BLOCK: u32 = 1024;
+
+/// The tile counts of the fast path of `kind`.
+pub const fn fast_tiles(kind: Kind) -> &'static [u32] {
+    match kind {
+        Kind::Fwd => &FWD_FAST_TILES,
+        Kind::FwdQuant => &FWD_QUANT_FAST_TILES,
+        Kind::Bwd => &BWD_FAST_TILES,
+    }
+}
+
+/// Largest block of the fast path with `tiles` tiles (forward or backward): bigger tiles
+/// need more registers per thread, so their blocks are capped (on AMD a 1024-thread block
+/// leaves 128 VGPRs per thread, a 512-thread block 256).
+pub const fn fast_max_block(kind: Kind, tiles: u32) -> u32 {
+    match kind {
+        Kind::Bwd if tiles >= 2 => 512,
+        Kind::Bwd => MAX_BLOCK,
+        Kind::FwdQuant if tiles >= 4 => 512,
+        _ if tiles >= 8 => 512,
+        _ => MAX_BLOCK,
+    }
+}
+/// Largest block of the multi-row path.
+pub const ROWS_BLOCK: u32 = 256;
+/// Largest number of waves in a block on any target (1024 threads of wave32).
+pub const MAX_WAVES: u32 = 32;
+
+/// One kernel family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Family {
+    /// Which norm.
+    pub norm: Norm,
+    /// Direction.
+    pub kind: Kind,
+    /// Activation dtype.
+    pub dt: Dtype,
+    /// Weight dtype.
+    pub wdt: Dtype,
+}
+
+impl Family {
+    /// The paths this family is built with.
+    pub fn paths(self) -> Vec<Path> {
+        let mut v = Vec::new();
+        match self.kind {
+            Kind::Fwd | Kind::FwdQuant => {
+                v.extend(fast_tiles(self.kind).iter().map(|&t| Path::Fast(t)));
+                v.extend(FWD_ROWS_TILES.iter().map(|&t| Path::Rows(t)));
+            }
+            Kind::Bwd => v.extend(BWD_FAST_TILES.iter().map(|&t| Path::Fast(t))),
+        }
+        v.push(Path::Generic);
+        v
+    }
+    /// The kernel name of this family on `path`, e.g. `rmsnorm_fwd_bf16_wf32_fast_t4`.
+    pub fn kernel_name(self, path: Path) -> String {
+        format!(
+            "{}_{}_{}_w{}_{}",
+            self.norm.name(),
+            self.kind.name(),
+            self.dt.name(),
+            self.wdt.name(),
+            path.suffix()
+        )
+    }
+    /// The name of the generated table of this family's launchers.
+    pub fn table_name(self) -> String {
+        format!(
+            "{}_{}_{}_w{}",
+            self.norm.name(),
+            self.kind.name(),
+            self.dt.name(),
+            self.wdt.name()
+        )
+        .to_ascii_uppercase()
+    }
+}
+
+/// The weight dtypes allowed with activation dtype `dt` for `norm`: the same dtype, plus f32
+/// weights with f16/bf16 activations for RMSNorm.
+pub fn weight_dtypes(norm: Norm, dt: Dtype) -> Vec<Dtype> {
+    let mut v = vec![dt];
+    if norm == Norm::Rms && dt != Dtype::F32 {
+        v.push(Dtype::F32);
+    }
+    v
+}
+
+/// Every kernel family that is built.
+pub fn families() -> Vec<Family> {
+    let mut v = Vec::new();
+    for norm in [Norm::Layer, Norm::Rms] {
+        for kind in [Kind::Fwd, Kind::FwdQuant, Kind::Bwd] {
+            for dt in Dtype::ALL {
+                for wdt in weight_dtypes(norm, dt) {
+                    v.push(Family {
+                        norm,
+                        kind,
+                        dt,
+                        wdt,
+                    });
+                }
+            }
+        }
+    }
+    v
+}
+
+/// Name of the column-reduce kernel writing dtype `out` (sums `g` f32 rows of length `n`).
+pub fn reduce_name(out: Dtype) -> String {
+    format!("norm_colsum_{}", out.name())
+}
+
+/// Name of the generated table entry of the column-reduce kernel writing `out`.
+pub fn reduce_table_name(out: Dtype) -> String {
+    reduce_name(out).to_ascii_uppercase() + "_FN"
+}

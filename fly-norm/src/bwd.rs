@@ -1,0 +1,293 @@
+//! The general backward entry point of both norms: validation, strategy choice, the
+//! per-row kernel and the deterministic column sum.
+
+use crate::config::{weight_dtypes, Family, Kind, Norm};
+use crate::dispatch::plan_backward;
+use crate::error::{self, invalid};
+use crate::kernels::{bwd_launcher, colsum_launcher};
+use crate::Element;
+use flydsl_rt::{DeviceBuffer, LaunchConfig, Result, Stream};
+
+/// How the weight gradients are summed over rows.
+///
+/// ```
+/// use fly_norm::BwdStrategy;
+/// assert_eq!(BwdStrategy::default(), BwdStrategy::Auto);
+/// assert!(BwdStrategy::Auto.two_stage(512, 8192));
+/// assert!(!BwdStrategy::Auto.two_stage(511, 8192));
+/// assert!(!BwdStrategy::Auto.two_stage(4096, 16384));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BwdStrategy {
+    /// Two-stage when `m >= 512 && n <= 8192` (the reference library's rule), else atomic.
+    #[default]
+    Auto,
+    /// Each block adds its column sums into one f32 row with f32 atomics (the summation
+    /// order, and so the last bits, can vary between runs).
+    Atomic,
+    /// Each block writes its f32 partial row; a second kernel sums them in a fixed order
+    /// (bitwise reproducible).
+    TwoStage,
+}
+
+impl BwdStrategy {
+    /// Whether this strategy uses the two-stage reduction for `m` rows of `n`.
+    pub fn two_stage(self, m: usize, n: usize) -> bool {
+        match self {
+            BwdStrategy::Auto => m >= 512 && n <= 8192,
+            BwdStrategy::Atomic => false,
+            BwdStrategy::TwoStage => true,
+        }
+    }
+}
+
+/// Shape and strategy of a backward call.
+///
+/// ```
+/// let a = fly_norm::NormBwdArgs { m: 8, n: 64, ..Default::default() };
+/// assert_eq!(a.strategy, fly_norm::BwdStrategy::Auto);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NormBwdArgs {
+    /// Rows (0: the weight gradients are zero).
+    pub m: usize,
+    /// Elements per row (>= 1).
+    pub n: usize,
+    /// Reduction strategy of the weight gradients.
+    pub strategy: BwdStrategy,
+}
+
+impl NormBwdArgs {
+    /// `m` rows of `n`, automatic strategy.
+    pub fn new(m: usize, n: usize) -> NormBwdArgs {
+        NormBwdArgs {
+            m,
+            n,
+            strategy: BwdStrategy::Auto,
+        }
+    }
+}
+
+/// The buffers of a backward call (see [`norm_bwd`]).
+#[derive(Debug)]
+pub struct BwdBuffers<'a, T: Element, W: Element> {
+    /// The forward's input [m, n] (for fused add: its `residual_out`).
+    pub x: &'a DeviceBuffer<T>,
+    /// Scale [n].
+    pub gamma: &'a DeviceBuffer<W>,
+    /// Gradient of the output [m, n].
+    pub dy: &'a DeviceBuffer<T>,
+    /// Per-row mean [m] f32 from the forward (LayerNorm; RMSNorm passes `None`).
+    pub mean: Option<&'a DeviceBuffer<f32>>,
+    /// Per-row rstd [m] f32 from the forward.
+    pub rstd: &'a DeviceBuffer<f32>,
+    /// Fused add: gradient arriving at `residual_out` [m, n], added to `dx`.
+    pub dresidual: Option<&'a DeviceBuffer<T>>,
+    /// Gradient of the input [m, n].
+    pub dx: &'a mut DeviceBuffer<T>,
+    /// Gradient of gamma [n].
+    pub dgamma: &'a mut DeviceBuffer<W>,
+    /// Gradient of beta [n] (LayerNorm; `None` skips it; RMSNorm passes `None`).
+    pub dbeta: Option<&'a mut DeviceBuffer<W>>,
+}
+
+fn op(norm: Norm) -> &'static str {
+    match norm {
+        Norm::Layer => "layer_norm_bwd",
+        Norm::Rms => "rms_norm_bwd",
+    }
+}
+
+fn validate<T: Element, W: Element>(
+    norm: Norm,
+    b: &BwdBuffers<'_, T, W>,
+    a: &NormBwdArgs,
+) -> Result<()> {
+    let op = op(norm);
+    let mn = error::shape(op, a.m, a.n)?;
+    if !weight_dtypes(norm, T::DTYPE).contains(&W::DTYPE) {
+        return Err(invalid(
+            op,
+            format!(
+                "weights of {:?} with activations of {:?} are not supported",
+                W::DTYPE,
+                T::DTYPE
+            ),
+        ));
+    }
+    error::len(op, "x", b.x, mn, "m * n")?;
+    error::len(op, "gamma", b.gamma, a.n, "n")?;
+    error::len(op, "dy", b.dy, mn, "m * n")?;
+    error::len(op, "rstd", b.rstd, a.m, "m")?;
+    error::len(op, "dx", b.dx, mn, "m * n")?;
+    error::len(op, "dgamma", b.dgamma, a.n, "n")?;
+    match (norm, b.mean) {
+        (Norm::Layer, Some(mean)) => error::len(op, "mean", mean, a.m, "m")?,
+        (Norm::Layer, None) => {
+            return Err(invalid(
+                op,
+                "LayerNorm backward needs the forward's per-row mean".into(),
+            ))
+        }
+        (Norm::Rms, Some(_)) => {
+            return Err(invalid(op, "RMSNorm has no mean: pass mean = None".into()))
+        }
+        (Norm::Rms, None) => {}
+    }
+    if let Some(db) = &b.dbeta {
+        if norm == Norm::Rms {
+            return Err(invalid(op, "RMSNorm has no bias: pass dbeta = None".into()));
+        }
+        error::len(op, "dbeta", db, a.n, "n")?;
+    }
+    if let Some(dr) = b.dresidual {
+        error::len(op, "dresidual", dr, mn, "m * n")?;
+    }
+    Ok(())
+}
+
+/// Backward LayerNorm or RMSNorm: `dx`, `dgamma` (and LayerNorm's `dbeta`) from `x`, `gamma`,
+/// `dy` and the forward's per-row statistics. Weight gradients are summed in f32 and written
+/// in the weight dtype. Allocates its f32 workspace on the stream's device.
+///
+/// ```
+/// use fly_norm::{norm_bwd, BwdBuffers, Norm, NormBwdArgs};
+/// use flydsl_rt::{Device, DeviceBuffer};
+/// let dev = Device::sim(flydsl_rt::Target::Gfx942); // or Device::best()?
+/// let s = dev.stream().unwrap();
+/// let x = DeviceBuffer::from_slice(&dev, &[1.0f32, -1.0]).unwrap();
+/// let g = DeviceBuffer::from_slice(&dev, &[1.0f32, 1.0]).unwrap();
+/// let dy = DeviceBuffer::from_slice(&dev, &[1.0f32, 0.0]).unwrap();
+/// let rstd = DeviceBuffer::from_slice(&dev, &[1.0f32]).unwrap();
+/// let mut dx = DeviceBuffer::<f32>::zeroed(&dev, 2).unwrap();
+/// let mut dg = DeviceBuffer::<f32>::zeroed(&dev, 2).unwrap();
+/// let bufs = BwdBuffers { x: &x, gamma: &g, dy: &dy, mean: None, rstd: &rstd, dresidual: None, dx: &mut dx, dgamma: &mut dg, dbeta: None };
+/// norm_bwd(&s, Norm::Rms, bufs, NormBwdArgs::new(1, 2)).unwrap();
+/// assert_eq!(dg.to_vec().unwrap(), vec![1.0, 0.0]); // sum over rows of dy * x * rstd
+/// ```
+pub fn norm_bwd<T: Element, W: Element>(
+    stream: &Stream,
+    norm: Norm,
+    bufs: BwdBuffers<'_, T, W>,
+    args: NormBwdArgs,
+) -> Result<()> {
+    validate(norm, &bufs, &args)?;
+    // SAFETY: every length was checked against (m, n) above.
+    unsafe { norm_bwd_unchecked(stream, norm, bufs, args) }
+}
+
+/// [`norm_bwd`] without validation.
+///
+/// # Safety
+/// Buffer lengths must match `args` as [`norm_bwd`] checks, `n >= 1`, `m, n <= i32::MAX`,
+/// and LayerNorm needs `mean`; otherwise the kernels access memory out of bounds.
+///
+/// ```
+/// use fly_norm::{norm_bwd_unchecked, BwdBuffers, Norm, NormBwdArgs};
+/// use flydsl_rt::{Device, DeviceBuffer};
+/// let dev = Device::sim(flydsl_rt::Target::Gfx942); // or Device::best()?
+/// let s = dev.stream().unwrap();
+/// let x = DeviceBuffer::from_slice(&dev, &[2.0f32]).unwrap();
+/// let g = DeviceBuffer::from_slice(&dev, &[1.0f32]).unwrap();
+/// let dy = DeviceBuffer::from_slice(&dev, &[1.0f32]).unwrap();
+/// let rstd = DeviceBuffer::from_slice(&dev, &[0.5f32]).unwrap();
+/// let mut dx = DeviceBuffer::<f32>::zeroed(&dev, 1).unwrap();
+/// let mut dg = DeviceBuffer::<f32>::zeroed(&dev, 1).unwrap();
+/// let bufs = BwdBuffers { x: &x, gamma: &g, dy: &dy, mean: None, rstd: &rstd, dresidual: None, dx: &mut dx, dgamma: &mut dg, dbeta: None };
+/// // SAFETY: all lengths match m = n = 1.
+/// unsafe { norm_bwd_unchecked(&s, Norm::Rms, bufs, NormBwdArgs::new(1, 1)) }.unwrap();
+/// assert_eq!(dg.to_vec().unwrap(), vec![1.0]);
+/// ```
+pub unsafe fn norm_bwd_unchecked<T: Element, W: Element>(
+    stream: &Stream,
+    norm: Norm,
+    bufs: BwdBuffers<'_, T, W>,
+    args: NormBwdArgs,
+) -> Result<()> {
+    let dev = stream.device();
+    let BwdBuffers {
+        x,
+        gamma,
+        dy,
+        mean,
+        rstd,
+        dresidual,
+        dx,
+        dgamma,
+        dbeta,
+    } = bufs;
+    if args.m == 0 {
+        dgamma.memset_zero()?;
+        if let Some(db) = dbeta {
+            db.memset_zero()?;
+        }
+        return Ok(());
+    }
+    let plan = plan_backward(
+        args.m,
+        args.n,
+        T::DTYPE,
+        dev.wave_size(),
+        dev.compute_units(),
+    );
+    let two = args.strategy.two_stage(args.m, args.n);
+    let rows = if two { plan.cfg.grid[0] as usize } else { 1 };
+    let part_len = rows * args.n;
+    let layer = norm == Norm::Layer;
+    let mut dg_part = DeviceBuffer::<f32>::zeroed(dev, part_len)?;
+    let mut db_part = DeviceBuffer::<f32>::zeroed(dev, if layer { part_len } else { 0 })?;
+    let no_t = DeviceBuffer::<T>::alloc(dev, 0)?;
+    let no_f = DeviceBuffer::<f32>::alloc(dev, 0)?;
+    let fam = Family {
+        norm,
+        kind: Kind::Bwd,
+        dt: T::DTYPE,
+        wdt: W::DTYPE,
+    };
+    let missing = || {
+        invalid(
+            op(norm),
+            format!(
+                "no kernel for {fam:?} on {:?}; this is a fly-norm bug",
+                plan.path
+            ),
+        )
+    };
+    let f = bwd_launcher::<T, W>(fam, plan.path).ok_or_else(missing)?;
+    let (m, n, mode) = (args.m as i32, args.n as i32, if two { 0 } else { 1 });
+    let mean = mean.unwrap_or(&no_f);
+    let dres = dresidual.unwrap_or(&no_t);
+    // SAFETY: forwarded from this function's contract; the partial rows hold `grid` (two-stage)
+    // or 1 (atomic) rows of n.
+    unsafe {
+        f(
+            stream,
+            plan.cfg,
+            x,
+            gamma,
+            dy,
+            mean,
+            rstd,
+            dres,
+            dx,
+            &mut dg_part,
+            &mut db_part,
+            m,
+            n,
+            mode,
+        )?
+    };
+    let sum = colsum_launcher::<W>(W::DTYPE).ok_or_else(missing)?;
+    let cfg = LaunchConfig::linear(
+        args.n.div_ceil(crate::config::GENERIC_THREADS as usize) as u32,
+        crate::config::GENERIC_THREADS,
+    );
+    // SAFETY: `part` holds `rows * n` f32 and the output n elements.
+    unsafe { sum(stream, cfg, &dg_part, dgamma, rows as i32, n)? };
+    if let Some(db) = dbeta {
+        // SAFETY: as above.
+        unsafe { sum(stream, cfg, &db_part, db, rows as i32, n)? };
+    }
+    // The workspaces are freed on return: wait for the kernels that use them.
+    stream.synchronize()
+}

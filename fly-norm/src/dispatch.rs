@@ -1,0 +1,129 @@
+//! The dispatcher: which kernel path and launch geometry serve a shape on a device.
+
+use crate::config::{
+    fast_max_block, fast_tiles, Dtype, Kind, Path, FWD_ROWS_TILES, GENERIC_THREADS, ROWS_BLOCK,
+};
+use flydsl_rt::LaunchConfig;
+
+/// Most workgroups launched for row-looping kernels (they loop over further rows).
+const MAX_GRID: usize = 1 << 20;
+
+/// A chosen kernel path and its launch geometry.
+///
+/// ```
+/// use fly_norm::{plan_forward, Dtype, Path};
+/// // bf16 rows of 8192 on a wave64 device: one row per block, 4 tiles of 8 elements per thread.
+/// let p = plan_forward(4096, 8192, Dtype::Bf16, false, 64, 304);
+/// assert_eq!(p.path, Path::Fast(4));
+/// assert_eq!(p.cfg.block, [256, 1, 1]);
+/// // Odd rows take the generic path.
+/// assert_eq!(plan_forward(8, 1021, Dtype::F32, false, 32, 132).path, Path::Generic);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// The kernel path.
+    pub path: Path,
+    /// Grid and block.
+    pub cfg: LaunchConfig,
+    /// Lanes per row of the multi-row path (else 0).
+    pub lanes: u32,
+}
+
+fn round_up(v: usize, to: usize) -> usize {
+    v.div_ceil(to) * to
+}
+
+fn grid(blocks: usize) -> u32 {
+    blocks.clamp(1, MAX_GRID) as u32
+}
+
+/// The forward plan for `m` rows of `n` elements of `dt` (with the int8 quant output when
+/// `quant`) on a device with waves of `wave` lanes and `cus` compute units (`m, n >= 1`).
+///
+/// Rows of a multiple of the 128-bit vector width go to the multi-row path when a row fits in
+/// 4 vectors per lane of one wave, else to the fast path (one row per block, the smallest tile
+/// count that keeps the block at <= 256 threads, else within the tile count's block cap);
+/// everything else is generic.
+pub fn plan_forward(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32, cus: u32) -> Plan {
+    let kind = if quant { Kind::FwdQuant } else { Kind::Fwd };
+    let _ = cus;
+    let ws = wave as usize;
+    let vec = dt.vec() as usize;
+    if n.checked_rem(vec) == Some(0) {
+        let v = n / vec;
+        if v <= FWD_ROWS_TILES[FWD_ROWS_TILES.len() - 1] as usize * ws {
+            let t = FWD_ROWS_TILES
+                .iter()
+                .copied()
+                .find(|&t| v <= t as usize * ws)
+                .unwrap_or(1);
+            let lanes = v.div_ceil(t as usize).next_power_of_two().min(ws);
+            let block = (ROWS_BLOCK as usize).min(round_up(m * lanes, ws));
+            let rows_per_block = block / lanes;
+            return Plan {
+                path: Path::Rows(t),
+                cfg: LaunchConfig::linear(grid(m.div_ceil(rows_per_block)), block as u32),
+                lanes: lanes as u32,
+            };
+        }
+        for cap in [Some(256usize), None] {
+            let fits =
+                |t: u32| v.div_ceil(t as usize) <= cap.unwrap_or(fast_max_block(kind, t) as usize);
+            if let Some(t) = fast_tiles(kind).iter().copied().find(|&t| fits(t)) {
+                let block = round_up(v.div_ceil(t as usize), ws);
+                return Plan {
+                    path: Path::Fast(t),
+                    cfg: LaunchConfig::linear(grid(m), block as u32),
+                    lanes: 0,
+                };
+            }
+        }
+    }
+    Plan {
+        path: Path::Generic,
+        cfg: LaunchConfig::linear(grid(m), GENERIC_THREADS),
+        lanes: 0,
+    }
+}
+
+/// The backward plan: the fast path for vector-width rows (the smallest tile count keeping
+/// the block at <= 256 threads, else within the tile count's block cap), else generic;
+/// a persistent grid of at most `cus` x (2048 / block) blocks, each looping over rows.
+///
+/// ```
+/// use fly_norm::{plan_backward, Dtype, Path};
+/// let p = plan_backward(32768, 8192, Dtype::Bf16, 32, 132);
+/// assert_eq!(p.path, Path::Fast(4));
+/// assert_eq!(p.cfg.block, [256, 1, 1]);
+/// assert_eq!(p.cfg.grid, [1056, 1, 1]);
+/// ```
+pub fn plan_backward(m: usize, n: usize, dt: Dtype, wave: u32, cus: u32) -> Plan {
+    let ws = wave as usize;
+    let vec = dt.vec() as usize;
+    let persistent = |block: usize| {
+        let per_cu = (2048 / block).max(1);
+        grid(m.min(cus.max(1) as usize * per_cu))
+    };
+    if n.checked_rem(vec) == Some(0) {
+        let v = n / vec;
+        for cap in [Some(256usize), None] {
+            let fits = |t: u32| {
+                v.div_ceil(t as usize) <= cap.unwrap_or(fast_max_block(Kind::Bwd, t) as usize)
+            };
+            if let Some(t) = fast_tiles(Kind::Bwd).iter().copied().find(|&t| fits(t)) {
+                let block = round_up(v.div_ceil(t as usize), ws);
+                return Plan {
+                    path: Path::Fast(t),
+                    cfg: LaunchConfig::linear(persistent(block), block as u32),
+                    lanes: 0,
+                };
+            }
+        }
+    }
+    let b = GENERIC_THREADS as usize;
+    Plan {
+        path: Path::Generic,
+        cfg: LaunchConfig::linear(persistent(b), GENERIC_THREADS),
+        lanes: 0,
+    }
+}

@@ -1,0 +1,135 @@
+//! Structural checks of the built code objects: for every kernel and every target built, the
+//! object parses, carries the kernel, uses no scratch, fits the target's LDS, and the
+//! vectorised forward paths use 128-bit accesses (`buffer_load_dwordx4` on AMD, through
+//! `llvm-objdump` when it is installed; `ld.global(.nc).v4` in PTX). Targets not built are
+//! reported and skipped.
+
+use fly_norm::kernels::ALL;
+use flydsl_build::ir::codeobj::{parse_hsaco, parse_ptx};
+use flydsl_rt::Target;
+use std::process::Command;
+
+fn objdump() -> Option<String> {
+    let mut c = vec![std::env::var("FLYDSL_OBJDUMP").unwrap_or_default()];
+    c.extend(
+        [
+            "llvm-objdump-22",
+            "llvm-objdump",
+            "/usr/lib/llvm-22/bin/llvm-objdump",
+        ]
+        .map(String::from),
+    );
+    c.into_iter().filter(|p| !p.is_empty()).find(|p| {
+        Command::new(p)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+fn disassemble(tool: &str, target: Target, code: &[u8], name: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("fly-norm-codeobj-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.{}.hsaco", target.name()));
+    std::fs::write(&path, code).unwrap();
+    let out = Command::new(tool)
+        .args(["-d", &format!("--mcpu={}", target.mcpu())])
+        .arg(&path)
+        .output()
+        .expect("run llvm-objdump");
+    let _ = std::fs::remove_file(&path);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A vectorised forward kernel (fast or multi-row path).
+fn vectorised_fwd(name: &str) -> bool {
+    (name.contains("_fwd_") || name.contains("_fwdq_"))
+        && (name.contains("_fast_") || name.contains("_rows_"))
+}
+
+#[test]
+fn code_objects_are_sound() {
+    let tool = objdump();
+    if tool.is_none() {
+        println!("note: llvm-objdump not found; AMD instruction checks skipped");
+    }
+    let mut checked = 0;
+    for t in Target::ALL {
+        let built = ALL
+            .iter()
+            .filter(|k| k.for_target(t).is_some_and(|v| v.code.is_some()))
+            .count();
+        if built == 0 {
+            println!(
+                "skipped {t}: not built (enable the `{}` feature)",
+                t.feature()
+            );
+            continue;
+        }
+        assert_eq!(
+            built,
+            ALL.len(),
+            "{t}: only {built} of {} kernels built",
+            ALL.len()
+        );
+        for k in ALL {
+            let code = k.for_target(t).and_then(|v| v.code).expect("built");
+            if t.is_amd() {
+                let co = parse_hsaco(code).unwrap_or_else(|e| panic!("{} {t}: {e}", k.name));
+                assert_eq!(co.target(), Some(t), "{}", k.name);
+                let meta = co
+                    .kernel(k.name)
+                    .unwrap_or_else(|| panic!("{} {t}: kernel missing", k.name));
+                assert!(
+                    !meta.uses_scratch(),
+                    "{} {t}: uses scratch: {meta:?}",
+                    k.name
+                );
+                assert!(
+                    meta.group_segment_fixed_size <= t.max_lds_bytes(),
+                    "{} {t}: LDS",
+                    k.name
+                );
+                assert!(
+                    meta.group_segment_fixed_size <= 1024,
+                    "{} {t}: LDS {}",
+                    k.name,
+                    meta.group_segment_fixed_size
+                );
+                if let (Some(tool), true) = (&tool, vectorised_fwd(k.name)) {
+                    let asm = disassemble(tool, t, code, k.name);
+                    assert!(
+                        asm.contains("buffer_load_dwordx4") || asm.contains("buffer_load_b128"),
+                        "{} {t}: no 128-bit buffer loads",
+                        k.name
+                    );
+                }
+            } else {
+                let text = std::str::from_utf8(code).expect("PTX is text");
+                let m = parse_ptx(text).unwrap_or_else(|e| panic!("{} {t}: {e}", k.name));
+                let e = m
+                    .entry(k.name)
+                    .unwrap_or_else(|| panic!("{} {t}: entry missing", k.name));
+                assert!(
+                    m.static_shared_bytes(e) <= 1024,
+                    "{} {t}: shared memory",
+                    k.name
+                );
+                assert!(
+                    !text.contains(".local"),
+                    "{} {t}: local memory (spills)",
+                    k.name
+                );
+                if vectorised_fwd(k.name) {
+                    assert!(
+                        text.contains("ld.global.v4") || text.contains("ld.global.nc.v4"),
+                        "{} {t}: no 128-bit loads",
+                        k.name
+                    );
+                }
+            }
+            checked += 1;
+        }
+    }
+    println!("checked {checked} code objects");
+}

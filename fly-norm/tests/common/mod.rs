@@ -1,0 +1,117 @@
+//! Shared helpers of fly-norm's tests: Sim streams per target, random inputs, reference
+//! comparisons and shape selection per kernel path.
+
+#![allow(dead_code)]
+
+pub mod bwd_case;
+pub mod fwd_case;
+
+use fly_norm::{Dtype, Element, Path};
+use flydsl_rt::{Device, DeviceBuffer, Stream, Target};
+use flydsl_testutil::compare::{max_abs_err, widen, Storage};
+use flydsl_testutil::rng::Rng;
+
+/// A stream on the process-wide Sim device emulating `t` (no environment variables, so
+/// parallel tests do not race).
+pub fn sim(t: Target) -> Stream {
+    Device::sim(t).stream().expect("sim stream")
+}
+
+/// `n` values of `T` from `randn` (f32, then cast), and their exact f64 values.
+pub fn randn<T: Element + Storage>(rng: &mut Rng, n: usize) -> (Vec<T>, Vec<f64>) {
+    let v: Vec<T> = rng
+        .randn(n)
+        .into_iter()
+        .map(<T as Element>::from_f32)
+        .collect();
+    let w = widen(&v);
+    (v, w)
+}
+
+/// `n` values of `T` from `rand` (uniform [0, 1)), shifted to [0.5, 1.5).
+pub fn rand<T: Element + Storage>(rng: &mut Rng, n: usize) -> (Vec<T>, Vec<f64>) {
+    let v: Vec<T> = rng
+        .rand(n)
+        .into_iter()
+        .map(|x| <T as Element>::from_f32(x + 0.5))
+        .collect();
+    let w = widen(&v);
+    (v, w)
+}
+
+/// Upload.
+pub fn up<T: flydsl_rt::DeviceRepr>(s: &Stream, v: &[T]) -> DeviceBuffer<T> {
+    DeviceBuffer::from_slice(s.device(), v).expect("upload")
+}
+
+/// A zeroed device buffer.
+pub fn zeros<T: flydsl_rt::DeviceRepr>(s: &Stream, n: usize) -> DeviceBuffer<T> {
+    DeviceBuffer::zeroed(s.device(), n).expect("alloc")
+}
+
+/// Download as f64.
+pub fn down<T: Element + Storage>(b: &DeviceBuffer<T>) -> Vec<f64> {
+    widen(&b.to_vec().expect("download"))
+}
+
+/// Download f32 as f64.
+pub fn down_f32(b: &DeviceBuffer<f32>) -> Vec<f64> {
+    b.to_vec()
+        .expect("download")
+        .into_iter()
+        .map(f64::from)
+        .collect()
+}
+
+/// Assert `|got - want| <= atol + rtol * |want|` everywhere (NaN must match NaN).
+pub fn check(what: &str, got: &[f64], want: &[f64], atol: f64, rtol: f64) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= atol + rtol * w.abs();
+        if !ok {
+            let worst = max_abs_err(got, want);
+            panic!(
+                "{what}: element {i}: got {g}, want {w} (atol {atol}, rtol {rtol}); worst at {}: got {}, want {}",
+                worst.index, worst.got, worst.want
+            );
+        }
+    }
+}
+
+/// Assert int8 outputs within `tol` of the reference.
+pub fn check_q(what: &str, got: &[i8], want: &[i8], tol: i32) {
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g as i32 - w as i32).abs() <= tol,
+            "{what}: element {i}: got {g}, want {w}"
+        );
+    }
+}
+
+/// A row length that the forward dispatcher sends to `path` for dtype `dt` on waves of `ws`
+/// (odd counts of vectors, so masked tails and partial groups are exercised).
+pub fn n_for_fwd(path: Path, dt: Dtype, ws: usize) -> usize {
+    let vec = dt.vec() as usize;
+    match path {
+        Path::Rows(1) => vec * (ws / 2 - 1),
+        Path::Rows(_) => vec * (3 * ws + 1),
+        Path::Fast(2) => vec * (4 * ws + 3),
+        Path::Fast(4) => vec * 600,
+        Path::Fast(_) => vec * 1100,
+        Path::Generic => 1021,
+    }
+}
+
+/// A row length that the backward dispatcher sends to `path`.
+pub fn n_for_bwd(path: Path, dt: Dtype) -> usize {
+    let vec = dt.vec() as usize;
+    match path {
+        Path::Fast(1) => vec * 37,
+        Path::Fast(2) => vec * 300,
+        Path::Fast(_) => vec * 600,
+        _ => 127,
+    }
+}
+
+/// Every target.
+pub const TARGETS: [Target; 5] = Target::ALL;

@@ -1,0 +1,238 @@
+//! Bad inputs are errors whose messages name the bad value, never panics; M = 0 is a no-op.
+
+mod common;
+
+use common::*;
+use fly_norm::*;
+use flydsl_rt::Target;
+use half::bf16;
+
+fn msg<T: std::fmt::Debug>(r: flydsl_rt::Result<T>) -> String {
+    r.expect_err("must be an error").to_string()
+}
+
+#[test]
+fn bad_forward_arguments() {
+    let s = sim(Target::Gfx942);
+    let x = zeros::<f32>(&s, 12);
+    let g = zeros::<f32>(&s, 4);
+    let mut y = zeros::<f32>(&s, 12);
+    let a = NormArgs::new(3, 4);
+    rms_norm(&s, &x, &g, &mut y, a).unwrap();
+    // eps
+    for eps in [0.0, -1.0, f32::NAN, f32::INFINITY] {
+        let m = msg(rms_norm(&s, &x, &g, &mut y, NormArgs { eps, ..a }));
+        assert!(m.contains("eps") && m.contains(&eps.to_string()), "{m}");
+    }
+    // n = 0
+    let m = msg(layer_norm(&s, &x, &g, None, &mut y, NormArgs::new(3, 0)));
+    assert!(m.contains("n = 0"), "{m}");
+    // lengths
+    let m = msg(rms_norm(&s, &x, &g, &mut y, NormArgs::new(4, 4)));
+    assert!(m.contains("`x` has 12 elements") && m.contains("16"), "{m}");
+    let g5 = zeros::<f32>(&s, 5);
+    let m = msg(rms_norm(&s, &x, &g5, &mut y, a));
+    assert!(m.contains("`gamma` has 5"), "{m}");
+    let mut y2 = zeros::<f32>(&s, 11);
+    let m = msg(rms_norm(&s, &x, &g, &mut y2, a));
+    assert!(m.contains("`y` has 11"), "{m}");
+    let b3 = zeros::<f32>(&s, 3);
+    let m = msg(layer_norm(&s, &x, &g, Some(&b3), &mut y, a));
+    assert!(m.contains("`beta` has 3"), "{m}");
+    let (mut mean, mut rstd) = (zeros::<f32>(&s, 2), zeros::<f32>(&s, 3));
+    let m = msg(layer_norm_stats(
+        &s, &x, &g, None, &mut y, &mut mean, &mut rstd, a,
+    ));
+    assert!(m.contains("`mean` has 2"), "{m}");
+    let r = zeros::<f32>(&s, 12);
+    let mut ro = zeros::<f32>(&s, 10);
+    let m = msg(rms_norm_add(&s, &x, &r, &g, &mut y, &mut ro, a));
+    assert!(m.contains("`residual_out` has 10"), "{m}");
+    let (mut q, mut ys) = (zeros::<i8>(&s, 12), zeros::<f32>(&s, 2));
+    let m = msg(rms_norm_quant(&s, &x, &g, None, &mut q, &mut ys, a));
+    assert!(m.contains("`yscale` has 2"), "{m}");
+    let xs = zeros::<f32>(&s, 3);
+    let mut ys = zeros::<f32>(&s, 3);
+    let m = msg(layer_norm_quant(
+        &s,
+        &x,
+        &g,
+        None,
+        Some(&xs),
+        &mut q,
+        &mut ys,
+        a,
+    ));
+    assert!(m.contains("`xscale` has 3"), "{m}");
+    // shape overflow
+    let m = msg(rms_norm(&s, &x, &g, &mut y, NormArgs::new(usize::MAX, 4)));
+    assert!(m.contains("exceeds") || m.contains("overflow"), "{m}");
+}
+
+#[test]
+fn weight_dtype_not_allowed() {
+    let s = sim(Target::Sm90);
+    let x = zeros::<bf16>(&s, 8);
+    let mut y = zeros::<bf16>(&s, 8);
+    // f32 weights are allowed for RMSNorm with bf16 activations ...
+    rms_norm(&s, &x, &zeros::<f32>(&s, 4), &mut y, NormArgs::new(2, 4)).unwrap();
+    // ... but not for LayerNorm, nor f16 weights with bf16 activations.
+    let m = msg(layer_norm(
+        &s,
+        &x,
+        &zeros::<f32>(&s, 4),
+        None,
+        &mut y,
+        NormArgs::new(2, 4),
+    ));
+    assert!(
+        m.contains("not supported") && m.contains("F32") && m.contains("Bf16"),
+        "{m}"
+    );
+    let m = msg(rms_norm(
+        &s,
+        &x,
+        &zeros::<half::f16>(&s, 4),
+        &mut y,
+        NormArgs::new(2, 4),
+    ));
+    assert!(m.contains("not supported"), "{m}");
+    let xf = zeros::<f32>(&s, 8);
+    let mut yf = zeros::<f32>(&s, 8);
+    let m = msg(rms_norm(
+        &s,
+        &xf,
+        &zeros::<bf16>(&s, 4),
+        &mut yf,
+        NormArgs::new(2, 4),
+    ));
+    assert!(m.contains("not supported"), "{m}");
+}
+
+#[test]
+fn rms_rejects_layer_only_operands() {
+    let s = sim(Target::Gfx1201);
+    let x = zeros::<f32>(&s, 8);
+    let g = zeros::<f32>(&s, 4);
+    let mut y = zeros::<f32>(&s, 8);
+    let mut mean = zeros::<f32>(&s, 2);
+    let b = FwdBuffers {
+        x: &x,
+        residual: None,
+        gamma: &g,
+        beta: Some(&g),
+        out: FwdOut::Y(&mut y),
+        mean: None,
+        rstd: None,
+    };
+    assert!(msg(norm_fwd(&s, Norm::Rms, b, NormArgs::new(2, 4))).contains("no bias"));
+    let b = FwdBuffers {
+        x: &x,
+        residual: None,
+        gamma: &g,
+        beta: None,
+        out: FwdOut::Y(&mut y),
+        mean: Some(&mut mean),
+        rstd: None,
+    };
+    assert!(msg(norm_fwd(&s, Norm::Rms, b, NormArgs::new(2, 4))).contains("no mean"));
+}
+
+#[test]
+fn m_zero_is_a_no_op() {
+    let s = sim(Target::Gfx950);
+    let x = zeros::<f32>(&s, 0);
+    let g = zeros::<f32>(&s, 7);
+    let mut y = zeros::<f32>(&s, 0);
+    rms_norm(&s, &x, &g, &mut y, NormArgs::new(0, 7)).unwrap();
+    layer_norm(&s, &x, &g, None, &mut y, NormArgs::new(0, 7)).unwrap();
+    // Still validated: n = 0 and a bad eps are errors even with no rows.
+    assert!(rms_norm(&s, &x, &g, &mut y, NormArgs::new(0, 0)).is_err());
+    assert!(rms_norm(
+        &s,
+        &x,
+        &g,
+        &mut y,
+        NormArgs {
+            eps: -1.0,
+            ..NormArgs::new(0, 7)
+        }
+    )
+    .is_err());
+}
+
+#[test]
+fn bad_backward_arguments() {
+    let s = sim(Target::Gfx942);
+    let (x, dy, g) = (
+        zeros::<f32>(&s, 12),
+        zeros::<f32>(&s, 12),
+        zeros::<f32>(&s, 4),
+    );
+    let (mean, rstd) = (zeros::<f32>(&s, 3), zeros::<f32>(&s, 3));
+    let mut dx = zeros::<f32>(&s, 12);
+    let (mut dg, mut db) = (zeros::<f32>(&s, 4), zeros::<f32>(&s, 4));
+    let a = NormBwdArgs::new(3, 4);
+    layer_norm_bwd(&s, &x, &g, &dy, &mean, &rstd, &mut dx, &mut dg, &mut db, a).unwrap();
+    let short = zeros::<f32>(&s, 2);
+    let m = msg(layer_norm_bwd(
+        &s, &x, &g, &dy, &short, &rstd, &mut dx, &mut dg, &mut db, a,
+    ));
+    assert!(m.contains("`mean` has 2"), "{m}");
+    let m = msg(rms_norm_bwd(
+        &s, &x, &g, &dy, &short, None, &mut dx, &mut dg, a,
+    ));
+    assert!(m.contains("`rstd` has 2"), "{m}");
+    let mut dg3 = zeros::<f32>(&s, 3);
+    let m = msg(rms_norm_bwd(
+        &s, &x, &g, &dy, &rstd, None, &mut dx, &mut dg3, a,
+    ));
+    assert!(m.contains("`dgamma` has 3"), "{m}");
+    let m = msg(rms_norm_bwd(
+        &s,
+        &x,
+        &g,
+        &dy,
+        &rstd,
+        Some(&short),
+        &mut dx,
+        &mut dg,
+        a,
+    ));
+    assert!(m.contains("`dresidual` has 2"), "{m}");
+    let m = msg(rms_norm_bwd(
+        &s,
+        &x,
+        &g,
+        &dy,
+        &rstd,
+        None,
+        &mut dx,
+        &mut dg,
+        NormBwdArgs::new(3, 0),
+    ));
+    assert!(m.contains("n = 0"), "{m}");
+    let bufs = BwdBuffers {
+        x: &x,
+        gamma: &g,
+        dy: &dy,
+        mean: None,
+        rstd: &rstd,
+        dresidual: None,
+        dx: &mut dx,
+        dgamma: &mut dg,
+        dbeta: None,
+    };
+    assert!(msg(norm_bwd(&s, Norm::Layer, bufs, a)).contains("mean"));
+}
+
+#[test]
+fn buffers_of_another_device_are_rejected() {
+    let s = sim(Target::Gfx942);
+    let other = flydsl_rt::Device::new_sim(Target::Gfx942);
+    let x = flydsl_rt::DeviceBuffer::<f32>::zeroed(&other, 8).unwrap();
+    let g = zeros::<f32>(&s, 4);
+    let mut y = zeros::<f32>(&s, 8);
+    let e = rms_norm(&s, &x, &g, &mut y, NormArgs::new(2, 4)).expect_err("wrong device");
+    assert!(matches!(e, flydsl_rt::Error::WrongDevice { .. }), "{e}");
+}

@@ -1,0 +1,202 @@
+//! Every forward variant (plain, mean/rstd outputs, fused add, dynamic and smooth int8 quant,
+//! fused add + quant) of both norms, every dtype and weight dtype, on every kernel path, on
+//! the Sim of every target, against the CPU reference.
+
+mod common;
+
+use common::fwd_case::{case, Opts, OPTS};
+use common::*;
+use fly_norm::{norm_fwd, plan_forward, Element, FwdBuffers, FwdOut, Norm, NormArgs, Path};
+use flydsl_rt::Target;
+use flydsl_testutil::compare::Storage;
+use flydsl_testutil::norm::{layer_norm_fwd, rms_norm_fwd, NormDtype};
+use half::{bf16, f16};
+
+fn all_paths_one<T: Element + NormDtype, W: Element + Storage>(t: Target, norm: Norm) {
+    let s = sim(t);
+    let ws = t.wave_size() as usize;
+    let paths = [
+        Path::Rows(1),
+        Path::Rows(4),
+        Path::Fast(2),
+        Path::Fast(4),
+        Path::Fast(8),
+        Path::Generic,
+    ];
+    for (pi, path) in paths.into_iter().enumerate() {
+        let n = n_for_fwd(path, T::DTYPE, ws);
+        // Multi-row blocks hold several rows: use enough rows for a partial last block.
+        let m = match path {
+            Path::Rows(_) => 11,
+            Path::Generic => 5,
+            _ => 2,
+        };
+        assert_eq!(
+            plan_forward(m, n, T::DTYPE, false, ws as u32, 64).path,
+            path,
+            "n = {n}"
+        );
+        let qpath = if path == Path::Fast(8) {
+            Path::Fast(2)
+        } else {
+            path
+        };
+        assert_eq!(
+            plan_forward(m, n, T::DTYPE, true, ws as u32, 64).path,
+            qpath,
+            "n = {n}"
+        );
+        for (oi, o) in OPTS.iter().enumerate() {
+            case::<T, W>(&s, norm, m, n, *o, (pi * 10 + oi) as u64);
+        }
+    }
+}
+
+fn all_families(t: Target) {
+    for norm in [Norm::Layer, Norm::Rms] {
+        all_paths_one::<f32, f32>(t, norm);
+        all_paths_one::<f16, f16>(t, norm);
+        all_paths_one::<bf16, bf16>(t, norm);
+    }
+    all_paths_one::<f16, f32>(t, Norm::Rms);
+    all_paths_one::<bf16, f32>(t, Norm::Rms);
+}
+
+#[test]
+fn all_variants_gfx942() {
+    all_families(Target::Gfx942);
+}
+
+#[test]
+fn all_variants_gfx950() {
+    all_families(Target::Gfx950);
+}
+
+#[test]
+fn all_variants_gfx1201() {
+    all_families(Target::Gfx1201);
+}
+
+#[test]
+fn all_variants_gfx1250() {
+    all_families(Target::Gfx1250);
+}
+
+#[test]
+fn all_variants_sm90() {
+    all_families(Target::Sm90);
+}
+
+/// Odd shapes: N = 1, primes, non-multiples of the vector width, M = 0, 1, 37.
+#[test]
+fn odd_shapes() {
+    for t in [Target::Gfx942, Target::Gfx1201, Target::Sm90] {
+        let s = sim(t);
+        for (m, n) in [
+            (0, 8),
+            (1, 1),
+            (3, 1),
+            (37, 1),
+            (1, 127),
+            (37, 127),
+            (2, 1021),
+            (5, 12),
+            (7, 36),
+            (37, 64),
+        ] {
+            let o = Opts {
+                add: true,
+                stats: true,
+                beta: true,
+                quant: None,
+            };
+            case::<bf16, bf16>(&s, Norm::Layer, m, n, o, 1);
+            case::<f32, f32>(&s, Norm::Rms, m, n, o, 2);
+            let oq = Opts {
+                add: false,
+                stats: true,
+                beta: false,
+                quant: Some(true),
+            };
+            case::<f16, f16>(&s, Norm::Layer, m, n, oq, 3);
+            case::<bf16, f32>(&s, Norm::Rms, m, n, oq, 4);
+        }
+    }
+}
+
+/// The fast paths at common hidden sizes (one wave64 and one wave32 target, M = 2).
+#[test]
+fn hidden_sizes() {
+    for (t, n) in [
+        (Target::Gfx950, 1024),
+        (Target::Gfx942, 4096),
+        (Target::Sm90, 8192),
+        (Target::Gfx1250, 5120),
+    ] {
+        let s = sim(t);
+        let o = Opts {
+            add: true,
+            stats: true,
+            beta: true,
+            quant: None,
+        };
+        case::<bf16, bf16>(&s, Norm::Rms, 2, n, o, 5);
+        case::<f32, f32>(&s, Norm::Layer, 2, n, o, 6);
+        case::<f16, f16>(
+            &s,
+            Norm::Layer,
+            2,
+            n,
+            Opts {
+                quant: Some(false),
+                ..o
+            },
+            7,
+        );
+    }
+}
+
+/// NaN and Inf inputs propagate like the reference (a NaN row is all NaN, an Inf row follows
+/// rsqrt(inf) = 0 / inf - inf = NaN), and do not leak into other rows.
+#[test]
+fn nan_inf_propagate() {
+    for t in [Target::Gfx942, Target::Sm90] {
+        let s = sim(t);
+        for n in [64usize, 1021, 4096] {
+            let m = 3;
+            let mut x = vec![0.5f32; m * n];
+            for (i, v) in x.iter_mut().enumerate() {
+                *v = ((i * 7919) % 13) as f32 / 13.0 - 0.5;
+            }
+            x[3] = f32::NAN;
+            x[n + 5] = f32::INFINITY;
+            let xf: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+            let g = vec![1.0f32; n];
+            let gf = vec![1.0f64; n];
+            let (xd, gd) = (up(&s, &x), up(&s, &g));
+            for norm in [Norm::Layer, Norm::Rms] {
+                let want = match norm {
+                    Norm::Layer => layer_norm_fwd::<f32>(&xf, None, &gf, None, m, n, 1e-5),
+                    Norm::Rms => rms_norm_fwd::<f32>(&xf, None, &gf, m, n, 1e-5),
+                };
+                let mut y = zeros::<f32>(&s, m * n);
+                let b = FwdBuffers {
+                    x: &xd,
+                    residual: None,
+                    gamma: &gd,
+                    beta: None,
+                    out: FwdOut::Y(&mut y),
+                    mean: None,
+                    rstd: None,
+                };
+                norm_fwd(&s, norm, b, NormArgs::new(m, n)).unwrap();
+                let got = down_f32(&y);
+                assert!(
+                    got[..n].iter().all(|v| v.is_nan()),
+                    "{norm:?} n={n}: NaN row"
+                );
+                check(&format!("{norm:?} n={n} on {t}"), &got, &want.y, 1e-4, 0.0);
+            }
+        }
+    }
+}
