@@ -540,3 +540,10 @@ pub unsafe extern "C" fn hipModuleLaunchKernel(
 pub unsafe extern "C" fn hipGetErrorString(code: HipError) -> *const c_char {
     codes::message_ptr(code)
 }
+
+/// Marks this library as flydsl's test-only fake: the real HIP backend uses it only when
+/// `FLYDSL_HIP_LIB` names it explicitly.
+#[no_mangle]
+pub extern "C" fn flydsl_fake_hip() -> u32 {
+    1
+}

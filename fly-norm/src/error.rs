@@ -1,13 +1,13 @@
 //! Argument validation shared by the safe entry points. Errors are
-//! [`flydsl_rt::Error::KernelArgs`] (the runtime's most general argument error) whose
-//! message names the operation, the bad value and the fix.
+//! [`flydsl_rt::Error::InvalidArgument`] whose message names the operation, the bad value and
+//! the fix.
 
 use flydsl_rt::{DeviceBuffer, DeviceRepr, Error, Result};
 
 /// An invalid-argument error of operation `op`.
 pub(crate) fn invalid(op: &str, reason: String) -> Error {
-    Error::KernelArgs {
-        kernel: format!("fly_norm::{op}"),
+    Error::InvalidArgument {
+        op: format!("fly_norm::{op}"),
         reason,
     }
 }

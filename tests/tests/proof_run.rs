@@ -17,7 +17,20 @@ fn devices() -> Vec<Device> {
     // The test-only fake libamdhip64 (found on the loader path cargo sets for tests) runs
     // kernels through the Sim and needs their IR; a real HIP library ignores this.
     static INIT: std::sync::Once = std::sync::Once::new();
-    INIT.call_once(|| std::env::set_var("FLYDSL_FAKE_HIP_IR_DIR", flydsl_tests::IR_DIR));
+    INIT.call_once(|| {
+        std::env::set_var("FLYDSL_FAKE_HIP_IR_DIR", flydsl_tests::IR_DIR);
+        // Use the fake on purpose when cargo built it next to this test binary.
+        if std::env::var_os("FLYDSL_HIP_LIB").is_none() {
+            let exe = std::env::current_exe().expect("test binary path");
+            let dir = exe.parent().expect("test binary folder");
+            let found = [dir.join("libamdhip64.so"), dir.join("../libamdhip64.so")]
+                .into_iter()
+                .find(|p| p.is_file());
+            if let Some(p) = found {
+                std::env::set_var("FLYDSL_HIP_LIB", p);
+            }
+        }
+    });
     let mut v: Vec<Device> = Target::ALL.into_iter().map(Device::new_sim).collect();
     for backend in [Backend::Cuda, Backend::Hip] {
         match Device::enumerate(backend) {

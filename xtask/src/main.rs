@@ -5,9 +5,16 @@
 //! - `bench`: time our kernels on the current device (GB/s, % of the measured copy ceiling).
 //! - `device-bundle`: sm90 test/bench binaries + peer script + entry script in one folder.
 
+mod bench;
+mod bench_norm;
 mod build_all;
 mod bundle;
+mod devsel;
+mod elem;
 mod families;
+mod timing;
+mod verify;
+mod verify_norm;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -24,6 +31,10 @@ enum Cmd {
     /// Build every kernel variant for every target and print VGPR/AGPR/SGPR, LDS, scratch,
     /// occupancy, code size and compile time. Fails on scratch or LDS over the limit.
     BuildAll(build_all::Args),
+    /// Run one family on one shape against the CPU reference; PASS/FAIL.
+    Verify(verify::Args),
+    /// Time our kernels on the current device (events, L2 flush, medians).
+    Bench(bench::Args),
     /// Build the sm90 test and bench binaries and the peer script into one folder with an
     /// entry script for the GPU machine.
     DeviceBundle(bundle::Args),
@@ -34,6 +45,8 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::BuildAll(a) => build_all::run(a),
         Cmd::DeviceBundle(a) => bundle::run(a),
+        Cmd::Verify(a) => verify::run(a),
+        Cmd::Bench(a) => bench::run(a),
     };
     match r {
         Ok(code) => code,

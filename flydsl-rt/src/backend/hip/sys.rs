@@ -58,6 +58,9 @@ const _: () = assert!(DEVICE_PROP_BUFFER_BYTES >= DEVICE_PROP_R0600_BYTES + 256)
 pub struct HipLib {
     /// Where it was loaded from.
     pub path: String,
+    /// True for flydsl's test-only fake (it exports `flydsl_fake_hip`): used only when
+    /// `FLYDSL_HIP_LIB` names it, never picked up from the loader path by accident.
+    pub is_test_fake: bool,
     _lib: libloading::Library,
     pub hipInit: unsafe extern "C" fn(c_uint) -> hipError_t,
     pub hipGetDeviceCount: unsafe extern "C" fn(*mut c_int) -> hipError_t,
@@ -141,6 +144,12 @@ pub fn load() -> Result<&'static HipLib, String> {
             return Ok(lib);
         }
         match open(&path) {
+            Ok(lib) if lib.is_test_fake && std::env::var_os("FLYDSL_HIP_LIB").is_none() => {
+                reasons.push(format!(
+                    "{path}: is flydsl's test-only fake libamdhip64 (found on the loader path); \
+                     set FLYDSL_HIP_LIB to its path to use it on purpose"
+                ));
+            }
             Ok(lib) => {
                 // Leaked on purpose: HIP's runtime must not be unloaded while the process may
                 // still hold device memory, streams or modules of it.
@@ -170,7 +179,10 @@ fn open(path: &str) -> Result<HipLib, libloading::Error> {
             unsafe { *lib.get(concat!(stringify!($name), "\0").as_bytes())? }
         };
     }
+    // SAFETY: only the symbol's presence is checked; it is never called through this lookup.
+    let is_test_fake = unsafe { lib.get::<unsafe extern "C" fn() -> u32>(b"flydsl_fake_hip\0") }.is_ok();
     Ok(HipLib {
+        is_test_fake,
         path: path.to_string(),
         hipInit: sym!(hipInit),
         hipGetDeviceCount: sym!(hipGetDeviceCount),

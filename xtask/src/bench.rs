@@ -1,0 +1,144 @@
+//! `cargo xtask bench`: time our kernels on the current device at the issues' shapes.
+//! On a GPU: events + L2 flush + median (see `timing`). Output: a table and JSON rows
+//! (op, dtype, shape, median_ms, bytes, GBps) that `bench/compare.py` pairs with the torch
+//! peers measured in the same run.
+
+use crate::devsel::{pick, DeviceArgs};
+use crate::elem::{inputs, Dtype};
+use crate::timing::Timer;
+use flydsl_rt::half::bf16;
+use flydsl_rt::{Backend, DeviceBuffer, Stream};
+use flydsl_testutil::compare::Storage;
+use std::process::ExitCode;
+
+/// Arguments of `bench`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    dev: DeviceArgs,
+    /// Families to bench: `all`, `softmax`, `norm`.
+    #[arg(long, default_value = "all")]
+    family: String,
+    /// Write JSON rows here.
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
+    /// Measuring time per case in ms.
+    #[arg(long, default_value_t = 100.0)]
+    rep_ms: f64,
+    /// Scale every M down by this factor (for Sim smoke runs).
+    #[arg(long, default_value_t = 1)]
+    shrink: usize,
+}
+
+pub const FWD_SHAPES: [(usize, usize); 5] = [(32768, 8192), (4096, 8192), (32768, 4096), (8192, 2048), (65536, 1024)];
+pub const SMX_BWD_SHAPES: [(usize, usize); 3] = [(32768, 8192), (4096, 32768), (2048, 65536)];
+pub const NORM_BWD_SHAPES: [(usize, usize); 2] = [(4096, 8192), (32768, 4096)];
+
+/// One measured case.
+pub struct Row {
+    pub op: &'static str,
+    pub dtype: &'static str,
+    pub shape: (usize, usize),
+    pub ms: f64,
+    pub bytes: f64,
+}
+
+pub struct Ctx {
+    pub timer: Timer,
+    pub stream: Stream,
+    pub dev: flydsl_rt::Device,
+    pub rows: Vec<Row>,
+    pub shrink: usize,
+}
+
+impl Ctx {
+    pub fn add(&mut self, op: &'static str, dtype: &'static str, shape: (usize, usize), ms: f64, bytes: f64) {
+        eprintln!(
+            "{op:<16} {dtype:<5} {:>6}x{:<6} {ms:>9.4} ms {:>8.1} GB/s",
+            shape.0,
+            shape.1,
+            bytes / (ms * 1e-3) / 1e9
+        );
+        self.rows.push(Row { op, dtype, shape, ms, bytes });
+    }
+    pub fn shape(&self, (m, n): (usize, usize)) -> (usize, usize) {
+        ((m / self.shrink).max(1), n)
+    }
+}
+
+pub type R<T> = Result<T, String>;
+pub fn e(x: flydsl_rt::Error) -> String {
+    x.to_string()
+}
+
+fn softmax_fwd<T: fly_softmax::Element + Storage>(c: &mut Ctx, dt: Dtype, shape: (usize, usize)) -> R<()> {
+    let (m, n) = c.shape(shape);
+    let x = DeviceBuffer::from_slice(&c.dev, &inputs::<T>(1, m * n)).map_err(e)?;
+    let mut y = DeviceBuffer::<T>::zeroed(&c.dev, m * n).map_err(e)?;
+    let s = &c.stream;
+    let ms = c.timer.median(s, &mut || fly_softmax::softmax(s, &x, &mut y, fly_softmax::SoftmaxArgs { m, n }).map_err(e))?;
+    c.add("softmax_fwd", dt.name(), (m, n), ms, (2 * m * n * dt.size()) as f64);
+    Ok(())
+}
+
+fn softmax_bwd(c: &mut Ctx, shape: (usize, usize)) -> R<()> {
+    let (m, n) = c.shape(shape);
+    let y = DeviceBuffer::from_slice(&c.dev, &inputs::<bf16>(2, m * n)).map_err(e)?;
+    let dy = DeviceBuffer::from_slice(&c.dev, &inputs::<bf16>(3, m * n)).map_err(e)?;
+    let mut dx = DeviceBuffer::<bf16>::zeroed(&c.dev, m * n).map_err(e)?;
+    let s = &c.stream;
+    let ms = c.timer.median(s, &mut || {
+        fly_softmax::softmax_backward(s, &y, &dy, &mut dx, fly_softmax::SoftmaxArgs { m, n }).map_err(e)
+    })?;
+    c.add("softmax_bwd", "bf16", (m, n), ms, (3 * m * n * 2) as f64);
+    Ok(())
+}
+
+pub fn run(a: Args) -> R<ExitCode> {
+    let dev = pick(&a.dev)?;
+    if dev.backend() == Backend::Sim && a.shrink == 1 {
+        return Err("the Sim is a CPU interpreter: pass --shrink 4096 (or more) to bench it, or run on a GPU".into());
+    }
+    eprintln!("bench on {} ({})", dev.name(), dev.backend());
+    let mut c = Ctx {
+        timer: Timer::new(&dev, a.rep_ms)?,
+        stream: dev.stream().map_err(e)?,
+        dev,
+        rows: vec![],
+        shrink: a.shrink,
+    };
+    let fam = |f: &str| a.family == "all" || a.family == f;
+    if !["all", "softmax", "norm"].contains(&a.family.as_str()) {
+        return Err(format!("unknown --family `{}`: expected all, softmax or norm", a.family));
+    }
+    if fam("norm") {
+        crate::bench_norm::run(&mut c)?;
+    }
+    if fam("softmax") {
+        for dt in [Dtype::Bf16, Dtype::F32] {
+            for sh in FWD_SHAPES {
+                match dt {
+                    Dtype::Bf16 => softmax_fwd::<bf16>(&mut c, dt, sh)?,
+                    _ => softmax_fwd::<f32>(&mut c, dt, sh)?,
+                }
+            }
+        }
+        for sh in SMX_BWD_SHAPES {
+            softmax_bwd(&mut c, sh)?;
+        }
+    }
+    if let Some(p) = a.json {
+        let rows: Vec<serde_json::Value> = c
+            .rows
+            .iter()
+            .map(|r| {
+                serde_json::json!({"op": r.op, "impl": "ours", "dtype": r.dtype, "shape": [r.shape.0, r.shape.1],
+                    "median_ms": r.ms, "bytes": r.bytes, "GBps": r.bytes / (r.ms * 1e-3) / 1e9})
+            })
+            .collect();
+        let doc = serde_json::json!({"device": c.dev.name(), "rows": rows});
+        std::fs::write(&p, serde_json::to_string_pretty(&doc).map_err(|x| x.to_string())?)
+            .map_err(|x| format!("{}: {x}", p.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

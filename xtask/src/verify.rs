@@ -1,0 +1,117 @@
+//! `cargo xtask verify <family> --shape MxN[xK] --dtype bf16 --backend sim|cuda|hip
+//! [--target gfx942]`: run one kernel on one shape against the CPU reference; print max
+//! abs / rel error, the tolerance and PASS/FAIL (the exit code follows).
+
+use crate::devsel::{pick, DeviceArgs};
+use crate::elem::{inputs, parse_shape, Dtype};
+use flydsl_rt::half::{bf16, f16};
+use flydsl_rt::{DeviceBuffer, Stream};
+use flydsl_testutil::compare::{max_abs_err, widen, Storage};
+use std::process::ExitCode;
+
+/// Arguments of `verify`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Family: softmax, softmax-bwd, rmsnorm, layernorm, mma.
+    family: String,
+    /// Shape `MxN` (`MxNxK` for mma).
+    #[arg(long)]
+    shape: String,
+    /// Element type: f32, f16, bf16.
+    #[arg(long, default_value = "bf16")]
+    dtype: String,
+    #[command(flatten)]
+    dev: DeviceArgs,
+}
+
+/// The outcome of one verification.
+pub struct Outcome {
+    pub max_abs: f64,
+    pub max_rel: f64,
+    pub tolerance: String,
+    pub pass: Result<(), String>,
+}
+
+pub type R<T> = Result<T, String>;
+fn e(x: flydsl_rt::Error) -> String {
+    x.to_string()
+}
+
+fn errors(got: &[f64], want: &[f64]) -> (f64, f64) {
+    let w = max_abs_err(got, want);
+    let peak = want.iter().fold(0f64, |a, &b| a.max(b.abs())).max(f64::MIN_POSITIVE);
+    (w.abs_err, w.abs_err / peak)
+}
+
+fn softmax<T: fly_softmax::Element + Storage>(s: &Stream, dt: Dtype, m: usize, n: usize, bwd: bool) -> R<Outcome> {
+    let dev = s.device();
+    let x: Vec<T> = inputs(11, m * n);
+    let t = flydsl_testutil::softmax::tolerance(dt.name());
+    let args = fly_softmax::SoftmaxArgs { m, n };
+    if !bwd {
+        let dx = DeviceBuffer::from_slice(dev, &x).map_err(e)?;
+        let mut dy = DeviceBuffer::<T>::zeroed(dev, m * n).map_err(e)?;
+        fly_softmax::softmax(s, &dx, &mut dy, args).map_err(e)?;
+        let got = widen(&dy.to_vec().map_err(e)?);
+        let want = flydsl_testutil::softmax::forward(&widen(&x), m, n);
+        let (a, r) = errors(&got, &want);
+        let pass = flydsl_testutil::softmax::check_forward("softmax", &got, &want, m, n, &t);
+        Ok(Outcome { max_abs: a, max_rel: r, tolerance: format!("{t:?}"), pass })
+    } else {
+        let y0 = flydsl_testutil::softmax::forward(&widen(&x), m, n);
+        let y: Vec<T> = y0.iter().map(|&v| T::from_f32(v as f32)).collect();
+        let g: Vec<T> = inputs(12, m * n);
+        let (dy_, dg) = (DeviceBuffer::from_slice(dev, &y).map_err(e)?, DeviceBuffer::from_slice(dev, &g).map_err(e)?);
+        let mut dx = DeviceBuffer::<T>::zeroed(dev, m * n).map_err(e)?;
+        fly_softmax::softmax_backward(s, &dy_, &dg, &mut dx, args).map_err(e)?;
+        let got = widen(&dx.to_vec().map_err(e)?);
+        let want = flydsl_testutil::softmax::backward(&widen(&y), &widen(&g), m, n);
+        let (a, r) = errors(&got, &want);
+        let pass = flydsl_testutil::softmax::check_backward("softmax_bwd", &got, &want, &t);
+        Ok(Outcome { max_abs: a, max_rel: r, tolerance: format!("{t:?}"), pass })
+    }
+}
+
+fn dispatch(family: &str, s: &Stream, dt: Dtype, shape: &[usize]) -> R<Outcome> {
+    let (m, n) = (shape[0], shape[1]);
+    if family != "mma" && shape.len() != 2 {
+        return Err(format!("{family} takes --shape MxN"));
+    }
+    match (family, dt) {
+        ("softmax" | "softmax-bwd", Dtype::F32) => softmax::<f32>(s, dt, m, n, family != "softmax"),
+        ("softmax" | "softmax-bwd", Dtype::F16) => softmax::<f16>(s, dt, m, n, family != "softmax"),
+        ("softmax" | "softmax-bwd", Dtype::Bf16) => softmax::<bf16>(s, dt, m, n, family != "softmax"),
+        ("rmsnorm" | "layernorm", _) => crate::verify_norm::run(family, s, dt, m, n),
+        _ => Err(format!(
+            "unknown family `{family}`: expected softmax, softmax-bwd, rmsnorm or layernorm"
+        )),
+    }
+}
+
+pub fn run(a: Args) -> R<ExitCode> {
+    let shape = parse_shape(&a.shape)?;
+    let dt: Dtype = a.dtype.parse()?;
+    let dev = pick(&a.dev)?;
+    let s = dev.stream().map_err(e)?;
+    let o = dispatch(&a.family, &s, dt, &shape)?;
+    println!(
+        "{} {} {} on {}: max abs err {:.3e}, max rel err {:.3e}, tolerance {}",
+        a.family,
+        dt.name(),
+        a.shape,
+        dev.name(),
+        o.max_abs,
+        o.max_rel,
+        o.tolerance
+    );
+    match o.pass {
+        Ok(()) => {
+            println!("PASS");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(why) => {
+            println!("FAIL: {why}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
