@@ -1,7 +1,65 @@
-//! Norm benches (filled in when fly-norm lands).
+//! Norm benches: RMSNorm / LayerNorm forward (bf16, f32) at the shapes and backward
+//! (bf16). Bytes: x read + y written + weights read once (forward); x, dy read, dx written,
+//! gamma read and dgamma written (backward) — the same counting as `bench/peers.py`.
 
-use crate::bench::{Ctx, R};
+use crate::bench::{add, e, report, Ctx, FWD_SHAPES, NORM_BWD_SHAPES, R};
+use crate::elem::{inputs, Dtype};
+use flydsl_rt::half::bf16;
+use flydsl_rt::DeviceBuffer;
+use flydsl_testutil::compare::Storage;
 
-pub fn run(_c: &mut Ctx) -> R<()> {
+fn fwd<T: fly_norm::Element + Storage>(c: &mut Ctx, dt: Dtype, shape: (usize, usize)) -> R<()> {
+    let (m, n) = c.shape(shape);
+    let x = DeviceBuffer::from_slice(&c.dev, &inputs::<T>(1, m * n)).map_err(e)?;
+    let g = DeviceBuffer::from_slice(&c.dev, &inputs::<T>(2, n)).map_err(e)?;
+    let b = DeviceBuffer::from_slice(&c.dev, &inputs::<T>(3, n)).map_err(e)?;
+    let mut y = DeviceBuffer::<T>::zeroed(&c.dev, m * n).map_err(e)?;
+    let s = &c.stream;
+    let args = fly_norm::NormArgs::new(m, n);
+    let es = dt.size();
+    let ms = c.timer.median(s, &mut || fly_norm::rms_norm(s, &x, &g, &mut y, args).map_err(e))?;
+    add(&mut c.rows, "rmsnorm_fwd", dt.name(), (m, n), ms, (2 * m * n * es + n * es) as f64);
+    let ms = c.timer.median(s, &mut || fly_norm::layer_norm(s, &x, &g, Some(&b), &mut y, args).map_err(e))?;
+    add(&mut c.rows, "layernorm_fwd", dt.name(), (m, n), ms, (2 * m * n * es + 2 * n * es) as f64);
+    Ok(())
+}
+
+fn bwd(c: &mut Ctx, shape: (usize, usize)) -> R<()> {
+    let (m, n) = c.shape(shape);
+    let x = DeviceBuffer::from_slice(&c.dev, &inputs::<bf16>(4, m * n)).map_err(e)?;
+    let dy = DeviceBuffer::from_slice(&c.dev, &inputs::<bf16>(5, m * n)).map_err(e)?;
+    let g = DeviceBuffer::from_slice(&c.dev, &inputs::<bf16>(6, n)).map_err(e)?;
+    let mean = DeviceBuffer::from_slice(&c.dev, &vec![0.1f32; m]).map_err(e)?;
+    let rstd = DeviceBuffer::from_slice(&c.dev, &vec![1.3f32; m]).map_err(e)?;
+    let mut dx = DeviceBuffer::<bf16>::zeroed(&c.dev, m * n).map_err(e)?;
+    let mut dg = DeviceBuffer::<bf16>::zeroed(&c.dev, n).map_err(e)?;
+    let mut db = DeviceBuffer::<bf16>::zeroed(&c.dev, n).map_err(e)?;
+    let s = &c.stream;
+    let args = fly_norm::NormBwdArgs::new(m, n);
+    let bytes = (3 * m * n * 2 + 2 * n * 2) as f64;
+    let ms = c.timer.median(s, &mut || {
+        fly_norm::rms_norm_bwd(s, &x, &g, &dy, &rstd, None, &mut dx, &mut dg, args).map_err(e)
+    })?;
+    add(&mut c.rows, "rmsnorm_bwd", "bf16", (m, n), ms, bytes);
+    let ms = c.timer.median(s, &mut || {
+        fly_norm::layer_norm_bwd(s, &x, &g, &dy, &mean, &rstd, &mut dx, &mut dg, &mut db, args).map_err(e)
+    })?;
+    add(&mut c.rows, "layernorm_bwd", "bf16", (m, n), ms, bytes + (n * 2) as f64);
+    Ok(())
+}
+
+pub fn run(c: &mut Ctx) -> R<()> {
+    for dt in [Dtype::Bf16, Dtype::F32] {
+        for sh in FWD_SHAPES {
+            let r = match dt {
+                Dtype::Bf16 => fwd::<bf16>(c, dt, sh),
+                _ => fwd::<f32>(c, dt, sh),
+            };
+            report("norm_fwd", sh, r);
+        }
+    }
+    for sh in NORM_BWD_SHAPES {
+        report("norm_bwd", sh, bwd(c, sh));
+    }
     Ok(())
 }

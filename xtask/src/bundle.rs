@@ -1,15 +1,124 @@
-//! `cargo xtask device-bundle` (filled in below).
+//! `cargo xtask device-bundle`: build the sm90 test binaries, the bench/verify binary
+//! (xtask itself) and the launch-overhead example in release mode (stripped), and copy them
+//! with the torch peer script and an entry script into one folder for the GPU machine.
+//! `run.sh` there runs the tests, then our benches and the torch peers on the same shapes in
+//! the same run, and prints a side-by-side table with ratios.
 
-use std::process::ExitCode;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
 
 /// Arguments of `device-bundle`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Output folder.
+    /// Output folder (git-ignored; carried to the GPU machine).
     #[arg(long, default_value = ".device")]
-    out: std::path::PathBuf,
+    out: PathBuf,
+}
+
+const MAX_BYTES: u64 = 64 << 20;
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+/// Run cargo with `--message-format=json` and return the executables it reports.
+fn executables(args: &[&str], tests_only: bool) -> Result<Vec<(String, PathBuf)>, String> {
+    eprintln!("device-bundle: cargo {}", args.join(" "));
+    let out = cargo()
+        .args(args)
+        .arg("--message-format=json")
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("cargo {} failed:\n{}", args.join(" "), String::from_utf8_lossy(&out.stderr)));
+    }
+    let mut v = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(m) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        if m["reason"] != "compiler-artifact" {
+            continue;
+        }
+        let (Some(exe), Some(name)) = (m["executable"].as_str(), m["target"]["name"].as_str()) else { continue };
+        if tests_only && m["profile"]["test"] != true {
+            continue;
+        }
+        let pkg = m["package_id"].as_str().unwrap_or("").to_string();
+        let krate = pkg.rsplit('/').next().unwrap_or("").split(['#', '@']).next().unwrap_or("").to_string();
+        let kind = m["target"]["kind"][0].as_str().unwrap_or("");
+        let label = if kind == "lib" { format!("{krate}-unit") } else { format!("{krate}-{name}") };
+        v.push((label, PathBuf::from(exe)));
+    }
+    Ok(v)
+}
+
+fn copy(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::copy(from, to).map(|_| ()).map_err(|e| format!("copy {} -> {}: {e}", from.display(), to.display()))
 }
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
-    Err(format!("device-bundle into {} is not implemented yet", a.out.display()))
+    let tests = executables(
+        &[
+            "test", "--release", "--no-run", "-p", "fly-norm", "-p", "fly-softmax", "-p", "flydsl-tests", "-p", "flydsl-rt",
+            "--features", "fly-norm/sm90,fly-softmax/sm90,flydsl-tests/sm90",
+        ],
+        true,
+    )?;
+    let bins = executables(&["build", "--release", "-p", "xtask", "--features", "sm90"], false)?;
+    let ex = executables(&["build", "--release", "-p", "flydsl-rt", "--example", "launch_overhead"], false)?;
+    let _ = std::fs::remove_dir_all(&a.out);
+    let stage = a.out.join("stage");
+    let tdir = stage.join("tests");
+    let bdir = stage.join("bin");
+    for d in [&tdir, &bdir] {
+        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    for (label, exe) in &tests {
+        copy(exe, &tdir.join(label))?;
+    }
+    for (_, exe) in bins.iter().chain(&ex) {
+        let name = exe.file_name().ok_or("executable without a file name")?;
+        copy(exe, &bdir.join(name))?;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for f in ["bench/peers.py", "bench/compare.py", "bench/run.sh"] {
+        let src = root.join(f);
+        copy(&src, &stage.join(src.file_name().ok_or("bad path")?))?;
+    }
+    // The embedded IR and PTX compress well: ship one gzip'd tarball plus the entry script.
+    let status = Command::new("tar")
+        .arg("-C")
+        .arg(&stage)
+        .arg("-czf")
+        .arg(std::path::absolute(a.out.join("bundle.tgz")).map_err(|e| e.to_string())?)
+        .arg(".")
+        .status()
+        .map_err(|e| format!("cannot run tar: {e}"))?;
+    if !status.success() {
+        return Err("tar failed".into());
+    }
+    std::fs::remove_dir_all(&stage).map_err(|e| e.to_string())?;
+    copy(&root.join("bench/run.sh"), &a.out.join("run.sh"))?;
+    let total: u64 = walk(&a.out)?;
+    eprintln!(
+        "device-bundle: {} test binaries + {} tools in {} ({:.1} MiB); run it there with `bash {}/run.sh`",
+        tests.len(),
+        bins.len() + ex.len(),
+        a.out.display(),
+        total as f64 / (1 << 20) as f64,
+        a.out.display()
+    );
+    if total > MAX_BYTES {
+        return Err(format!("the bundle is {total} bytes, over the 64 MiB the GPU machine accepts"));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn walk(p: &Path) -> Result<u64, String> {
+    let mut n = 0;
+    for e in std::fs::read_dir(p).map_err(|e| format!("{}: {e}", p.display()))? {
+        let e = e.map_err(|e| e.to_string())?;
+        let md = e.metadata().map_err(|e| e.to_string())?;
+        n += if md.is_dir() { walk(&e.path())? } else { md.len() };
+    }
+    Ok(n)
 }

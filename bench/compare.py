@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""Side-by-side table of our bench (ours.json) and the torch peers (peers.json) from the
+same run on the same machine: GB/s, % of the measured copy ceiling, and ratios.
+Usage: python3 compare.py OUT_DIR  -> prints markdown, writes OUT_DIR/table.md"""
+import json
+import os
+import sys
+
+out = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("OUT", ".")
+ours = json.load(open(os.path.join(out, "ours.json")))["rows"]
+peers = json.load(open(os.path.join(out, "peers.json")))["rows"]
+copy = max((r["GBps"] for r in peers if r["op"] == "copy"), default=None)
+
+
+def key(r):
+    return (r["op"], r["dtype"], tuple(r["shape"]))
+
+
+peer = {}
+for r in peers:
+    peer.setdefault(key(r), {})[r["impl"]] = r
+lines = ["copy ceiling (torch, 4 GiB): %s GB/s" % ("%.0f" % copy if copy else "n/a"), "",
+         "| op | dtype | shape | ours ms | ours GB/s | % copy | eager ms | x eager | compile ms | x compile |",
+         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+for r in ours:
+    p = peer.get(key(r), {})
+    eager = p.get("eager") or p.get("autograd")
+    comp = p.get("compile")
+    pct = 100.0 * r["GBps"] / copy if copy else float("nan")
+    f = lambda v: "%.4f" % v if v else "-"
+    x = lambda q: "%.2fx" % (q["median_ms"] / r["median_ms"]) if q else "-"
+    lines.append("| %s | %s | %s | %.4f | %.0f | %.1f | %s | %s | %s | %s |" % (
+        r["op"], r["dtype"], "x".join(map(str, r["shape"])), r["median_ms"], r["GBps"], pct,
+        f(eager and eager["median_ms"]), x(eager), f(comp and comp["median_ms"]), x(comp)))
+text = "\n".join(lines)
+print(text)
+open(os.path.join(out, "table.md"), "w").write(text + "\n")

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Entry script of the device bundle (cargo xtask device-bundle): on the GPU machine, run
+# the sm90 tests, then our benches and the torch peers on the same shapes in the same run,
+# then print a side-by-side table. Logs go to $OUT (default ./out).
+set -u
+cd "$(dirname "$0")"
+OUT=${OUT:-$PWD/out}
+if [ -f bundle.tgz ] && [ ! -d tests ]; then
+  # Unpack the bundle next to a scratch copy and run from there.
+  work=$(mktemp -d)
+  tar -xzf bundle.tgz -C "$work" && cp "$0" "$work/run.sh"
+  OUT="$OUT" exec bash "$work/run.sh"
+fi
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+{
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit --format=csv
+  python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name())'
+} > "$OUT/env.txt" 2>&1
+cat "$OUT/env.txt"
+
+pass=0; fail=0
+for t in tests/*; do
+  if [ "${SKIP_TESTS:-0}" = 1 ]; then break; fi
+  echo "=== $t" >> "$OUT/tests.log"
+  if FLYDSL_BACKEND=cuda "./$t" --test-threads=4 >> "$OUT/tests.log" 2>&1; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: $t"; fi
+done
+grep -E "^(=== |test result)" "$OUT/tests.log" | paste - - | awk '{print $2, $5, $6, $7, $8}'
+echo "test binaries: $pass passed, $fail failed"
+
+./bin/launch_overhead 2>&1 | tee "$OUT/launch.log"
+./bin/xtask bench --backend cuda --json "$OUT/ours.json" 2>&1 | tee "$OUT/bench.log"
+python3 peers.py 2>&1 | tee -a "$OUT/bench.log"
+python3 compare.py "$OUT"
