@@ -30,7 +30,13 @@ pub struct Args {
     shrink: usize,
 }
 
-pub const FWD_SHAPES: [(usize, usize); 5] = [(32768, 8192), (4096, 8192), (32768, 4096), (8192, 2048), (65536, 1024)];
+pub const FWD_SHAPES: [(usize, usize); 5] = [
+    (32768, 8192),
+    (4096, 8192),
+    (32768, 4096),
+    (8192, 2048),
+    (65536, 1024),
+];
 pub const SMX_BWD_SHAPES: [(usize, usize); 3] = [(32768, 8192), (4096, 32768), (2048, 65536)];
 pub const NORM_BWD_SHAPES: [(usize, usize); 2] = [(4096, 8192), (32768, 4096)];
 
@@ -52,14 +58,27 @@ pub struct Ctx {
 }
 
 /// Record (and print) one measured case.
-pub fn add(rows: &mut Vec<Row>, op: &'static str, dtype: &'static str, shape: (usize, usize), ms: f64, bytes: f64) {
-        eprintln!(
-            "{op:<16} {dtype:<5} {:>6}x{:<6} {ms:>9.4} ms {:>8.1} GB/s",
-            shape.0,
-            shape.1,
-            bytes / (ms * 1e-3) / 1e9
-        );
-        rows.push(Row { op, dtype, shape, ms, bytes });
+pub fn add(
+    rows: &mut Vec<Row>,
+    op: &'static str,
+    dtype: &'static str,
+    shape: (usize, usize),
+    ms: f64,
+    bytes: f64,
+) {
+    eprintln!(
+        "{op:<16} {dtype:<5} {:>6}x{:<6} {ms:>9.4} ms {:>8.1} GB/s",
+        shape.0,
+        shape.1,
+        bytes / (ms * 1e-3) / 1e9
+    );
+    rows.push(Row {
+        op,
+        dtype,
+        shape,
+        ms,
+        bytes,
+    });
 }
 
 impl Ctx {
@@ -73,13 +92,26 @@ pub fn e(x: flydsl_rt::Error) -> String {
     x.to_string()
 }
 
-fn softmax_fwd<T: fly_softmax::Element + Storage>(c: &mut Ctx, dt: Dtype, shape: (usize, usize)) -> R<()> {
+fn softmax_fwd<T: fly_softmax::Element + Storage>(
+    c: &mut Ctx,
+    dt: Dtype,
+    shape: (usize, usize),
+) -> R<()> {
     let (m, n) = c.shape(shape);
     let x = DeviceBuffer::from_slice(&c.dev, &inputs::<T>(1, m * n)).map_err(e)?;
     let mut y = DeviceBuffer::<T>::zeroed(&c.dev, m * n).map_err(e)?;
     let s = &c.stream;
-    let ms = c.timer.median(s, &mut || fly_softmax::softmax(s, &x, &mut y, fly_softmax::SoftmaxArgs { m, n }).map_err(e))?;
-    add(&mut c.rows, "softmax_fwd", dt.name(), (m, n), ms, (2 * m * n * dt.size()) as f64);
+    let ms = c.timer.median(s, &mut || {
+        fly_softmax::softmax(s, &x, &mut y, fly_softmax::SoftmaxArgs { m, n }).map_err(e)
+    })?;
+    add(
+        &mut c.rows,
+        "softmax_fwd",
+        dt.name(),
+        (m, n),
+        ms,
+        (2 * m * n * dt.size()) as f64,
+    );
     Ok(())
 }
 
@@ -90,9 +122,17 @@ fn softmax_bwd(c: &mut Ctx, shape: (usize, usize)) -> R<()> {
     let mut dx = DeviceBuffer::<bf16>::zeroed(&c.dev, m * n).map_err(e)?;
     let s = &c.stream;
     let ms = c.timer.median(s, &mut || {
-        fly_softmax::softmax_backward(s, &y, &dy, &mut dx, fly_softmax::SoftmaxArgs { m, n }).map_err(e)
+        fly_softmax::softmax_backward(s, &y, &dy, &mut dx, fly_softmax::SoftmaxArgs { m, n })
+            .map_err(e)
     })?;
-    add(&mut c.rows, "softmax_bwd", "bf16", (m, n), ms, (3 * m * n * 2) as f64);
+    add(
+        &mut c.rows,
+        "softmax_bwd",
+        "bf16",
+        (m, n),
+        ms,
+        (3 * m * n * 2) as f64,
+    );
     Ok(())
 }
 
@@ -118,7 +158,10 @@ pub fn run(a: Args) -> R<ExitCode> {
     };
     let fam = |f: &str| a.family == "all" || a.family == f;
     if !["all", "softmax", "norm"].contains(&a.family.as_str()) {
-        return Err(format!("unknown --family `{}`: expected all, softmax or norm", a.family));
+        return Err(format!(
+            "unknown --family `{}`: expected all, softmax or norm",
+            a.family
+        ));
     }
     if fam("norm") {
         crate::bench_norm::run(&mut c)?;
@@ -147,8 +190,11 @@ pub fn run(a: Args) -> R<ExitCode> {
             })
             .collect();
         let doc = serde_json::json!({"device": c.dev.name(), "rows": rows});
-        std::fs::write(&p, serde_json::to_string_pretty(&doc).map_err(|x| x.to_string())?)
-            .map_err(|x| format!("{}: {x}", p.display()))?;
+        std::fs::write(
+            &p,
+            serde_json::to_string_pretty(&doc).map_err(|x| x.to_string())?,
+        )
+        .map_err(|x| format!("{}: {x}", p.display()))?;
     }
     Ok(ExitCode::SUCCESS)
 }

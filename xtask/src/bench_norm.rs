@@ -17,10 +17,28 @@ fn fwd<T: fly_norm::Element + Storage>(c: &mut Ctx, dt: Dtype, shape: (usize, us
     let s = &c.stream;
     let args = fly_norm::NormArgs::new(m, n);
     let es = dt.size();
-    let ms = c.timer.median(s, &mut || fly_norm::rms_norm(s, &x, &g, &mut y, args).map_err(e))?;
-    add(&mut c.rows, "rmsnorm_fwd", dt.name(), (m, n), ms, (2 * m * n * es + n * es) as f64);
-    let ms = c.timer.median(s, &mut || fly_norm::layer_norm(s, &x, &g, Some(&b), &mut y, args).map_err(e))?;
-    add(&mut c.rows, "layernorm_fwd", dt.name(), (m, n), ms, (2 * m * n * es + 2 * n * es) as f64);
+    let ms = c.timer.median(s, &mut || {
+        fly_norm::rms_norm(s, &x, &g, &mut y, args).map_err(e)
+    })?;
+    add(
+        &mut c.rows,
+        "rmsnorm_fwd",
+        dt.name(),
+        (m, n),
+        ms,
+        (2 * m * n * es + n * es) as f64,
+    );
+    let ms = c.timer.median(s, &mut || {
+        fly_norm::layer_norm(s, &x, &g, Some(&b), &mut y, args).map_err(e)
+    })?;
+    add(
+        &mut c.rows,
+        "layernorm_fwd",
+        dt.name(),
+        (m, n),
+        ms,
+        (2 * m * n * es + 2 * n * es) as f64,
+    );
     Ok(())
 }
 
@@ -42,9 +60,19 @@ fn bwd(c: &mut Ctx, shape: (usize, usize)) -> R<()> {
     })?;
     add(&mut c.rows, "rmsnorm_bwd", "bf16", (m, n), ms, bytes);
     let ms = c.timer.median(s, &mut || {
-        fly_norm::layer_norm_bwd(s, &x, &g, &dy, &mean, &rstd, &mut dx, &mut dg, &mut db, args).map_err(e)
+        fly_norm::layer_norm_bwd(
+            s, &x, &g, &dy, &mean, &rstd, &mut dx, &mut dg, &mut db, args,
+        )
+        .map_err(e)
     })?;
-    add(&mut c.rows, "layernorm_bwd", "bf16", (m, n), ms, bytes + (n * 2) as f64);
+    add(
+        &mut c.rows,
+        "layernorm_bwd",
+        "bf16",
+        (m, n),
+        ms,
+        bytes + (n * 2) as f64,
+    );
     Ok(())
 }
 

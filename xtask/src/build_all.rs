@@ -31,7 +31,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     if targets.is_empty() {
         return Err("--targets selected no target".into());
     }
-    let out = a.out.unwrap_or_else(|| std::path::PathBuf::from("target/xtask-build-all"));
+    let out = a
+        .out
+        .unwrap_or_else(|| std::path::PathBuf::from("target/xtask-build-all"));
     if a.cold {
         let _ = std::fs::remove_dir_all(&out);
     }
@@ -64,11 +66,23 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             })
             .collect();
         let doc = serde_json::json!({ "wall_s": wall, "variants": rows });
-        println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?
+        );
     } else {
         println!(
             "{:<40} {:<8} {:>5} {:>5} {:>5} {:>7} {:>7} {:>4} {:>8} {:>8}",
-            "kernel", "target", "vgpr", "agpr", "sgpr", "lds", "scratch", "occ", "code B", "compile"
+            "kernel",
+            "target",
+            "vgpr",
+            "agpr",
+            "sgpr",
+            "lds",
+            "scratch",
+            "occ",
+            "code B",
+            "compile"
         );
         for v in &report.variants {
             let r = &v.resources;
@@ -85,10 +99,19 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
                 r.scratch_bytes,
                 n(r.occupancy),
                 r.code_bytes,
-                if v.cached { "cached".to_string() } else { format!("{:.2}s", v.compile_s) }
+                if v.cached {
+                    "cached".to_string()
+                } else {
+                    format!("{:.2}s", v.compile_s)
+                }
             );
         }
-        let compiled: Vec<f64> = report.variants.iter().filter(|v| !v.cached).map(|v| v.compile_s).collect();
+        let compiled: Vec<f64> = report
+            .variants
+            .iter()
+            .filter(|v| !v.cached)
+            .map(|v| v.compile_s)
+            .collect();
         println!(
             "{} variants, {} compiled (mean {:.3}s each, cpu sum {:.1}s), wall {:.1}s",
             report.variants.len(),

@@ -30,41 +30,87 @@ fn executables(args: &[&str], tests_only: bool) -> Result<Vec<(String, PathBuf)>
         .output()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if !out.status.success() {
-        return Err(format!("cargo {} failed:\n{}", args.join(" "), String::from_utf8_lossy(&out.stderr)));
+        return Err(format!(
+            "cargo {} failed:\n{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
     let mut v = Vec::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Ok(m) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        let Ok(m) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
         if m["reason"] != "compiler-artifact" {
             continue;
         }
-        let (Some(exe), Some(name)) = (m["executable"].as_str(), m["target"]["name"].as_str()) else { continue };
+        let (Some(exe), Some(name)) = (m["executable"].as_str(), m["target"]["name"].as_str())
+        else {
+            continue;
+        };
         if tests_only && m["profile"]["test"] != true {
             continue;
         }
         let pkg = m["package_id"].as_str().unwrap_or("").to_string();
-        let krate = pkg.rsplit('/').next().unwrap_or("").split(['#', '@']).next().unwrap_or("").to_string();
+        let krate = pkg
+            .rsplit('/')
+            .next()
+            .unwrap_or("")
+            .split(['#', '@'])
+            .next()
+            .unwrap_or("")
+            .to_string();
         let kind = m["target"]["kind"][0].as_str().unwrap_or("");
-        let label = if kind == "lib" { format!("{krate}-unit") } else { format!("{krate}-{name}") };
+        let label = if kind == "lib" {
+            format!("{krate}-unit")
+        } else {
+            format!("{krate}-{name}")
+        };
         v.push((label, PathBuf::from(exe)));
     }
     Ok(v)
 }
 
 fn copy(from: &Path, to: &Path) -> Result<(), String> {
-    std::fs::copy(from, to).map(|_| ()).map_err(|e| format!("copy {} -> {}: {e}", from.display(), to.display()))
+    std::fs::copy(from, to)
+        .map(|_| ())
+        .map_err(|e| format!("copy {} -> {}: {e}", from.display(), to.display()))
 }
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
     let tests = executables(
         &[
-            "test", "--release", "--no-run", "-p", "fly-norm", "-p", "fly-softmax", "-p", "flydsl-tests", "-p", "flydsl-rt",
-            "--features", "fly-norm/sm90,fly-softmax/sm90,flydsl-tests/sm90",
+            "test",
+            "--release",
+            "--no-run",
+            "-p",
+            "fly-norm",
+            "-p",
+            "fly-softmax",
+            "-p",
+            "flydsl-tests",
+            "-p",
+            "flydsl-rt",
+            "--features",
+            "fly-norm/sm90,fly-softmax/sm90,flydsl-tests/sm90",
         ],
         true,
     )?;
-    let bins = executables(&["build", "--release", "-p", "xtask", "--features", "sm90"], false)?;
-    let ex = executables(&["build", "--release", "-p", "flydsl-rt", "--example", "launch_overhead"], false)?;
+    let bins = executables(
+        &["build", "--release", "-p", "xtask", "--features", "sm90"],
+        false,
+    )?;
+    let ex = executables(
+        &[
+            "build",
+            "--release",
+            "-p",
+            "flydsl-rt",
+            "--example",
+            "launch_overhead",
+        ],
+        false,
+    )?;
     let _ = std::fs::remove_dir_all(&a.out);
     let stage = a.out.join("stage");
     let tdir = stage.join("tests");
@@ -108,7 +154,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         a.out.display()
     );
     if total > MAX_BYTES {
-        return Err(format!("the bundle is {total} bytes, over the 64 MiB the GPU machine accepts"));
+        return Err(format!(
+            "the bundle is {total} bytes, over the 64 MiB the GPU machine accepts"
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -118,7 +166,11 @@ fn walk(p: &Path) -> Result<u64, String> {
     for e in std::fs::read_dir(p).map_err(|e| format!("{}: {e}", p.display()))? {
         let e = e.map_err(|e| e.to_string())?;
         let md = e.metadata().map_err(|e| e.to_string())?;
-        n += if md.is_dir() { walk(&e.path())? } else { md.len() };
+        n += if md.is_dir() {
+            walk(&e.path())?
+        } else {
+            md.len()
+        };
     }
     Ok(n)
 }

@@ -18,7 +18,10 @@ pub fn pick(a: &DeviceArgs) -> Result<Device, String> {
     if a.backend == "best" {
         return Device::best().map_err(|e| e.to_string());
     }
-    let b: Backend = a.backend.parse().map_err(|e: flydsl_rt::Error| e.to_string())?;
+    let b: Backend = a
+        .backend
+        .parse()
+        .map_err(|e: flydsl_rt::Error| e.to_string())?;
     match b {
         Backend::Sim => {
             let t: Target = a

@@ -11,6 +11,8 @@ pub fn register(b: Builder, family: &str) -> Result<Builder, String> {
     match family {
         "proof" => Ok(flydsl_build::proof::register(b)),
         "all" => FAMILIES.iter().try_fold(b, |b, f| register(b, f)),
-        _ => Err(format!("unknown family `{family}`: expected one of {FAMILIES:?} or `all`")),
+        _ => Err(format!(
+            "unknown family `{family}`: expected one of {FAMILIES:?} or `all`"
+        )),
     }
 }

@@ -23,7 +23,12 @@ impl Timer {
             rep_ms,
         })
     }
-    fn once(&mut self, s: &Stream, f: &mut dyn FnMut() -> Result<(), String>, flush: bool) -> Result<f64, String> {
+    fn once(
+        &mut self,
+        s: &Stream,
+        f: &mut dyn FnMut() -> Result<(), String>,
+        flush: bool,
+    ) -> Result<f64, String> {
         let e = |e: flydsl_rt::Error| e.to_string();
         if flush {
             self.flush.memset_zero().map_err(e)?;
@@ -35,14 +40,22 @@ impl Timer {
         Ok(Event::elapsed_ms(&self.start, &self.end).map_err(e)? as f64)
     }
     /// Median ms of `f` over enough reps to fill `rep_ms` (10..=500 reps), after warm-up.
-    pub fn median(&mut self, s: &Stream, f: &mut dyn FnMut() -> Result<(), String>) -> Result<f64, String> {
-        let est = (0..3).map(|_| self.once(s, f, false)).collect::<Result<Vec<_>, _>>()?;
+    pub fn median(
+        &mut self,
+        s: &Stream,
+        f: &mut dyn FnMut() -> Result<(), String>,
+    ) -> Result<f64, String> {
+        let est = (0..3)
+            .map(|_| self.once(s, f, false))
+            .collect::<Result<Vec<_>, _>>()?;
         let est = est.iter().cloned().fold(f64::MAX, f64::min).max(1e-3);
         let reps = ((self.rep_ms / est) as usize).clamp(10, 500);
         for _ in 0..((20.0 / est) as usize).clamp(2, 100) {
             f()?;
         }
-        let mut ts = (0..reps).map(|_| self.once(s, f, true)).collect::<Result<Vec<_>, _>>()?;
+        let mut ts = (0..reps)
+            .map(|_| self.once(s, f, true))
+            .collect::<Result<Vec<_>, _>>()?;
         ts.sort_by(f64::total_cmp);
         Ok(ts[ts.len() / 2])
     }

@@ -39,11 +39,20 @@ fn e(x: flydsl_rt::Error) -> String {
 
 fn errors(got: &[f64], want: &[f64]) -> (f64, f64) {
     let w = max_abs_err(got, want);
-    let peak = want.iter().fold(0f64, |a, &b| a.max(b.abs())).max(f64::MIN_POSITIVE);
+    let peak = want
+        .iter()
+        .fold(0f64, |a, &b| a.max(b.abs()))
+        .max(f64::MIN_POSITIVE);
     (w.abs_err, w.abs_err / peak)
 }
 
-fn softmax<T: fly_softmax::Element + Storage>(s: &Stream, dt: Dtype, m: usize, n: usize, bwd: bool) -> R<Outcome> {
+fn softmax<T: fly_softmax::Element + Storage>(
+    s: &Stream,
+    dt: Dtype,
+    m: usize,
+    n: usize,
+    bwd: bool,
+) -> R<Outcome> {
     let dev = s.device();
     let x: Vec<T> = inputs(11, m * n);
     let t = flydsl_testutil::softmax::tolerance(dt.name());
@@ -56,19 +65,32 @@ fn softmax<T: fly_softmax::Element + Storage>(s: &Stream, dt: Dtype, m: usize, n
         let want = flydsl_testutil::softmax::forward(&widen(&x), m, n);
         let (a, r) = errors(&got, &want);
         let pass = flydsl_testutil::softmax::check_forward("softmax", &got, &want, m, n, &t);
-        Ok(Outcome { max_abs: a, max_rel: r, tolerance: format!("{t:?}"), pass })
+        Ok(Outcome {
+            max_abs: a,
+            max_rel: r,
+            tolerance: format!("{t:?}"),
+            pass,
+        })
     } else {
         let y0 = flydsl_testutil::softmax::forward(&widen(&x), m, n);
         let y: Vec<T> = y0.iter().map(|&v| T::from_f32(v as f32)).collect();
         let g: Vec<T> = inputs(12, m * n);
-        let (dy_, dg) = (DeviceBuffer::from_slice(dev, &y).map_err(e)?, DeviceBuffer::from_slice(dev, &g).map_err(e)?);
+        let (dy_, dg) = (
+            DeviceBuffer::from_slice(dev, &y).map_err(e)?,
+            DeviceBuffer::from_slice(dev, &g).map_err(e)?,
+        );
         let mut dx = DeviceBuffer::<T>::zeroed(dev, m * n).map_err(e)?;
         fly_softmax::softmax_backward(s, &dy_, &dg, &mut dx, args).map_err(e)?;
         let got = widen(&dx.to_vec().map_err(e)?);
         let want = flydsl_testutil::softmax::backward(&widen(&y), &widen(&g), m, n);
         let (a, r) = errors(&got, &want);
         let pass = flydsl_testutil::softmax::check_backward("softmax_bwd", &got, &want, &t);
-        Ok(Outcome { max_abs: a, max_rel: r, tolerance: format!("{t:?}"), pass })
+        Ok(Outcome {
+            max_abs: a,
+            max_rel: r,
+            tolerance: format!("{t:?}"),
+            pass,
+        })
     }
 }
 
@@ -80,7 +102,9 @@ fn dispatch(family: &str, s: &Stream, dt: Dtype, shape: &[usize]) -> R<Outcome> 
     match (family, dt) {
         ("softmax" | "softmax-bwd", Dtype::F32) => softmax::<f32>(s, dt, m, n, family != "softmax"),
         ("softmax" | "softmax-bwd", Dtype::F16) => softmax::<f16>(s, dt, m, n, family != "softmax"),
-        ("softmax" | "softmax-bwd", Dtype::Bf16) => softmax::<bf16>(s, dt, m, n, family != "softmax"),
+        ("softmax" | "softmax-bwd", Dtype::Bf16) => {
+            softmax::<bf16>(s, dt, m, n, family != "softmax")
+        }
         ("rmsnorm" | "layernorm", _) => crate::verify_norm::run(family, s, dt, m, n),
         _ => Err(format!(
             "unknown family `{family}`: expected softmax, softmax-bwd, rmsnorm or layernorm"

@@ -11,7 +11,12 @@ fn e(x: flydsl_rt::Error) -> String {
     x.to_string()
 }
 
-fn case<T: fly_norm::Element + NormDtype>(family: &str, s: &Stream, m: usize, n: usize) -> R<Outcome> {
+fn case<T: fly_norm::Element + NormDtype>(
+    family: &str,
+    s: &Stream,
+    m: usize,
+    n: usize,
+) -> R<Outcome> {
     let dev = s.device();
     let x: Vec<T> = inputs(21, m * n);
     let g: Vec<T> = inputs(22, n);
@@ -28,18 +33,38 @@ fn case<T: fly_norm::Element + NormDtype>(family: &str, s: &Stream, m: usize, n:
         rms_norm_fwd::<T>(&widen(&x), None, &widen(&g), m, n, args.eps as f64).y
     } else {
         fly_norm::layer_norm(s, &dx, &dg, Some(&db), &mut y, args).map_err(e)?;
-        layer_norm_fwd::<T>(&widen(&x), None, &widen(&g), Some(&widen(&b)), m, n, args.eps as f64).y
+        layer_norm_fwd::<T>(
+            &widen(&x),
+            None,
+            &widen(&g),
+            Some(&widen(&b)),
+            m,
+            n,
+            args.eps as f64,
+        )
+        .y
     };
     let got = widen(&y.to_vec().map_err(e)?);
     let w = max_abs_err(&got, &want);
-    let peak = want.iter().fold(0f64, |a, &v| a.max(v.abs())).max(f64::MIN_POSITIVE);
+    let peak = want
+        .iter()
+        .fold(0f64, |a, &v| a.max(v.abs()))
+        .max(f64::MIN_POSITIVE);
     let tol = T::TOL.fwd_atol;
     let pass = if w.abs_err <= tol {
         Ok(())
     } else {
-        Err(format!("element {}: got {}, want {}", w.index, w.got, w.want))
+        Err(format!(
+            "element {}: got {}, want {}",
+            w.index, w.got, w.want
+        ))
     };
-    Ok(Outcome { max_abs: w.abs_err, max_rel: w.abs_err / peak, tolerance: format!("max abs {tol:e}"), pass })
+    Ok(Outcome {
+        max_abs: w.abs_err,
+        max_rel: w.abs_err / peak,
+        tolerance: format!("max abs {tol:e}"),
+        pass,
+    })
 }
 
 pub fn run(family: &str, s: &Stream, dt: Dtype, m: usize, n: usize) -> R<Outcome> {
