@@ -239,7 +239,10 @@ impl Builder {
         }
     }
     /// Report progress after every (kernel, target) job (for long builds in tools).
-    pub fn on_progress(mut self, f: impl Fn(usize, usize, &str, Target) + Send + Sync + 'static) -> Self {
+    pub fn on_progress(
+        mut self,
+        f: impl Fn(usize, usize, &str, Target) + Send + Sync + 'static,
+    ) -> Self {
         self.progress = Some(Arc::new(f));
         self
     }

@@ -180,7 +180,8 @@ fn open(path: &str) -> Result<HipLib, libloading::Error> {
         };
     }
     // SAFETY: only the symbol's presence is checked; it is never called through this lookup.
-    let is_test_fake = unsafe { lib.get::<unsafe extern "C" fn() -> u32>(b"flydsl_fake_hip\0") }.is_ok();
+    let is_test_fake =
+        unsafe { lib.get::<unsafe extern "C" fn() -> u32>(b"flydsl_fake_hip\0") }.is_ok();
     Ok(HipLib {
         is_test_fake,
         path: path.to_string(),
