@@ -5,8 +5,9 @@
 //!
 //! Parameters, in order: `x`, `gamma`, `dy`, `mean`, `rstd`, `dresidual`, `dx`,
 //! `dgamma_part`, `dbeta_part`, scalars `m`, `n`, `mode`. An empty `dresidual` means no
-//! fused-add gradient; RMSNorm ignores `mean` and `dbeta_part`. The generic path accumulates
-//! into the partial rows in place, so they must be zeroed before the launch.
+//! fused-add gradient; RMSNorm ignores `mean` and `dbeta_part`. In two-stage mode every
+//! block writes (the generic path: clears, then accumulates into) its whole partial rows, so
+//! they need no initialisation; atomic mode adds into row 0, which the caller zeroes.
 
 use crate::common::*;
 use crate::config::{fast_max_block, Family, Norm, Path, GENERIC_THREADS};
@@ -209,6 +210,19 @@ fn generic(p: &Params, fam: Family, scratch: Lds) {
     let bid = block_id_x();
     let atomic = p.mode.ne(0);
     let own = bid.cast(I64) * n64;
+    // Two-stage: this block's partial rows start at zero (each thread clears exactly the
+    // columns it accumulates below, so no barrier is needed).
+    if_(p.mode.eq(0), || {
+        let mut parts = vec![p.dg];
+        if layer {
+            parts.push(p.db);
+        }
+        for_range_(tid, p.n, c_i32(bt), |i| {
+            for t in &parts {
+                t.store(own + i.cast(I64), c_f32(0.0));
+            }
+        });
+    });
     for_range(bid, p.m, grid_dim_x(), &[c_i32(0)], |row, c| {
         let parity = c[0];
         let base = row.cast(I64) * n64;

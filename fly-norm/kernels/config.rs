@@ -129,6 +129,8 @@ pub const FWD_ROWS_TILES: [u32; 2] = [1, 4];
 pub const BWD_FAST_TILES: [u32; 3] = [1, 2, 4];
 /// Threads per block of the generic path (and of the column-reduce kernel).
 pub const GENERIC_THREADS: u32 = 256;
+/// Columns summed by one block of the column-reduce kernel.
+pub const REDUCE_COLS: u32 = 32;
 /// Largest block of the fast path.
 pub const MAX_BLOCK: u32 = 1024;
 
@@ -141,16 +143,19 @@ pub const fn fast_tiles(kind: Kind) -> &'static [u32] {
     }
 }
 
-/// Largest block of the fast path with `tiles` tiles (forward or backward): bigger tiles
-/// need more registers per thread, so their blocks are capped (on AMD a 1024-thread block
-/// leaves 128 VGPRs per thread, a 512-thread block 256).
+/// Largest block of the fast path with `tiles` tiles (forward or backward). The cap is also
+/// the kernel's launch bound, which sets the register budget per thread (on sm_90 a bound of
+/// 1024 threads leaves 64 registers, 512 leaves 128, 256 leaves 255; on AMD 1024 leaves 128
+/// VGPRs, 512 256): so each tile count gets the smallest cap that still covers the rows the
+/// dispatcher sends it (rows up to 256 threads x 8 tiles go to blocks of <= 256 threads; only
+/// the longest rows use the 512-thread caps).
 pub const fn fast_max_block(kind: Kind, tiles: u32) -> u32 {
     match kind {
-        Kind::Bwd if tiles >= 2 => 512,
-        Kind::Bwd => MAX_BLOCK,
+        Kind::Bwd if tiles >= 4 => 512,
+        Kind::Bwd => 256,
         Kind::FwdQuant if tiles >= 4 => 512,
         _ if tiles >= 8 => 512,
-        _ => MAX_BLOCK,
+        _ => 256,
     }
 }
 /// Largest block of the multi-row path.

@@ -6,7 +6,9 @@ use crate::dispatch::plan_backward;
 use crate::error::{self, invalid};
 use crate::kernels::{bwd_launcher, colsum_launcher};
 use crate::Element;
-use flydsl_rt::{DeviceBuffer, LaunchConfig, Result, Stream};
+use flydsl_rt::{Device, DeviceBuffer, DeviceId, LaunchConfig, Result, Stream};
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
 
 /// How the weight gradients are summed over rows.
 ///
@@ -148,7 +150,10 @@ fn validate<T: Element, W: Element>(
 
 /// Backward LayerNorm or RMSNorm: `dx`, `dgamma` (and LayerNorm's `dbeta`) from `x`, `gamma`,
 /// `dy` and the forward's per-row statistics. Weight gradients are summed in f32 and written
-/// in the weight dtype. Allocates its f32 workspace on the stream's device.
+/// in the weight dtype. Uses a cached f32 workspace per device (allocated or grown on the
+/// first calls) and does not wait for the kernels. The workspace is shared by the device's
+/// streams: backward calls on different streams of one device must not run concurrently on
+/// the GPU (calls on one stream are always fine).
 ///
 /// ```
 /// use fly_norm::{norm_bwd, BwdBuffers, Norm, NormBwdArgs};
@@ -234,8 +239,20 @@ pub unsafe fn norm_bwd_unchecked<T: Element, W: Element>(
     let rows = if two { plan.cfg.grid[0] as usize } else { 1 };
     let part_len = rows * args.n;
     let layer = norm == Norm::Layer;
-    let mut dg_part = DeviceBuffer::<f32>::zeroed(dev, part_len)?;
-    let mut db_part = DeviceBuffer::<f32>::zeroed(dev, if layer { part_len } else { 0 })?;
+    // The f32 partial rows live in the device's cached workspace; the lock is held until
+    // every kernel using it is enqueued.
+    let mut cache = workspaces();
+    let ws = cache
+        .get_or_insert_with(HashMap::new)
+        .entry(dev.id())
+        .or_default();
+    let (dg_part, db_part) = ws.get(dev, two, part_len, if layer { part_len } else { 0 })?;
+    if !two {
+        // Atomic mode adds into one row: it starts at zero (ordered before the launch: the
+        // streams synchronise with the null stream the memset runs on).
+        dg_part.memset_zero()?;
+        db_part.memset_zero()?;
+    }
     let no_t = DeviceBuffer::<T>::alloc(dev, 0)?;
     let no_f = DeviceBuffer::<f32>::alloc(dev, 0)?;
     let fam = Family {
@@ -261,33 +278,76 @@ pub unsafe fn norm_bwd_unchecked<T: Element, W: Element>(
     // or 1 (atomic) rows of n.
     unsafe {
         f(
-            stream,
-            plan.cfg,
-            x,
-            gamma,
-            dy,
-            mean,
-            rstd,
-            dres,
-            dx,
-            &mut dg_part,
-            &mut db_part,
-            m,
-            n,
-            mode,
+            stream, plan.cfg, x, gamma, dy, mean, rstd, dres, dx, dg_part, db_part, m, n, mode,
         )?
     };
     let sum = colsum_launcher::<W>(W::DTYPE).ok_or_else(missing)?;
     let cfg = LaunchConfig::linear(
-        args.n.div_ceil(crate::config::GENERIC_THREADS as usize) as u32,
+        args.n.div_ceil(crate::config::REDUCE_COLS as usize) as u32,
         crate::config::GENERIC_THREADS,
     );
     // SAFETY: `part` holds `rows * n` f32 and the output n elements.
-    unsafe { sum(stream, cfg, &dg_part, dgamma, rows as i32, n)? };
+    unsafe { sum(stream, cfg, dg_part, dgamma, rows as i32, n)? };
     if let Some(db) = dbeta {
         // SAFETY: as above.
-        unsafe { sum(stream, cfg, &db_part, db, rows as i32, n)? };
+        unsafe { sum(stream, cfg, db_part, db, rows as i32, n)? };
     }
-    // The workspaces are freed on return: wait for the kernels that use them.
-    stream.synchronize()
+    Ok(())
+}
+
+/// The f32 partial-row buffers of one device's backward calls, grown on demand and kept for
+/// later calls, so that a call neither allocates nor synchronises: `[dgamma, dbeta]` for the
+/// two-stage strategy (`rows * n` each) and for the atomic one (`n` each, zeroed per call).
+#[derive(Debug, Default)]
+struct Workspace {
+    two: [Option<DeviceBuffer<f32>>; 2],
+    atomic: [Option<DeviceBuffer<f32>>; 2],
+}
+
+impl Workspace {
+    /// Buffers of at least `dg` and `db` elements for the two-stage (`two`) or atomic
+    /// strategy. Growing drops the old buffers only after the device is idle (earlier calls'
+    /// kernels may still be using them).
+    fn get(
+        &mut self,
+        dev: &Device,
+        two: bool,
+        dg: usize,
+        db: usize,
+    ) -> Result<(&mut DeviceBuffer<f32>, &mut DeviceBuffer<f32>)> {
+        let set = if two { &mut self.two } else { &mut self.atomic };
+        let small = |b: &Option<DeviceBuffer<f32>>, len: usize| match b {
+            Some(b) => b.len() < len,
+            None => true,
+        };
+        if small(&set[0], dg) || small(&set[1], db) {
+            if set.iter().any(Option::is_some) {
+                dev.synchronize()?;
+            }
+            // Two-stage buffers grow with some headroom, so that a sequence of slightly
+            // larger shapes does not reallocate every time.
+            let extra = |len: usize| if two { len / 4 } else { 0 };
+            for (b, len) in set.iter_mut().zip([dg, db]) {
+                if small(b, len) {
+                    *b = None;
+                    *b = Some(DeviceBuffer::alloc(dev, len + extra(len))?);
+                }
+            }
+        }
+        match set {
+            [Some(a), Some(b)] => Ok((a, b)),
+            _ => unreachable!("both workspace buffers were just allocated"),
+        }
+    }
+}
+
+/// The cached workspaces, one per device.
+///
+/// One workspace serves every stream of a device: calls on one stream are ordered by the
+/// stream, and the lock (held until a call's kernels are enqueued) orders calls from several
+/// threads; backward calls on *different* streams of one device whose kernels may overlap on
+/// the GPU must be ordered by the caller (e.g. synchronise one stream before using another).
+fn workspaces() -> MutexGuard<'static, Option<HashMap<DeviceId, Workspace>>> {
+    static CACHE: Mutex<Option<HashMap<DeviceId, Workspace>>> = Mutex::new(None);
+    CACHE.lock().unwrap_or_else(|e| e.into_inner())
 }

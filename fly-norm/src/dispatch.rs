@@ -87,22 +87,39 @@ pub fn plan_forward(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32, cus: 
 }
 
 /// The backward plan: the fast path for vector-width rows (the smallest tile count keeping
-/// the block at <= 256 threads, else within the tile count's block cap), else generic;
-/// a persistent grid of at most `cus` x (2048 / block) blocks, each looping over rows.
+/// the block at <= 256 threads, else within the tile count's block cap), else generic.
+///
+/// The grid is persistent (each block loops over rows, accumulating its weight-gradient
+/// columns in registers) and every block writes one f32 partial row per weight gradient, which
+/// the column-sum kernel then reads: so the grid is kept small, just enough blocks per compute
+/// unit to keep about 64 KiB of `x` and `dy` loads in flight per unit (at least 1, at most 4,
+/// and within 2048 threads per unit), and the rows are split evenly over it.
 ///
 /// ```
 /// use fly_norm::{plan_backward, Dtype, Path};
 /// let p = plan_backward(32768, 8192, Dtype::Bf16, 32, 132);
 /// assert_eq!(p.path, Path::Fast(4));
 /// assert_eq!(p.cfg.block, [256, 1, 1]);
-/// assert_eq!(p.cfg.grid, [1056, 1, 1]);
+/// // 2 blocks per SM (32 KiB of loads per block row), the rows split evenly: 125 per block.
+/// assert_eq!(p.cfg.grid, [263, 1, 1]);
+/// let p = plan_backward(4096, 8192, Dtype::Bf16, 32, 132);
+/// assert_eq!(p.cfg.grid, [256, 1, 1]); // 16 rows per block
+/// let p = plan_backward(32768, 4096, Dtype::Bf16, 32, 132);
+/// assert_eq!((p.path, p.cfg.block, p.cfg.grid), (Path::Fast(2), [256, 1, 1], [521, 1, 1]));
 /// ```
 pub fn plan_backward(m: usize, n: usize, dt: Dtype, wave: u32, cus: u32) -> Plan {
     let ws = wave as usize;
     let vec = dt.vec() as usize;
-    let persistent = |block: usize| {
-        let per_cu = (2048 / block).max(1);
-        grid(m.min(cus.max(1) as usize * per_cu))
+    let elem = dt.bytes() as usize;
+    // Blocks per compute unit for a block whose row step loads `row_bytes` (x and dy).
+    let persistent = |block: usize, row_bytes: usize| {
+        let per_cu = (64 * 1024usize)
+            .div_ceil(row_bytes.max(1))
+            .clamp(1, 4)
+            .min((2048 / block).max(1));
+        let target = m.min(cus.max(1) as usize * per_cu).max(1);
+        // Even split: the fewest blocks that give every block the same number of rows.
+        grid(m.div_ceil(m.div_ceil(target)))
     };
     if n.checked_rem(vec) == Some(0) {
         let v = n / vec;
@@ -114,7 +131,10 @@ pub fn plan_backward(m: usize, n: usize, dt: Dtype, wave: u32, cus: u32) -> Plan
                 let block = round_up(v.div_ceil(t as usize), ws);
                 return Plan {
                     path: Path::Fast(t),
-                    cfg: LaunchConfig::linear(persistent(block), block as u32),
+                    cfg: LaunchConfig::linear(
+                        persistent(block, 2 * block * t as usize * 16),
+                        block as u32,
+                    ),
                     lanes: 0,
                 };
             }
@@ -123,7 +143,7 @@ pub fn plan_backward(m: usize, n: usize, dt: Dtype, wave: u32, cus: u32) -> Plan
     let b = GENERIC_THREADS as usize;
     Plan {
         path: Path::Generic,
-        cfg: LaunchConfig::linear(persistent(b), GENERIC_THREADS),
+        cfg: LaunchConfig::linear(persistent(b, 2 * b * elem), GENERIC_THREADS),
         lanes: 0,
     }
 }
