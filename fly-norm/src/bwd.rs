@@ -73,23 +73,23 @@ impl NormBwdArgs {
 /// The buffers of a backward call (see [`norm_bwd`]).
 #[derive(Debug)]
 pub struct BwdBuffers<'a, T: Element, W: Element> {
-    /// The forward's input [m, n] (for fused add: its `residual_out`).
+    /// The forward's input `[m, n]` (for fused add: its `residual_out`).
     pub x: &'a DeviceBuffer<T>,
-    /// Scale [n].
+    /// Scale `[n]`.
     pub gamma: &'a DeviceBuffer<W>,
-    /// Gradient of the output [m, n].
+    /// Gradient of the output `[m, n]`.
     pub dy: &'a DeviceBuffer<T>,
-    /// Per-row mean [m] f32 from the forward (LayerNorm; RMSNorm passes `None`).
+    /// Per-row mean `[m]` f32 from the forward (LayerNorm; RMSNorm passes `None`).
     pub mean: Option<&'a DeviceBuffer<f32>>,
-    /// Per-row rstd [m] f32 from the forward.
+    /// Per-row rstd `[m]` f32 from the forward.
     pub rstd: &'a DeviceBuffer<f32>,
-    /// Fused add: gradient arriving at `residual_out` [m, n], added to `dx`.
+    /// Fused add: gradient arriving at `residual_out` `[m, n]`, added to `dx`.
     pub dresidual: Option<&'a DeviceBuffer<T>>,
-    /// Gradient of the input [m, n].
+    /// Gradient of the input `[m, n]`.
     pub dx: &'a mut DeviceBuffer<T>,
-    /// Gradient of gamma [n].
+    /// Gradient of gamma `[n]`.
     pub dgamma: &'a mut DeviceBuffer<W>,
-    /// Gradient of beta [n] (LayerNorm; `None` skips it; RMSNorm passes `None`).
+    /// Gradient of beta `[n]` (LayerNorm; `None` skips it; RMSNorm passes `None`).
     pub dbeta: Option<&'a mut DeviceBuffer<W>>,
 }
 

@@ -48,9 +48,9 @@ impl NormArgs {
 /// What a forward call writes: the normalised rows, or their dynamic / smooth int8 quant.
 #[derive(Debug)]
 pub enum FwdOut<'a, T: Element> {
-    /// `y` [m, n] in the activation dtype.
+    /// `y` `[m, n]` in the activation dtype.
     Y(&'a mut DeviceBuffer<T>),
-    /// `q` [m, n] int8 and `yscale` [m] f32; `xscale` [n] f32 (smooth quant) multiplies y
+    /// `q` `[m, n]` int8 and `yscale` `[m]` f32; `xscale` `[n]` f32 (smooth quant) multiplies y
     /// before the per-row scale is taken.
     Quant {
         /// int8 output.
@@ -65,20 +65,20 @@ pub enum FwdOut<'a, T: Element> {
 /// The buffers of a forward call (see [`norm_fwd`]).
 #[derive(Debug)]
 pub struct FwdBuffers<'a, T: Element, W: Element> {
-    /// Input [m, n].
+    /// Input `[m, n]`.
     pub x: &'a DeviceBuffer<T>,
-    /// Fused add: `(residual [m, n], residual_out [m, n])`; the kernel normalises
+    /// Fused add: `(residual `[m, n]`, residual_out `[m, n]`)`; the kernel normalises
     /// `r = x + residual` (rounded to `T`) and writes `r` to `residual_out`.
     pub residual: Option<(&'a DeviceBuffer<T>, &'a mut DeviceBuffer<T>)>,
-    /// Scale [n].
+    /// Scale `[n]`.
     pub gamma: &'a DeviceBuffer<W>,
-    /// LayerNorm bias [n] (`None`: no bias; RMSNorm must pass `None`).
+    /// LayerNorm bias `[n]` (`None`: no bias; RMSNorm must pass `None`).
     pub beta: Option<&'a DeviceBuffer<W>>,
     /// Output.
     pub out: FwdOut<'a, T>,
-    /// Per-row mean [m] f32 (LayerNorm only).
+    /// Per-row mean `[m]` f32 (LayerNorm only).
     pub mean: Option<&'a mut DeviceBuffer<f32>>,
-    /// Per-row rstd [m] f32.
+    /// Per-row rstd `[m]` f32.
     pub rstd: Option<&'a mut DeviceBuffer<f32>>,
 }
 

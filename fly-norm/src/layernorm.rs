@@ -40,7 +40,7 @@ pub fn layer_norm<T: Element, W: Element>(
     norm_fwd(stream, Norm::Layer, b, args)
 }
 
-/// LayerNorm forward that also writes the per-row `mean` and `rstd` (f32 [m]) for backward.
+/// LayerNorm forward that also writes the per-row `mean` and `rstd` (f32 `[m]`) for backward.
 ///
 /// ```
 /// use flydsl_rt::{Device, DeviceBuffer};

@@ -42,7 +42,7 @@ pub fn rms_norm<T: Element, W: Element>(
     norm_fwd(stream, Norm::Rms, b, args)
 }
 
-/// RMSNorm forward that also writes the per-row `rstd` (f32 [m]) for backward.
+/// RMSNorm forward that also writes the per-row `rstd` (f32 `[m]`) for backward.
 ///
 /// ```
 /// use flydsl_rt::{Device, DeviceBuffer};

@@ -95,13 +95,13 @@ impl NormDtype for half::bf16 {
 /// Forward results.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FwdRef {
-    /// Normalised output [m, n] (unrounded).
+    /// Normalised output `[m, n]` (unrounded).
     pub y: Vec<f64>,
-    /// Per-row mean [m] (0 for RMSNorm).
+    /// Per-row mean `[m]` (0 for RMSNorm).
     pub mean: Vec<f64>,
-    /// Per-row rstd [m].
+    /// Per-row rstd `[m]`.
     pub rstd: Vec<f64>,
-    /// The normalised input [m, n]: `x`, or `x + residual` rounded to the activation dtype.
+    /// The normalised input `[m, n]`: `x`, or `x + residual` rounded to the activation dtype.
     pub input: Vec<f64>,
 }
 
@@ -188,7 +188,7 @@ pub fn rms_norm_fwd<T: Storage>(
     norm_fwd::<T>(false, x, residual, gamma, None, m, n, eps)
 }
 
-/// Dynamic / smooth int8 quant of `y` [m, n]: `y' = y * xscale` (if given), `yscale =
+/// Dynamic / smooth int8 quant of `y` `[m, n]`: `y' = y * xscale` (if given), `yscale =
 /// rowmax|y'| / 127` (NaN ignored; 0 -> 1), `q = trunc(y' / yscale)` clamped to [-127, 127]
 /// (NaN -> 0). Returns (q, yscale).
 ///
@@ -225,11 +225,11 @@ pub fn quant(y: &[f64], xscale: Option<&[f64]>, m: usize, n: usize) -> (Vec<i8>,
 /// Backward results.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BwdRef {
-    /// Input gradient [m, n].
+    /// Input gradient `[m, n]`.
     pub dx: Vec<f64>,
-    /// Gamma gradient [n].
+    /// Gamma gradient `[n]`.
     pub dgamma: Vec<f64>,
-    /// Beta gradient [n] (LayerNorm).
+    /// Beta gradient `[n]` (LayerNorm).
     pub dbeta: Vec<f64>,
 }
 

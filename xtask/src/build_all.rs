@@ -1,9 +1,13 @@
-//! `cargo xtask build-all`: every variant for every target, with a resource table.
+//! `cargo xtask build-all`: every kernel variant of every family for every target, with a
+//! resource table. It builds the kernel crates with `FLYDSL_TARGETS` (so the variants are
+//! exactly the ones their build scripts declare), then reads each build script's
+//! `flydsl_report.txt`. A variant with scratch or LDS over the target's limit fails the
+//! build itself (`flydsl_build::check`).
 
-use crate::families;
-use flydsl_build::{parse_targets, Builder};
-use std::io::Write;
-use std::process::ExitCode;
+use flydsl_build::parse_targets;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
 /// Arguments of `build-all`.
@@ -12,18 +16,37 @@ pub struct Args {
     /// Comma list of targets (default: all five).
     #[arg(long, default_value = "all")]
     targets: String,
-    /// Family to build (`all` or one of the families).
-    #[arg(long, default_value = "all")]
-    family: String,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
-    /// Output folder for artifacts (default: target/xtask-build-all).
-    #[arg(long)]
-    out: Option<std::path::PathBuf>,
-    /// Ignore the cache (measure cold compile times).
+    /// Compile every variant again (fresh code-object cache), to measure compile times.
     #[arg(long)]
     cold: bool,
+}
+
+/// The kernel crates (the `flydsl-tests` crate holds the generator's proof kernels).
+const CRATES: [&str; 3] = ["flydsl-tests", "fly-norm", "fly-softmax"];
+
+/// One row of a build script's report.
+struct Row {
+    krate: String,
+    fields: BTreeMap<String, String>,
+    kernel: String,
+    target: String,
+}
+
+fn parse_report(krate: &str, text: &str) -> Vec<Row> {
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let kernel = it.next()?.to_string();
+            let target = it.next()?.to_string();
+            let fields = it
+                .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+                .collect();
+            Some(Row { krate: krate.to_string(), fields, kernel, target })
+        })
+        .collect()
 }
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
@@ -31,95 +54,107 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     if targets.is_empty() {
         return Err("--targets selected no target".into());
     }
-    let out = a
-        .out
-        .unwrap_or_else(|| std::path::PathBuf::from("target/xtask-build-all"));
-    if a.cold {
-        let _ = std::fs::remove_dir_all(&out);
+    let list: Vec<&str> = targets.iter().map(|t| t.name()).collect();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let cache = if a.cold {
+        let d = std::env::temp_dir().join(format!("flydsl-build-all-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    } else {
+        root.join("target/flydsl-cache")
+    };
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(&root)
+        .args(["build", "--message-format=json-render-diagnostics"])
+        .env("FLYDSL_TARGETS", list.join(","))
+        .env("FLYDSL_CACHE_DIR", &cache)
+        .stdout(Stdio::piped());
+    for c in CRATES {
+        cmd.args(["-p", c]);
     }
-    let json = a.json;
-    let b = Builder::new("xtask", &out, &targets).on_progress(move |done, total, k, t| {
-        if !json {
-            eprint!("\r[{done}/{total}] {k} ({t})\x1b[K");
-            let _ = std::io::stderr().flush();
-        }
-    });
-    let b = families::register(b, &a.family)?;
+    eprintln!("build-all: building {} for {} (cache {})", CRATES.join(", "), list.join(","), cache.display());
     let t0 = Instant::now();
-    let report = b.run().map_err(|e| e.to_string())?;
-    let wall = t0.elapsed().as_secs_f64();
-    if !json {
-        eprintln!();
+    let mut child = cmd.spawn().map_err(|e| format!("cannot run cargo: {e}"))?;
+    let mut out_dirs: BTreeMap<String, String> = BTreeMap::new();
+    let stdout = child.stdout.take().ok_or("no cargo stdout")?;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.map_err(|e| e.to_string())?;
+        let Ok(m) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+        if m["reason"] == "build-script-executed" {
+            let id = m["package_id"].as_str().unwrap_or("");
+            if let Some(c) = CRATES.iter().find(|c| id.contains(&format!("/{c}#")) || id.contains(&format!("{c}@")) || id.contains(&format!("/{c}@"))) {
+                out_dirs.insert(c.to_string(), m["out_dir"].as_str().unwrap_or("").to_string());
+                eprintln!("build-all: {c}: kernels built ({:.0} s)", t0.elapsed().as_secs_f64());
+            }
+        }
     }
-    if json {
-        let rows: Vec<serde_json::Value> = report
-            .variants
+    let status = child.wait().map_err(|e| e.to_string())?;
+    if !status.success() {
+        return Err("the build failed (see the errors above: a scratch spill or LDS over a target's limit fails it)".into());
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    let mut rows = Vec::new();
+    for c in CRATES {
+        let dir = out_dirs.get(c).ok_or_else(|| format!("cargo reported no build-script output for {c}"))?;
+        let text = std::fs::read_to_string(std::path::Path::new(dir).join("flydsl_report.txt"))
+            .map_err(|e| format!("{c}: reading flydsl_report.txt: {e}"))?;
+        rows.extend(parse_report(c, &text));
+    }
+    let f = |r: &Row, k: &str| r.fields.get(k).cloned().unwrap_or_default();
+    if a.json {
+        let v: Vec<serde_json::Value> = rows
             .iter()
-            .map(|v| {
-                let r = &v.resources;
-                serde_json::json!({
-                    "kernel": v.kernel, "target": v.target.name(), "vgpr": r.vgpr, "agpr": r.agpr,
-                    "sgpr": r.sgpr, "lds_bytes": r.lds_bytes, "scratch_bytes": r.scratch_bytes,
-                    "occupancy": r.occupancy, "code_bytes": r.code_bytes, "compile_s": v.compile_s,
-                    "cached": v.cached,
-                })
+            .map(|r| {
+                let mut o = serde_json::Map::new();
+                o.insert("crate".into(), r.krate.clone().into());
+                o.insert("kernel".into(), r.kernel.clone().into());
+                o.insert("target".into(), r.target.clone().into());
+                for (k, val) in &r.fields {
+                    let j = val.parse::<f64>().map(serde_json::Value::from).unwrap_or_else(|_| val.clone().into());
+                    o.insert(k.clone(), j);
+                }
+                serde_json::Value::Object(o)
             })
             .collect();
-        let doc = serde_json::json!({ "wall_s": wall, "variants": rows });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?
-        );
-    } else {
-        println!(
-            "{:<40} {:<8} {:>5} {:>5} {:>5} {:>7} {:>7} {:>4} {:>8} {:>8}",
-            "kernel",
-            "target",
-            "vgpr",
-            "agpr",
-            "sgpr",
-            "lds",
-            "scratch",
-            "occ",
-            "code B",
-            "compile"
-        );
-        for v in &report.variants {
-            let r = &v.resources;
-            let amd = v.target.is_amd();
-            let n = |x: u32| if amd { x.to_string() } else { "-".into() };
-            println!(
-                "{:<40} {:<8} {:>5} {:>5} {:>5} {:>7} {:>7} {:>4} {:>8} {:>8}",
-                v.kernel,
-                v.target.name(),
-                n(r.vgpr),
-                n(r.agpr),
-                n(r.sgpr),
-                r.lds_bytes,
-                r.scratch_bytes,
-                n(r.occupancy),
-                r.code_bytes,
-                if v.cached {
-                    "cached".to_string()
-                } else {
-                    format!("{:.2}s", v.compile_s)
-                }
-            );
+        let doc = serde_json::json!({"wall_s": wall, "targets": list, "variants": v});
+        println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{:<12} {:<40} {:<8} {:>5} {:>5} {:>5} {:>6} {:>7} {:>4} {:>8} {:>8}",
+        "crate", "kernel", "target", "vgpr", "agpr", "sgpr", "lds", "scratch", "occ", "code B", "compile"
+    );
+    let mut compiled = Vec::new();
+    for r in &rows {
+        let amd = r.target != "sm90";
+        let n = |k: &str| if amd { f(r, k) } else { "-".into() };
+        let secs: f64 = f(r, "compile_s").parse().unwrap_or(0.0);
+        let cached = f(r, "cached") == "true";
+        if !cached {
+            compiled.push(secs);
         }
-        let compiled: Vec<f64> = report
-            .variants
-            .iter()
-            .filter(|v| !v.cached)
-            .map(|v| v.compile_s)
-            .collect();
         println!(
-            "{} variants, {} compiled (mean {:.3}s each, cpu sum {:.1}s), wall {:.1}s",
-            report.variants.len(),
-            compiled.len(),
-            compiled.iter().sum::<f64>() / compiled.len().max(1) as f64,
-            compiled.iter().sum::<f64>(),
-            wall
+            "{:<12} {:<40} {:<8} {:>5} {:>5} {:>5} {:>6} {:>7} {:>4} {:>8} {:>8}",
+            r.krate,
+            r.kernel,
+            r.target,
+            n("vgpr"),
+            n("agpr"),
+            n("sgpr"),
+            f(r, "lds"),
+            f(r, "scratch"),
+            n("occupancy"),
+            f(r, "code_bytes"),
+            if cached { "cached".into() } else { format!("{secs:.2}s") }
         );
     }
+    println!(
+        "{} variants ({} compiled now, mean {:.3} s each, {:.1} s in total), wall {:.1} s",
+        rows.len(),
+        compiled.len(),
+        compiled.iter().sum::<f64>() / compiled.len().max(1) as f64,
+        compiled.iter().sum::<f64>(),
+        wall
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -11,7 +11,6 @@ mod build_all;
 mod bundle;
 mod devsel;
 mod elem;
-mod families;
 mod timing;
 mod verify;
 mod verify_norm;
