@@ -6,18 +6,37 @@
 //!
 //! Traffic tiers: classes up to [`BWD_BOTH_RESIDENT_MAX`] keep `y` and `dy` in registers (read
 //! both once, write dx: 3 units); larger resident classes keep only `y` and read `dy` twice
-//! (4 units); the looped paths keep neither (5 units).
+//! (4 units, the second read mostly from L2); the looped paths keep neither (5 units).
+//! Classes from [`BWD_PACKED_MIN`] keep `y` in the element dtype (a 65536-element bf16 row is
+//! 32 registers per thread of a 1024-thread block) plus, where the target's register budget
+//! allows, the first `dy` tiles; the rest of `dy` is read again last tile first, so the tiles
+//! read last the first time (the likeliest to still be in L2) come first.
 
 use crate::common::*;
-use crate::table::{kernel_name, Config, DType, BWD_BOTH_RESIDENT_MAX};
+use crate::table::Path;
+use crate::table::{kernel_name, Config, DType, BWD_BOTH_RESIDENT_MAX, BWD_PACKED_MIN};
 use flydsl_build::dsl::*;
-use flydsl_build::ir::{Kernel, ScalarType, Target};
+use flydsl_build::ir::{Kernel, ScalarType, Target, Type};
 
 /// Build the backward kernel of `cfg` for `dtype` on `target`.
 pub fn build(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel, BuildError> {
     let dt = scalar_type(dtype);
+    let name = kernel_name(cfg, dtype);
+    let mut cfg = *cfg;
+    if !cfg.serves(dtype) {
+        // Never dispatched for this dtype (the row would not fit in registers): build the
+        // looped kernel of the same block size so the launcher table stays complete.
+        cfg.path = if cfg.path.is_vector() {
+            Path::LoopVector
+        } else {
+            Path::LoopScalar
+        };
+        cfg.group = cfg.threads;
+        cfg.ept = 0;
+    }
+    let cfg = &cfg;
     let s = Shape::of(cfg, dtype);
-    KernelBuilder::new(&kernel_name(cfg, dtype), target, cfg.threads)
+    KernelBuilder::new(&name, target, cfg.threads)
         .waves_per_eu(wpe(cfg))
         .build(|k| {
             let y = k.tensor("y", dt);
@@ -42,7 +61,10 @@ pub fn build(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel, Build
                     n,
                 };
                 let finish = |dot: Val| group_reduce(dot, s.group, sdot, |a, b| a + b);
-                if resident(cfg) {
+                if resident(cfg) && cfg.class >= BWD_PACKED_MIN {
+                    // `nblocks >> 31` is 0 (the grid is positive) but opaque to the compiler.
+                    rows.packed(packed_dy_tiles(target, cfg), nblocks >> 31, finish);
+                } else if resident(cfg) {
                     rows.resident(cfg.class <= BWD_BOTH_RESIDENT_MAX, finish);
                 } else {
                     rows.looped(finish);
@@ -53,6 +75,18 @@ pub fn build(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel, Build
                 }
             });
         })
+}
+
+/// How many `dy` tiles the packed path keeps in registers besides `y` (the rest is read
+/// again). NVIDIA gives a 1024-thread block 64 registers per thread, which packed `y` already
+/// half fills; AMD's wave64 targets give 128 VGPRs at 16 waves per workgroup.
+fn packed_dy_tiles(target: Target, cfg: &Config) -> u32 {
+    let tiles = cfg.ept / 8; // the packed path is built for 2-byte dtypes only (`serves`)
+    if target.is_amd() {
+        tiles
+    } else {
+        0
+    }
 }
 
 /// The per-row resources and static shape.
@@ -90,6 +124,49 @@ impl Rows {
                 load_f32(&self.dy, i, s)
             };
             store_from_f32(&self.dx, i, yv * (d - dot), self.dt, s);
+        }
+    }
+
+    /// Register-resident row in the element dtype: `y` and the first `keep` tiles of `dy`
+    /// stay as loaded and are widened again for the output through `opaque` (a zero the
+    /// compiler cannot see through, so it cannot keep the first widening alive instead).
+    /// The other `dy` tiles are read again, last first.
+    fn packed(&self, keep: u32, opaque: Val, reduce: impl Fn(Val) -> Val) {
+        let s = &self.s;
+        let lane = lane_in_row(s.group, s.threads);
+        let idx: Vec<Val> = (0..s.tiles).map(|j| tile_index(lane, j, s)).collect();
+        let raw = |r: &Rsrc, i: Val| r.load_vec(i, s.width, s.align());
+        let ys: Vec<Val> = idx.iter().map(|&i| raw(&self.y, i)).collect();
+        let mut kept = Vec::new();
+        let mut acc = f32_const(s.width, 0.0);
+        for (j, (&i, &yv)) in idx.iter().zip(&ys).enumerate() {
+            let d = raw(&self.dy, i);
+            acc = yv.cast(ScalarType::F32).fma(d.cast(ScalarType::F32), acc);
+            if (j as u32) < keep {
+                kept.push(d);
+            }
+        }
+        let dot = bcast(reduce(horizontal(acc, |a, b| a + b)), s);
+        let widen = |v: Val| {
+            let words = Type::vec(ScalarType::I32, v.ty().size_bytes() / 4);
+            let w = v.bitcast(words) ^ splat(opaque, words.lanes());
+            w.bitcast(v.ty()).cast(ScalarType::F32)
+        };
+        // Re-read `dy` in batches of up to 4 tiles (16 registers), each batch's loads issued
+        // before its stores so several L2 reads are in flight per thread.
+        let order: Vec<usize> = (0..s.tiles as usize).rev().collect();
+        for batch in order.chunks(4) {
+            let ds: Vec<Val> = batch
+                .iter()
+                .map(|&j| match kept.get(j) {
+                    Some(&d) => widen(d),
+                    None => load_f32(&self.dy, idx[j], s),
+                })
+                .collect();
+            for (&j, &d) in batch.iter().zip(&ds) {
+                let out = widen(ys[j]) * (d - dot);
+                store_from_f32(&self.dx, idx[j], out, self.dt, s);
+            }
         }
     }
 

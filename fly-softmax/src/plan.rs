@@ -2,7 +2,7 @@
 //! and the launch geometry of a configuration.
 
 use crate::element::{launchers, Element};
-use crate::table::{kernel_name, Config, Kind, Path, CONFIGS};
+use crate::table::{kernel_name, Config, DType, Kind, Path, CONFIGS};
 use flydsl_rt::{Backend, Device, LaunchConfig};
 
 /// Most workgroups launched; blocks stride over the remaining row blocks (keeps every grid
@@ -53,7 +53,7 @@ impl Variant {
         let c = self.config;
         let vec_ok = !c.path.is_vector() || multiple_of(n, T::DTYPE.vec() as usize);
         let fits = c.path.is_loop() || n <= c.class as usize;
-        n >= 1 && vec_ok && fits
+        n >= 1 && vec_ok && fits && c.serves(T::DTYPE)
     }
 
     /// The kernel's variant table for `T` (IR for every target, code objects for the built ones).
@@ -137,10 +137,10 @@ fn multiple_of(n: usize, d: usize) -> bool {
     n % d == 0
 }
 
-fn max_class(kind: Kind, path: Path) -> u32 {
+fn max_class(kind: Kind, path: Path, dtype: DType) -> u32 {
     CONFIGS
         .iter()
-        .filter(|c| c.kind == kind && c.path == path)
+        .filter(|c| c.kind == kind && c.path == path && c.serves(dtype))
         .map(|c| c.class)
         .max()
         .unwrap_or(0)
@@ -155,6 +155,8 @@ fn max_class(kind: Kind, path: Path) -> u32 {
 /// assert_eq!(path_for::<half::bf16>(Kind::Forward, 1021), Path::Scalar);
 /// assert_eq!(path_for::<f32>(Kind::Forward, 1 << 20), Path::LoopVector);
 /// assert_eq!(path_for::<f32>(Kind::Backward, 65537), Path::LoopScalar);
+/// assert_eq!(path_for::<half::bf16>(Kind::Backward, 65536), Path::Vector);
+/// assert_eq!(path_for::<f32>(Kind::Backward, 65536), Path::LoopVector);
 /// ```
 pub fn path_for<T: Element>(kind: Kind, n: usize) -> Path {
     let vec = multiple_of(n, T::DTYPE.vec() as usize);
@@ -163,7 +165,7 @@ pub fn path_for<T: Element>(kind: Kind, n: usize) -> Path {
     } else {
         (Path::Scalar, Path::LoopScalar)
     };
-    if n <= max_class(kind, resident) as usize {
+    if n <= max_class(kind, resident, T::DTYPE) as usize {
         resident
     } else {
         looped
@@ -186,6 +188,7 @@ pub fn candidates<T: Element>(kind: Kind, device: &Device, n: usize) -> Vec<Vari
     let class = CONFIGS
         .iter()
         .filter(|c| c.kind == kind && c.path == path && c.class as usize >= n)
+        .filter(|c| c.serves(T::DTYPE))
         .map(|c| c.class)
         .min()
         .unwrap_or(u32::MAX);
@@ -193,6 +196,7 @@ pub fn candidates<T: Element>(kind: Kind, device: &Device, n: usize) -> Vec<Vari
         .iter()
         .enumerate()
         .filter(|(_, c)| c.kind == kind && c.path == path && c.class == class)
+        .filter(|(_, c)| c.serves(T::DTYPE))
         .map(|(index, config)| Variant { index, config })
         .collect();
     same.sort_by_key(|v| !v.config.default);

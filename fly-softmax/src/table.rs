@@ -104,7 +104,24 @@ impl Config {
     pub const fn amd_only(&self) -> bool {
         self.wpe != 0
     }
+    /// Whether this configuration serves rows of `dtype`: a register-resident row holds at
+    /// most [`RESIDENT_MAX_ROW_BYTES`] per operand (looped paths serve every dtype). The
+    /// kernel of a configuration that does not serve a dtype is still built (as the looped
+    /// kernel of the same block size) but never dispatched.
+    ///
+    /// ```
+    /// use fly_softmax::table::{DType, CONFIGS};
+    /// let big = CONFIGS.iter().find(|c| c.class == 65536).unwrap();
+    /// assert!(big.serves(DType::BF16) && big.serves(DType::F16) && !big.serves(DType::F32));
+    /// ```
+    pub const fn serves(&self, dtype: DType) -> bool {
+        self.path.is_loop() || self.class as u64 * dtype.size() as u64 <= RESIDENT_MAX_ROW_BYTES
+    }
 }
+
+/// The most bytes of one operand's row a register-resident configuration holds (a 128 KiB row
+/// fills half the register file of a 1024-thread block on every target).
+pub const RESIDENT_MAX_ROW_BYTES: u64 = 128 * 1024;
 
 const LOOP: u32 = u32::MAX;
 
@@ -183,7 +200,7 @@ pub const CONFIGS: &[Config] = &[
     c(F, LV, LOOP, 256, 256, 0, 0, true),
     c(F, LV, LOOP, 512, 512, 0, 0, false),
     c(F, LS, LOOP, 256, 256, 0, 0, true),
-    // ---- backward, vector path (<= 16384: y and dy resident; 32768: only y resident) --------
+    // ---- backward, vector path (<= 16384: y and dy resident; 32768: only y; 65536: packed) ---
     c(B, V, 256, 256, 32, 8, 0, true),
     c(B, V, 1024, 256, 64, 16, 0, true),
     c(B, V, 2048, 256, 256, 8, 0, true),
@@ -193,6 +210,7 @@ pub const CONFIGS: &[Config] = &[
     c(B, V, 8192, 256, 256, 32, 2, false),
     c(B, V, 16384, 512, 512, 32, 0, true),
     c(B, V, 32768, 512, 512, 64, 0, true),
+    c(B, V, 65536, 1024, 1024, 64, 0, true),
     // ---- backward, masked scalar path -------------------------------------------------------
     c(B, S, 512, 256, 64, 8, 0, true),
     c(B, S, 4096, 256, 256, 16, 0, true),
@@ -204,7 +222,9 @@ pub const CONFIGS: &[Config] = &[
 ];
 
 /// Backward classes up to this size keep both `y` and `dy` in registers (3 units of traffic);
-/// larger resident classes keep only `y` (4 units); looped paths keep neither (5 units).
+/// larger resident classes keep only `y` (4 units, the second `dy` read mostly from L2);
+/// looped paths keep neither (5 units). From [`BWD_PACKED_MIN`] on, `y` is kept in the
+/// element dtype (half the registers of f32) and widened at each use.
 ///
 /// ```
 /// use fly_softmax::table::{Kind, BWD_BOTH_RESIDENT_MAX, CONFIGS};
@@ -212,6 +232,10 @@ pub const CONFIGS: &[Config] = &[
 /// assert!(CONFIGS.iter().filter(|c| c.kind == Kind::Backward).any(|c| y_only(&c)));
 /// ```
 pub const BWD_BOTH_RESIDENT_MAX: u32 = 16384;
+
+/// Backward classes from this size on keep the resident row in the element dtype (see
+/// [`BWD_BOTH_RESIDENT_MAX`]).
+pub const BWD_PACKED_MIN: u32 = 65536;
 
 /// The element dtypes every configuration is built for.
 ///

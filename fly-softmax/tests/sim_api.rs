@@ -100,7 +100,10 @@ fn big_rows_fast_path() {
 fn long_rows_loop_paths() {
     assert_eq!(path_for::<f32>(Kind::Forward, 33000), Path::LoopVector);
     assert_eq!(path_for::<bf16>(Kind::Forward, 16411), Path::LoopScalar);
-    assert_eq!(path_for::<bf16>(Kind::Backward, 40000), Path::LoopVector);
+    assert_eq!(path_for::<bf16>(Kind::Backward, 65544), Path::LoopVector);
+    assert_eq!(path_for::<f32>(Kind::Backward, 40000), Path::LoopVector);
+    // Up to 65536 2-byte elements the backward row stays resident (packed y, class 65536).
+    assert_eq!(path_for::<bf16>(Kind::Backward, 40000), Path::Vector);
     check_fwd::<f32>(
         "f32 2x33000",
         &Device::sim(Target::Gfx942),
@@ -119,6 +122,20 @@ fn long_rows_loop_paths() {
         "bwd bf16 2x40000",
         &Device::sim(Target::Sm90),
         2,
+        40000,
+        Dispatch::Default,
+    );
+    check_bwd::<bf16>(
+        "bwd bf16 1x65544",
+        &Device::sim(Target::Sm90),
+        1,
+        65544,
+        Dispatch::Default,
+    );
+    check_bwd::<f32>(
+        "bwd f32 1x40000",
+        &Device::sim(Target::Gfx942),
+        1,
         40000,
         Dispatch::Default,
     );

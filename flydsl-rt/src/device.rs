@@ -2,7 +2,7 @@
 
 use crate::backend::{self, DeviceInfo, RawDevice, RawFunction};
 use crate::error::{Error, Result};
-use crate::launch::Decoded;
+use crate::launch::{AddrMap, Decoded};
 use crate::stream::{Event, Stream};
 use flydsl_ir::Target;
 use std::collections::HashMap;
@@ -79,8 +79,10 @@ pub(crate) struct DeviceInner {
     pub(crate) ordinal: usize,
     pub(crate) info: DeviceInfo,
     pub(crate) raw: RawDevice,
-    /// Loaded kernels, keyed by the address of their static `KernelVariant`.
-    modules: Mutex<HashMap<usize, Arc<RawFunction>>>,
+    /// Loaded kernels, keyed by the address of their static `KernelVariant` (lock-free
+    /// lookups; `loading` serialises the loads so each variant loads once).
+    modules: AddrMap<RawFunction, 256>,
+    loading: Mutex<()>,
 }
 
 /// A GPU (or simulated GPU). Cheap to clone: clones share one device.
@@ -130,7 +132,8 @@ fn wrap(backend: Backend, ordinal: usize, raw: RawDevice, info: DeviceInfo) -> D
             ordinal,
             info,
             raw,
-            modules: Mutex::new(HashMap::new()),
+            modules: AddrMap::new(),
+            loading: Mutex::new(()),
         }),
     }
 }
@@ -417,13 +420,15 @@ impl Device {
         key: usize,
         code: Option<&'static [u8]>,
         decoded: &Decoded,
-    ) -> Result<Arc<RawFunction>> {
-        let mut modules = self.inner.modules.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(f) = modules.get(&key) {
-            return Ok(f.clone());
+    ) -> Result<&RawFunction> {
+        if let Some(f) = self.inner.modules.get(key) {
+            return Ok(f);
         }
-        let f = Arc::new(self.inner.raw.load(code, decoded)?);
-        modules.insert(key, f.clone());
-        Ok(f)
+        let _loading = self.inner.loading.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = self.inner.modules.get(key) {
+            return Ok(f);
+        }
+        let f = self.inner.raw.load(code, decoded)?;
+        Ok(self.inner.modules.insert(key, f))
     }
 }

@@ -7,8 +7,9 @@ use crate::error::{Error, Result};
 use crate::repr::{as_bytes, DeviceRepr};
 use crate::variant::KernelVariants;
 use flydsl_ir::{KernargLayout, Kernel};
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Mutex;
 
 /// Grid and block dimensions of a launch (`grid` counts workgroups, not threads).
 ///
@@ -122,7 +123,8 @@ impl KernelArgs {
         KernelArgs {
             bytes: vec![0; size],
             devices: Vec::new(),
-            pushes: Vec::new(),
+            // A slot is at least 4 bytes: one allocation covers every push of a launcher.
+            pushes: Vec::with_capacity(size.div_ceil(4).min(64)),
             overflow: None,
         }
     }
@@ -205,7 +207,15 @@ impl KernelArgs {
                 layout.size
             ));
         }
-        let mut written = vec![false; layout.slots.len()];
+        // Which slots were written: on the stack for up to 64 slots.
+        let n = layout.slots.len();
+        let (mut small, mut large) = ([false; 64], Vec::new());
+        let written: &mut [bool] = if n <= small.len() {
+            &mut small[..n]
+        } else {
+            large.resize(n, false);
+            &mut large
+        };
         for p in &self.pushes {
             let Ok(i) = layout
                 .slots
@@ -257,34 +267,132 @@ pub(crate) struct Decoded {
     pub lds_bytes: u64,
 }
 
-/// Decode a variant's IR once per process (keyed by the address of the static IR bytes).
-fn decoded(kernel: &KernelVariants, ir: &'static [u8]) -> Result<Arc<Decoded>> {
-    type Cache = HashMap<(usize, usize), Arc<Decoded>>;
-    static CACHE: RwLock<Option<Cache>> = RwLock::new(None);
-    let key = (ir.as_ptr() as usize, ir.len());
-    if let Some(d) = CACHE
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-        .and_then(|c| c.get(&key))
-    {
-        return Ok(d.clone());
+/// Decode a variant's IR once per process (keyed by the address of the static IR bytes). The
+/// lookup is lock-free; the decoded IR lives for the rest of the process.
+fn decoded(kernel: &KernelVariants, ir: &'static [u8]) -> Result<&'static Decoded> {
+    static CACHE: AddrMap<Decoded, 1024> = AddrMap::new();
+    let key = ir.as_ptr() as usize;
+    if let Some(d) = CACHE.get(key) {
+        return Ok(d);
     }
     let ir_kernel = flydsl_ir::from_bytes(ir).map_err(|e| Error::BadVariant {
         kernel: kernel.name.to_string(),
         reason: e.to_string(),
     })?;
-    let d = Arc::new(Decoded {
-        layout: ir_kernel.kernarg_layout(),
-        lds_bytes: u64::from(ir_kernel.lds_bytes()),
-        kernel: ir_kernel,
-    });
-    let mut cache = CACHE.write().unwrap_or_else(|e| e.into_inner());
-    Ok(cache
-        .get_or_insert_with(HashMap::new)
-        .entry(key)
-        .or_insert(d)
-        .clone())
+    Ok(CACHE.insert(
+        key,
+        Decoded {
+            layout: ir_kernel.kernarg_layout(),
+            lds_bytes: u64::from(ir_kernel.lds_bytes()),
+            kernel: ir_kernel,
+        },
+    ))
+}
+
+/// A grow-only map from nonzero addresses to values: lookups are lock-free (a fixed
+/// open-addressed table of `N` slots, `N` a power of two); entries that do not fit go to a
+/// locked overflow list. Entries are never removed, so references live as long as the map.
+pub(crate) struct AddrMap<V, const N: usize> {
+    slots: [AtomicPtr<(usize, V)>; N],
+    spill: Mutex<Vec<Box<(usize, V)>>>,
+    _owns: PhantomData<*mut V>,
+}
+
+// SAFETY: the map owns its values (dropped with it, possibly on another thread: `V: Send`) and
+// hands out shared references to them across threads (`V: Sync`).
+unsafe impl<V: Send + Sync, const N: usize> Sync for AddrMap<V, N> {}
+// SAFETY: as above.
+unsafe impl<V: Send + Sync, const N: usize> Send for AddrMap<V, N> {}
+
+impl<V, const N: usize> AddrMap<V, N> {
+    /// An empty map.
+    pub(crate) const fn new() -> Self {
+        assert!(N.is_power_of_two());
+        AddrMap {
+            slots: [const { AtomicPtr::new(std::ptr::null_mut()) }; N],
+            spill: Mutex::new(Vec::new()),
+            _owns: PhantomData,
+        }
+    }
+
+    /// The probe sequence of `key`: its hashed home slot, then the following slots.
+    fn probe(key: usize) -> impl Iterator<Item = usize> {
+        let home = (key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        (0..N).map(move |i| (home as usize).wrapping_add(i) & (N - 1))
+    }
+
+    /// The value of `key`, if inserted.
+    pub(crate) fn get(&self, key: usize) -> Option<&V> {
+        for i in Self::probe(key) {
+            let p = self.slots[i].load(Ordering::Acquire);
+            if p.is_null() {
+                // Inserts fill the first empty slot of the probe sequence and nothing is ever
+                // removed: an empty slot ends the search.
+                return None;
+            }
+            // SAFETY: non-null slots hold entries published with Release and never freed
+            // before the map.
+            let e = unsafe { &*p };
+            if e.0 == key {
+                return Some(&e.1);
+            }
+        }
+        let spill = self.spill.lock().unwrap_or_else(|e| e.into_inner());
+        let e: *const (usize, V) = &**spill.iter().find(|e| e.0 == key)?;
+        // SAFETY: boxed entries never move or get freed before the map.
+        Some(unsafe { &(*e).1 })
+    }
+
+    /// Insert `value` for `key` unless present; the value stored for `key` either way.
+    pub(crate) fn insert(&self, key: usize, value: V) -> &V {
+        let mine = Box::into_raw(Box::new((key, value)));
+        for i in Self::probe(key) {
+            let mut p = self.slots[i].load(Ordering::Acquire);
+            if p.is_null() {
+                match self.slots[i].compare_exchange(
+                    std::ptr::null_mut(),
+                    mine,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    // SAFETY: just published; lives as long as the map.
+                    Ok(_) => return unsafe { &(*mine).1 },
+                    Err(now) => p = now,
+                }
+            }
+            // SAFETY: as in `get`.
+            let e = unsafe { &*p };
+            if e.0 == key {
+                // SAFETY: `mine` was never published.
+                drop(unsafe { Box::from_raw(mine) });
+                return &e.1;
+            }
+        }
+        // SAFETY: `mine` was never published.
+        let mine = unsafe { Box::from_raw(mine) };
+        let mut spill = self.spill.lock().unwrap_or_else(|e| e.into_inner());
+        let e: *const (usize, V) = match spill.iter().find(|e| e.0 == key) {
+            Some(e) => &**e,
+            None => {
+                spill.push(mine);
+                &**spill.last().expect("just pushed")
+            }
+        };
+        // SAFETY: boxed entries never move or get freed before the map.
+        unsafe { &(*e).1 }
+    }
+}
+
+impl<V, const N: usize> Drop for AddrMap<V, N> {
+    fn drop(&mut self) {
+        for s in &mut self.slots {
+            let p = *s.get_mut();
+            if !p.is_null() {
+                // SAFETY: published entries are owned by the map and freed exactly once.
+                drop(unsafe { Box::from_raw(p) });
+            }
+        }
+    }
 }
 
 /// Validate and launch (the body of [`Stream::launch`](crate::Stream::launch)).
@@ -359,7 +467,7 @@ pub(crate) unsafe fn launch(
     if cfg.is_empty() {
         return Ok(());
     }
-    let f = device.module(variant as *const _ as usize, code, &d)?;
+    let f = device.module(variant as *const _ as usize, code, d)?;
     // SAFETY: the stream and function belong to `device`, the argument buffer matches the
     // layout (checked above) and holds pointers of live buffers of this device; in-bounds
     // accesses are the caller's obligation.
@@ -367,7 +475,7 @@ pub(crate) unsafe fn launch(
         device
             .inner
             .raw
-            .launch(raw_stream, &f, &d, cfg.grid, cfg.block, &args.bytes)
+            .launch(raw_stream, f, d, cfg.grid, cfg.block, &args.bytes)
     }
 }
 
@@ -395,5 +503,27 @@ fn grid_limit(target: flydsl_ir::Target, cfg: &LaunchConfig) -> Option<String> {
                 )
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AddrMap;
+
+    #[test]
+    fn addr_map_keeps_first_value_and_spills_past_its_table() {
+        let m: AddrMap<String, 4> = AddrMap::new();
+        assert!(m.get(8).is_none());
+        for k in 1..=10usize {
+            assert_eq!(m.insert(k * 8, format!("v{k}")), &format!("v{k}"));
+        }
+        assert_eq!(m.insert(16, "again".into()), "v2");
+        for k in 1..=10usize {
+            assert_eq!(
+                m.get(k * 8).map(String::as_str),
+                Some(format!("v{k}").as_str())
+            );
+        }
+        assert!(m.get(88).is_none());
     }
 }

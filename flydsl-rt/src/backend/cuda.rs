@@ -2,7 +2,9 @@
 //!
 //! Layers: `cudarc::driver::sys` (raw, dynamically loaded), `cudarc::driver::result` (thin
 //! `Result` wrappers), and the handle types here. Each device uses its primary context, made
-//! current on the calling thread before every call.
+//! current on the calling thread before every call; launches skip that when this thread last
+//! made the same context current (and retry once after making it current if a launch fails,
+//! in case other code changed the thread's context since).
 //!
 //! Launches pass `kernelParams`: one pointer per kernel argument, pointing into the packed
 //! [`KernelArgs`](crate::KernelArgs) buffer at the slot offsets of the IR's kernarg layout. That
@@ -97,10 +99,28 @@ fn probe(ordinal: usize) -> Result<(CudaDevice, DeviceInfo)> {
     Ok((CudaDevice { ctx }, info))
 }
 
+thread_local! {
+    /// The context this thread last made current through [`CudaDevice::current`].
+    static CURRENT: std::cell::Cell<sys::CUcontext> = const { std::cell::Cell::new(std::ptr::null_mut()) };
+}
+
+/// Kernel parameters passed from a stack array up to this many.
+const INLINE_PARAMS: usize = 32;
+
 impl CudaDevice {
     fn current(&self) -> Result<()> {
         // SAFETY: `ctx` is a retained primary context, valid for the life of the process.
-        unsafe { result::ctx::set_current(self.ctx) }.map_err(driver("cuCtxSetCurrent"))
+        unsafe { result::ctx::set_current(self.ctx) }.map_err(driver("cuCtxSetCurrent"))?;
+        CURRENT.with(|c| c.set(self.ctx));
+        Ok(())
+    }
+
+    /// Make the context current unless this thread already did (see the module docs).
+    fn current_cached(&self) -> Result<()> {
+        if CURRENT.with(|c| c.get()) == self.ctx {
+            return Ok(());
+        }
+        self.current()
     }
 
     pub(crate) fn alloc(&self, bytes: u64) -> Result<u64> {
@@ -210,34 +230,51 @@ impl CudaDevice {
         block: [u32; 3],
         args: &[u8],
     ) -> Result<()> {
-        self.current()?;
-        let mut params: Vec<*mut c_void> = decoded
-            .layout
-            .slots
-            .iter()
+        self.current_cached()?;
+        let slots = &decoded.layout.slots;
+        let mut inline = [std::ptr::null_mut::<c_void>(); INLINE_PARAMS];
+        let mut heap = Vec::new();
+        let params: &mut [*mut c_void] = if slots.len() <= INLINE_PARAMS {
+            &mut inline[..slots.len()]
+        } else {
+            heap.resize(slots.len(), std::ptr::null_mut());
+            &mut heap
+        };
+        for (p, s) in params.iter_mut().zip(slots) {
             // Offsets are inside `args`: the launcher checked args.len() == layout.size.
-            .map(|s| args[s.offset as usize..].as_ptr() as *mut c_void)
-            .collect();
-        // SAFETY: `params` holds one pointer per PTX parameter into `args`, which outlives the
-        // call (the driver copies the values before returning); handles are live; the rest is
-        // guaranteed by the caller.
-        unsafe {
-            sys::cuLaunchKernel(
-                f.function,
-                grid[0],
-                grid[1],
-                grid[2],
-                block[0],
-                block[1],
-                block[2],
-                0,
-                stream.raw,
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
+            *p = args[s.offset as usize..].as_ptr() as *mut c_void;
         }
-        .result()
-        .map_err(driver("cuLaunchKernel"))
+        let params = params.as_mut_ptr();
+        let go = || {
+            // SAFETY: `params` holds one pointer per PTX parameter into `args`, which outlives
+            // the call (the driver copies the values before returning); handles are live; the
+            // rest is guaranteed by the caller.
+            unsafe {
+                sys::cuLaunchKernel(
+                    f.function,
+                    grid[0],
+                    grid[1],
+                    grid[2],
+                    block[0],
+                    block[1],
+                    block[2],
+                    0,
+                    stream.raw,
+                    params,
+                    std::ptr::null_mut(),
+                )
+            }
+            .result()
+        };
+        match go() {
+            Ok(()) => Ok(()),
+            Err(_) => {
+                // Another library may have changed this thread's context since we last set
+                // it: make ours current and try once more (a failed launch enqueued nothing).
+                self.current()?;
+                go().map_err(driver("cuLaunchKernel"))
+            }
+        }
     }
 }
 
