@@ -149,11 +149,16 @@ pub fn run(a: Args) -> R<ExitCode> {
         // No GPU: host-side and Sim timings through criterion (the GPU shapes would take
         // hours in a CPU interpreter; `--shrink N` runs them scaled down instead).
         eprintln!("no GPU: running the criterion host/Sim benches (cargo bench -p flydsl-rt --bench host)");
-        let st = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["bench", "-p", "flydsl-rt", "--bench", "host"])
-            .status()
-            .map_err(|x| format!("cannot run cargo bench: {x}"))?;
-        return Ok(if st.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+        let st =
+            std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .args(["bench", "-p", "flydsl-rt", "--bench", "host"])
+                .status()
+                .map_err(|x| format!("cannot run cargo bench: {x}"))?;
+        return Ok(if st.success() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
     }
     eprintln!("bench on {} ({})", dev.name(), dev.backend());
     let mut c = Ctx {

@@ -42,9 +42,17 @@ fn parse_report(krate: &str, text: &str) -> Vec<Row> {
             let kernel = it.next()?.to_string();
             let target = it.next()?.to_string();
             let fields = it
-                .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+                .filter_map(|kv| {
+                    kv.split_once('=')
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                })
                 .collect();
-            Some(Row { krate: krate.to_string(), fields, kernel, target })
+            Some(Row {
+                krate: krate.to_string(),
+                fields,
+                kernel,
+                target,
+            })
         })
         .collect()
 }
@@ -72,19 +80,36 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     for c in CRATES {
         cmd.args(["-p", c]);
     }
-    eprintln!("build-all: building {} for {} (cache {})", CRATES.join(", "), list.join(","), cache.display());
+    eprintln!(
+        "build-all: building {} for {} (cache {})",
+        CRATES.join(", "),
+        list.join(","),
+        cache.display()
+    );
     let t0 = Instant::now();
     let mut child = cmd.spawn().map_err(|e| format!("cannot run cargo: {e}"))?;
     let mut out_dirs: BTreeMap<String, String> = BTreeMap::new();
     let stdout = child.stdout.take().ok_or("no cargo stdout")?;
     for line in BufReader::new(stdout).lines() {
         let line = line.map_err(|e| e.to_string())?;
-        let Ok(m) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+        let Ok(m) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
         if m["reason"] == "build-script-executed" {
             let id = m["package_id"].as_str().unwrap_or("");
-            if let Some(c) = CRATES.iter().find(|c| id.contains(&format!("/{c}#")) || id.contains(&format!("{c}@")) || id.contains(&format!("/{c}@"))) {
-                out_dirs.insert(c.to_string(), m["out_dir"].as_str().unwrap_or("").to_string());
-                eprintln!("build-all: {c}: kernels built ({:.0} s)", t0.elapsed().as_secs_f64());
+            if let Some(c) = CRATES.iter().find(|c| {
+                id.contains(&format!("/{c}#"))
+                    || id.contains(&format!("{c}@"))
+                    || id.contains(&format!("/{c}@"))
+            }) {
+                out_dirs.insert(
+                    c.to_string(),
+                    m["out_dir"].as_str().unwrap_or("").to_string(),
+                );
+                eprintln!(
+                    "build-all: {c}: kernels built ({:.0} s)",
+                    t0.elapsed().as_secs_f64()
+                );
             }
         }
     }
@@ -95,7 +120,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     let wall = t0.elapsed().as_secs_f64();
     let mut rows = Vec::new();
     for c in CRATES {
-        let dir = out_dirs.get(c).ok_or_else(|| format!("cargo reported no build-script output for {c}"))?;
+        let dir = out_dirs
+            .get(c)
+            .ok_or_else(|| format!("cargo reported no build-script output for {c}"))?;
         let text = std::fs::read_to_string(std::path::Path::new(dir).join("flydsl_report.txt"))
             .map_err(|e| format!("{c}: reading flydsl_report.txt: {e}"))?;
         rows.extend(parse_report(c, &text));
@@ -110,19 +137,35 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
                 o.insert("kernel".into(), r.kernel.clone().into());
                 o.insert("target".into(), r.target.clone().into());
                 for (k, val) in &r.fields {
-                    let j = val.parse::<f64>().map(serde_json::Value::from).unwrap_or_else(|_| val.clone().into());
+                    let j = val
+                        .parse::<f64>()
+                        .map(serde_json::Value::from)
+                        .unwrap_or_else(|_| val.clone().into());
                     o.insert(k.clone(), j);
                 }
                 serde_json::Value::Object(o)
             })
             .collect();
         let doc = serde_json::json!({"wall_s": wall, "targets": list, "variants": v});
-        println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?
+        );
         return Ok(ExitCode::SUCCESS);
     }
     println!(
         "{:<12} {:<40} {:<8} {:>5} {:>5} {:>5} {:>6} {:>7} {:>4} {:>8} {:>8}",
-        "crate", "kernel", "target", "vgpr", "agpr", "sgpr", "lds", "scratch", "occ", "code B", "compile"
+        "crate",
+        "kernel",
+        "target",
+        "vgpr",
+        "agpr",
+        "sgpr",
+        "lds",
+        "scratch",
+        "occ",
+        "code B",
+        "compile"
     );
     let mut compiled = Vec::new();
     for r in &rows {
@@ -145,7 +188,11 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             f(r, "scratch"),
             n("occupancy"),
             f(r, "code_bytes"),
-            if cached { "cached".into() } else { format!("{secs:.2}s") }
+            if cached {
+                "cached".into()
+            } else {
+                format!("{secs:.2}s")
+            }
         );
     }
     println!(
