@@ -141,66 +141,43 @@ trait Half: flydsl_rt::DeviceRepr + Copy {
         d: &mut DeviceBuffer<f32>,
     ) -> flydsl_rt::Result<()>;
 }
-impl Half for f16 {
-    const BF: bool = false;
-    fn of(v: f32) -> Self {
-        f16::from_f32(v)
-    }
-    unsafe fn tiled(
-        s: &flydsl_rt::Stream,
-        cfg: LaunchConfig,
-        a: &DeviceBuffer<Self>,
-        b: &DeviceBuffer<Self>,
-        c: &mut DeviceBuffer<f32>,
-        m: i32,
-        n: i32,
-        k: i32,
-    ) -> flydsl_rt::Result<()> {
-        // SAFETY: forwarded.
-        unsafe { proof::tiled_mma_f16(s, cfg, a, b, c, m, n, k) }
-    }
-    unsafe fn probe(
-        s: &flydsl_rt::Stream,
-        cfg: LaunchConfig,
-        a: &DeviceBuffer<Self>,
-        b: &DeviceBuffer<Self>,
-        c: &DeviceBuffer<f32>,
-        d: &mut DeviceBuffer<f32>,
-    ) -> flydsl_rt::Result<()> {
-        // SAFETY: forwarded.
-        unsafe { proof::mma_probe_f16(s, cfg, a, b, c, d) }
-    }
+/// Implements [`Half`] for one type with its generated launchers.
+macro_rules! half_impl {
+    ($t:ty, $bf:expr, $tiled:ident, $probe:ident) => {
+        impl Half for $t {
+            const BF: bool = $bf;
+            fn of(v: f32) -> Self {
+                <$t>::from_f32(v)
+            }
+            unsafe fn tiled(
+                s: &flydsl_rt::Stream,
+                cfg: LaunchConfig,
+                a: &DeviceBuffer<Self>,
+                b: &DeviceBuffer<Self>,
+                c: &mut DeviceBuffer<f32>,
+                m: i32,
+                n: i32,
+                k: i32,
+            ) -> flydsl_rt::Result<()> {
+                // SAFETY: forwarded.
+                unsafe { proof::$tiled(s, cfg, a, b, c, m, n, k) }
+            }
+            unsafe fn probe(
+                s: &flydsl_rt::Stream,
+                cfg: LaunchConfig,
+                a: &DeviceBuffer<Self>,
+                b: &DeviceBuffer<Self>,
+                c: &DeviceBuffer<f32>,
+                d: &mut DeviceBuffer<f32>,
+            ) -> flydsl_rt::Result<()> {
+                // SAFETY: forwarded.
+                unsafe { proof::$probe(s, cfg, a, b, c, d) }
+            }
+        }
+    };
 }
-impl Half for bf16 {
-    const BF: bool = true;
-    fn of(v: f32) -> Self {
-        bf16::from_f32(v)
-    }
-    unsafe fn tiled(
-        s: &flydsl_rt::Stream,
-        cfg: LaunchConfig,
-        a: &DeviceBuffer<Self>,
-        b: &DeviceBuffer<Self>,
-        c: &mut DeviceBuffer<f32>,
-        m: i32,
-        n: i32,
-        k: i32,
-    ) -> flydsl_rt::Result<()> {
-        // SAFETY: forwarded.
-        unsafe { proof::tiled_mma_bf16(s, cfg, a, b, c, m, n, k) }
-    }
-    unsafe fn probe(
-        s: &flydsl_rt::Stream,
-        cfg: LaunchConfig,
-        a: &DeviceBuffer<Self>,
-        b: &DeviceBuffer<Self>,
-        c: &DeviceBuffer<f32>,
-        d: &mut DeviceBuffer<f32>,
-    ) -> flydsl_rt::Result<()> {
-        // SAFETY: forwarded.
-        unsafe { proof::mma_probe_bf16(s, cfg, a, b, c, d) }
-    }
-}
+half_impl!(f16, false, tiled_mma_f16, mma_probe_f16);
+half_impl!(bf16, true, tiled_mma_bf16, mma_probe_bf16);
 
 /// C = A * B^T on small integers (exact in f32) through the target's matrix atom.
 fn tiled_mma_case<T: Half>(dev: &Device, mt: usize, nt: usize, kt: usize, rng: &mut Rng) {

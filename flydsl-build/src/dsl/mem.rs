@@ -18,6 +18,44 @@ fn flags(ty: Type, align: u32, nontemporal: bool) -> MemFlags {
     }
 }
 
+/// `n` elements at `ptr[i]` (the shared body of every pointer load).
+fn ptr_load(ptr: Val, i: impl Into<Operand>, n: u32, align: u32) -> Val {
+    let ty = Type::vec(ptr.elem(), n);
+    let index = index(i);
+    emit(
+        OpKind::Load {
+            ptr: ptr.id(),
+            index: index.id(),
+            flags: flags(ty, align, false),
+        },
+        ty,
+    )
+}
+
+/// Store `v` at `ptr[i]` (the shared body of every pointer store).
+fn ptr_store(ptr: Val, i: impl Into<Operand>, v: Val, align: u32, nontemporal: bool) {
+    let index = index(i);
+    emit0(OpKind::Store {
+        ptr: ptr.id(),
+        index: index.id(),
+        value: v.id(),
+        flags: flags(v.ty(), align, nontemporal),
+    })
+}
+
+/// Atomic add at `ptr[i]`, returning the previous value.
+fn ptr_atomic_add(ptr: Val, i: impl Into<Operand>, v: Val) -> Val {
+    let index = index(i);
+    emit(
+        OpKind::AtomicAdd {
+            ptr: ptr.id(),
+            index: index.id(),
+            value: v.id(),
+        },
+        v.ty(),
+    )
+}
+
 /// A global tensor parameter: a pointer and its element count.
 #[derive(Clone, Copy, Debug)]
 pub struct Tensor {
@@ -47,16 +85,7 @@ impl Tensor {
     }
     /// Load `n` consecutive elements starting at element `i`, assuming `align` bytes.
     pub fn load_vec(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
-        let ty = Type::vec(self.elem(), n);
-        let index = index(i);
-        emit(
-            OpKind::Load {
-                ptr: self.ptr.id(),
-                index: index.id(),
-                flags: flags(ty, align, false),
-            },
-            ty,
-        )
+        ptr_load(self.ptr, i, n, align)
     }
     /// Store `v` (scalar or vector) at element `i`.
     pub fn store(&self, i: impl Into<Operand>, v: Val) {
@@ -64,25 +93,11 @@ impl Tensor {
     }
     /// Store with an alignment and non-temporal hint.
     pub fn store_aligned(&self, i: impl Into<Operand>, v: Val, align: u32, nontemporal: bool) {
-        let index = index(i);
-        emit0(OpKind::Store {
-            ptr: self.ptr.id(),
-            index: index.id(),
-            value: v.id(),
-            flags: flags(v.ty(), align, nontemporal),
-        })
+        ptr_store(self.ptr, i, v, align, nontemporal)
     }
     /// Atomic add at element `i` (f32 or i32); returns the previous value.
     pub fn atomic_add(&self, i: impl Into<Operand>, v: Val) -> Val {
-        let index = index(i);
-        emit(
-            OpKind::AtomicAdd {
-                ptr: self.ptr.id(),
-                index: index.id(),
-                value: v.id(),
-            },
-            v.ty(),
-        )
+        ptr_atomic_add(self.ptr, i, v)
     }
     /// A view starting `offset` elements further (the length is not adjusted).
     pub fn offset(&self, offset: impl Into<Operand>) -> Tensor {
@@ -174,16 +189,7 @@ impl Lds {
     }
     /// Load `n` elements at element `i`.
     pub fn load_vec(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
-        let ty = Type::vec(self.ptr.elem(), n);
-        let index = index(i);
-        emit(
-            OpKind::Load {
-                ptr: self.ptr.id(),
-                index: index.id(),
-                flags: flags(ty, align, false),
-            },
-            ty,
-        )
+        ptr_load(self.ptr, i, n, align)
     }
     /// Load one element.
     pub fn load(&self, i: impl Into<Operand>) -> Val {
@@ -191,24 +197,10 @@ impl Lds {
     }
     /// Store at element `i`.
     pub fn store(&self, i: impl Into<Operand>, v: Val) {
-        let index = index(i);
-        emit0(OpKind::Store {
-            ptr: self.ptr.id(),
-            index: index.id(),
-            value: v.id(),
-            flags: flags(v.ty(), 0, false),
-        })
+        ptr_store(self.ptr, i, v, 0, false)
     }
     /// Atomic add at element `i`.
     pub fn atomic_add(&self, i: impl Into<Operand>, v: Val) -> Val {
-        let index = index(i);
-        emit(
-            OpKind::AtomicAdd {
-                ptr: self.ptr.id(),
-                index: index.id(),
-                value: v.id(),
-            },
-            v.ty(),
-        )
+        ptr_atomic_add(self.ptr, i, v)
     }
 }
