@@ -158,6 +158,18 @@ pub const fn fast_max_block(kind: Kind, tiles: u32) -> u32 {
         _ => 256,
     }
 }
+/// Register cap of the fast path with `tiles` tiles on sm_90 (`.maxnreg`; AMD ignores it), or
+/// none. The forward with 4 tiles serves rows of 2048..8192 2-byte (1024..4096 f32) elements
+/// in 256-thread blocks, one row per block: only the x loads of the resident blocks are in
+/// flight, so the number of blocks per SM sets the bandwidth. ptxas left alone takes 80
+/// registers (3 blocks of 256 threads); 64 fits 4 blocks, without spills (ptxas 12.9; the
+/// weights are read after the row reduction, so only the packed x is live across it).
+pub const fn fast_max_registers(kind: Kind, tiles: u32) -> Option<u32> {
+    match kind {
+        Kind::Fwd if tiles == 4 => Some(64),
+        _ => None,
+    }
+}
 /// Largest block of the multi-row path.
 pub const ROWS_BLOCK: u32 = 256;
 /// Largest number of waves in a block on any target (1024 threads of wave32).

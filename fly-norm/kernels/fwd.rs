@@ -7,7 +7,9 @@
 //! ignores `beta` and `mean`; only the multi-row path reads `lanes`.
 
 use crate::common::*;
-use crate::config::{fast_max_block, Family, Kind, Path, GENERIC_THREADS, ROWS_BLOCK};
+use crate::config::{
+    fast_max_block, fast_max_registers, Family, Kind, Path, GENERIC_THREADS, ROWS_BLOCK,
+};
 use flydsl_build::dsl::*;
 use flydsl_build::ir::{Kernel, ScalarType, Target};
 
@@ -78,20 +80,26 @@ pub fn build(fam: Family, path: Path, target: Target) -> Result<Kernel, BuildErr
         Path::Rows(_) => ROWS_BLOCK,
         Path::Generic => GENERIC_THREADS,
     };
-    KernelBuilder::new(&fam.kernel_name(path), target, max_threads).build(|k| {
-        let p = Params::declare(k, fam);
-        let scratch = match path {
-            Path::Rows(_) => None,
-            _ => Some(k.lds("red", F32, scratch_len(4))),
-        };
-        let math = RowMath::new(fam.norm, p.n, p.eps);
-        match (path, scratch) {
-            (Path::Fast(t), Some(s)) => vectorised(&p, fam, &math, t, Shape::Block(s)),
-            (Path::Rows(t), _) => vectorised(&p, fam, &math, t, Shape::Rows),
-            (_, Some(s)) => generic(&p, fam, &math, s),
-            _ => {}
-        }
-    })
+    let max_regs = match path {
+        Path::Fast(t) => fast_max_registers(fam.kind, t),
+        _ => None,
+    };
+    KernelBuilder::new(&fam.kernel_name(path), target, max_threads)
+        .max_registers(max_regs)
+        .build(|k| {
+            let p = Params::declare(k, fam);
+            let scratch = match path {
+                Path::Rows(_) => None,
+                _ => Some(k.lds("red", F32, scratch_len(4))),
+            };
+            let math = RowMath::new(fam.norm, p.n, p.eps);
+            match (path, scratch) {
+                (Path::Fast(t), Some(s)) => vectorised(&p, fam, &math, t, Shape::Block(s)),
+                (Path::Rows(t), _) => vectorised(&p, fam, &math, t, Shape::Rows),
+                (_, Some(s)) => generic(&p, fam, &math, s),
+                _ => {}
+            }
+        })
 }
 
 /// How the vectorised paths map threads to rows.
@@ -128,13 +136,7 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape)
         .map(|t| (stride * t as i32 + j) * vec as i32)
         .collect();
     let inrange: Vec<Val> = idx.iter().map(|&i| i.lt(p.n)).collect();
-    // Row-invariant operands stay in registers across the rows a block visits.
     let (gr, br) = (p.gamma.rsrc(), p.beta.rsrc());
-    let g: Vec<Val> = idx.iter().map(|&i| rsrc_load(gr, i, vec)).collect();
-    let b: Vec<Val> = match fam.norm {
-        crate::config::Norm::Layer => idx.iter().map(|&i| rsrc_load(br, i, vec)).collect(),
-        crate::config::Norm::Rms => vec![],
-    };
     let smooth = p.q.map(|(_, _, xs)| (xs.len().gt(0i64), xs.rsrc()));
     let xsv: Vec<Val> = match smooth {
         Some((_, r)) => idx.iter().map(|&i| rsrc_load(r, i, vec)).collect(),
@@ -182,6 +184,20 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape)
             }
         };
         let sums = reduce(part.iter().map(|&v| (v, Red::Sum)).collect(), 0);
+        // 2-byte inputs stay packed across the reduction (half the registers of f32), and
+        // are widened again afterwards (see `opaque`).
+        let xf: Vec<Val> = if fam.dt.bytes() == 2 {
+            xin.iter().map(|&v| opaque(v, p.n).cast(F32)).collect()
+        } else {
+            xf
+        };
+        // The weights are read per row after the reduction (L1 hits after the first rows of
+        // an SM), so that they are not live across its barrier.
+        let g: Vec<Val> = idx.iter().map(|&i| rsrc_load(gr, i, vec)).collect();
+        let b: Vec<Val> = match fam.norm {
+            crate::config::Norm::Layer => idx.iter().map(|&i| rsrc_load(br, i, vec)).collect(),
+            crate::config::Norm::Rms => vec![],
+        };
         let (mean, rstd) = math.stats(&sums);
         let write_stats = cx.first & cx.valid;
         if fam.norm == crate::config::Norm::Layer {
