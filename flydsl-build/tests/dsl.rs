@@ -67,6 +67,8 @@ fn atom_layouts_are_affine_in_lane_pieces_and_bijective() {
         (MmaAtom::Mfma16x16x32Bf16, Target::Gfx950),
         (MmaAtom::Wmma16x16x16F16, Target::Gfx1201),
         (MmaAtom::Wmma16x16x32Bf16, Target::Gfx1250),
+        (MmaAtom::Wmma16x16x64Fp8, Target::Gfx1250),
+        (MmaAtom::MfmaScale16x16x128Fp8, Target::Gfx950),
         (MmaAtom::MmaM16N8K16Bf16, Target::Sm90),
     ];
     for (atom, t) in atoms {
@@ -114,6 +116,86 @@ fn documented_worked_values() {
     assert_eq!(host::a(MmaAtom::Mfma16x16x32Fp8, 33, 4), (1, 20));
     assert_eq!(host::a(MmaAtom::Wmma16x16x16F16, 20, 4), (4, 12));
     assert_eq!(host::a(MmaAtom::Wmma16x16x16F16, 20, 5), (4, 13));
+    // §4.2: gfx1250 WMMA fp8 `A[l%16][32*(e/16) + 16*(l/16) + e%16]`, C `D[8*(l/16)+v][l%16]`.
+    assert_eq!(host::a(MmaAtom::Wmma16x16x64Fp8, 20, 3), (4, 19));
+    assert_eq!(host::a(MmaAtom::Wmma16x16x64Fp8, 20, 17), (4, 49));
+    assert_eq!(host::b(MmaAtom::Wmma16x16x64Fp8, 5, 16), (32, 5));
+    assert_eq!(host::c(MmaAtom::Wmma16x16x64Fp8, 21, 7), (15, 5));
+    // §2.2 [I]: scaled MFMA fp8 `A[l%16][64*(e/16) + 16*(l/16) + e%16]`, MFMA 16x16 C.
+    assert_eq!(host::a(MmaAtom::MfmaScale16x16x128Fp8, 50, 2), (2, 50));
+    assert_eq!(host::a(MmaAtom::MfmaScale16x16x128Fp8, 50, 18), (2, 114));
+    assert_eq!(host::c(MmaAtom::MfmaScale16x16x128Fp8, 50, 1), (13, 2));
+}
+
+#[test]
+fn fp8_wmma_and_scaled_mfma_build_and_lower() {
+    let k = KernelBuilder::new("wmma_fp8", Target::Gfx1250, 32)
+        .build(|k| {
+            let out = k.tensor_mut("out", F32);
+            let atom = MmaAtom::Wmma16x16x64Fp8;
+            let (ta, tb, tc) = atom.operand_types(Target::Gfx1250);
+            let a = cnst(ta, ir::Const::Float(1.0));
+            let b = cnst(tb, ir::Const::Float(2.0));
+            let c = cnst(tc, ir::Const::Float(0.0));
+            let d = mma(atom, a, b, c);
+            out.store(lane_id(), d.at(0));
+        })
+        .unwrap();
+    let ll = flydsl_build::lower::lower(&k).unwrap();
+    assert!(
+        ll.contains("@llvm.amdgcn.wmma.f32.16x16x64.fp8.fp8.v8f32.v8i32("),
+        "{ll}"
+    );
+    let k = KernelBuilder::new("mfma_scaled", Target::Gfx950, 64)
+        .build(|k| {
+            let out = k.tensor_mut("out", F32);
+            let atom = MmaAtom::MfmaScale16x16x128Fp8;
+            let (ta, tb, tc) = atom.operand_types(Target::Gfx950);
+            let a = cnst(ta, ir::Const::Float(1.0));
+            let b = cnst(tb, ir::Const::Float(2.0));
+            let c = cnst(tc, ir::Const::Float(0.0));
+            let d = mma_scaled(atom, a, b, c, c_i32(127), c_i32(128));
+            out.store(lane_id(), d.at(0));
+        })
+        .unwrap();
+    let mut found = false;
+    walk(&k.body, &mut |op| {
+        found |= matches!(op.kind, ir::OpKind::MmaScaled(..));
+    });
+    assert!(found);
+    let ll = flydsl_build::lower::lower(&k).unwrap();
+    assert!(
+        ll.contains("@llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v8i32.v8i32("),
+        "{ll}"
+    );
+}
+
+#[test]
+fn scaled_mfma_misuse_is_rejected() {
+    let atom = MmaAtom::MfmaScale16x16x128Fp8;
+    let build = |t: Target, scaled: bool, scale_ty: ir::ScalarType| {
+        KernelBuilder::new("bad_scaled", t, 64)
+            .build(|_| {
+                let (ta, tb, tc) = atom.operand_types(Target::Gfx950);
+                let a = cnst(ta, ir::Const::Float(0.0));
+                let b = cnst(tb, ir::Const::Float(0.0));
+                let c = cnst(tc, ir::Const::Float(0.0));
+                let s = cnst(ir::Type::s(scale_ty), ir::Const::Int(127));
+                let _ = if scaled {
+                    mma_scaled(atom, a, b, c, s, s)
+                } else {
+                    mma(atom, a, b, c)
+                };
+            })
+            .unwrap_err()
+            .to_string()
+    };
+    let e = build(Target::Gfx942, true, I32);
+    assert!(e.contains("gfx942") && e.contains("MmaScaled"), "{e}");
+    let e = build(Target::Gfx950, false, I32);
+    assert!(e.contains("use MmaScaled"), "{e}");
+    let e = build(Target::Gfx950, true, I64);
+    assert!(e.contains("i32 scalars"), "{e}");
 }
 
 #[test]

@@ -5,7 +5,8 @@ mod common_lower;
 use common_lower::*;
 use flydsl_build::ir::*;
 
-const ATOMS: [MmaAtom; 14] = [
+/// The unscaled atoms (used through `OpKind::Mma`); the scaled one is tested below.
+const ATOMS: [MmaAtom; 15] = [
     MmaAtom::Mfma16x16x16F16,
     MmaAtom::Mfma16x16x16Bf16,
     MmaAtom::Mfma32x32x8F16,
@@ -18,6 +19,7 @@ const ATOMS: [MmaAtom; 14] = [
     MmaAtom::Wmma16x16x16Bf16,
     MmaAtom::Wmma16x16x32F16,
     MmaAtom::Wmma16x16x32Bf16,
+    MmaAtom::Wmma16x16x64Fp8,
     MmaAtom::MmaM16N8K16F16,
     MmaAtom::MmaM16N8K16Bf16,
 ];
@@ -38,6 +40,8 @@ fn mnemonic(atom: MmaAtom) -> &'static str {
         Wmma16x16x16Bf16 => "v_wmma_f32_16x16x16_bf16",
         Wmma16x16x32F16 => "v_wmma_f32_16x16x32_f16",
         Wmma16x16x32Bf16 => "v_wmma_f32_16x16x32_bf16",
+        Wmma16x16x64Fp8 => "v_wmma_f32_16x16x64_fp8_fp8",
+        MfmaScale16x16x128Fp8 => "v_mfma_scale_f32_16x16x128_f8f6f4",
         MmaM16N8K16F16 => "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
         MmaM16N8K16Bf16 => "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
     }
@@ -170,8 +174,8 @@ fn every_atom_emits_its_instruction_on_every_target_that_has_it() {
             compiled += 1;
         }
     }
-    // 6 atoms on gfx942, 8 on gfx950, 2 each on gfx1201, gfx1250 and sm90.
-    assert_eq!(compiled, 6 + 8 + 2 + 2 + 2);
+    // 6 atoms on gfx942, 8 on gfx950, 2 on gfx1201, 3 on gfx1250, 2 on sm90.
+    assert_eq!(compiled, 6 + 8 + 2 + 3 + 2);
 }
 
 #[test]
@@ -224,4 +228,153 @@ fn every_atom_is_rejected_on_the_targets_without_it() {
             );
         }
     }
+}
+
+/// D = MmaScaled(A, B, C, scale_a, scale_b) in a loop; the scale words are loaded per lane.
+fn scaled_kernel(atom: MmaAtom, target: Target, op_target: Target) -> Kernel {
+    let mut b = KB::new("mma_scaled", target);
+    let (ta, tb, tc) = atom.operand_types(op_target);
+    let ein = atom.in_type(op_target);
+    let i32t = Type::s(ScalarType::I32);
+    let (pa, _) = b.tensor("a", ein, false);
+    let (pb, _) = b.tensor("b", ein, false);
+    let (ps, _) = b.tensor("scales", ScalarType::I32, false);
+    let (pc, _) = b.tensor("c", atom.acc_type(), true);
+    let iters = b.scalar("iters", ScalarType::I32);
+    let tid = b.tid();
+    let mul = |b: &mut KB, n: u32| {
+        let c = b.i32(n as i64);
+        b.op(OpKind::Binary(BinOp::Mul, tid, c), i32t)
+    };
+    let (ia, ib, ic, is) = (
+        mul(&mut b, ta.lanes()),
+        mul(&mut b, tb.lanes()),
+        mul(&mut b, tc.lanes()),
+        mul(&mut b, 2),
+    );
+    let a = load_frag(&mut b, pa, ia, ta);
+    let bv = load_frag(&mut b, pb, ib, tb);
+    let sa = load_frag(&mut b, ps, is, i32t);
+    let one = b.i32(1);
+    let is1 = b.op(OpKind::Binary(BinOp::Add, is, one), i32t);
+    let sb = load_frag(&mut b, ps, is1, i32t);
+    let zero = b.i32(0);
+    let c0 = b.op(OpKind::Const(Const::Float(0.0)), tc);
+    let d = b.for_(zero, iters, one, &[c0], |b, _iv, acc| {
+        vec![b.op(OpKind::MmaScaled(atom, a, bv, acc[0], sa, sb), tc)]
+    });
+    store_frag(&mut b, pc, ic, d[0]);
+    b.finish()
+}
+
+#[test]
+fn scaled_mfma_emits_its_instruction_on_gfx950() {
+    let atom = MmaAtom::MfmaScale16x16x128Fp8;
+    assert!(atom.is_scaled());
+    assert_eq!(
+        Target::ALL
+            .into_iter()
+            .filter(|&t| atom.supported_on(t))
+            .collect::<Vec<_>>(),
+        vec![Target::Gfx950]
+    );
+    let k = scaled_kernel(atom, Target::Gfx950, Target::Gfx950);
+    let ll = flydsl_build::lower::lower(&k).unwrap();
+    assert!(
+        ll.contains("@llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v8i32.v8i32(")
+            && ll.contains("i32 0, i32 0, i32 0, i32 %"),
+        "{ll}"
+    );
+    let Some(t) = tools() else { return };
+    let c = compile(&t, &k);
+    check_amd_object(&k, &c);
+    assert!(
+        c.asm.contains(mnemonic(atom)),
+        "`{}` missing:\n{}",
+        mnemonic(atom),
+        c.asm
+    );
+}
+
+#[test]
+fn scaled_mfma_is_rejected_on_other_targets() {
+    for target in Target::ALL {
+        if target == Target::Gfx950 {
+            continue;
+        }
+        let k = scaled_kernel(MmaAtom::MfmaScale16x16x128Fp8, target, Target::Gfx950);
+        let err = flydsl_build::lower::lower(&k).unwrap_err();
+        assert_eq!(err.op_name, "MmaScaled", "{target}: {err}");
+        assert!(err.to_string().contains("does not exist"), "{err}");
+    }
+}
+
+#[test]
+fn scaled_and_unscaled_ops_and_scale_types_are_checked() {
+    let g = Target::Gfx950;
+    let i32t = Type::s(ScalarType::I32);
+    let zero = |b: &mut KB, t: Type| {
+        let c = if t.value_elem().unwrap().is_float() {
+            Const::Float(0.0)
+        } else {
+            Const::Int(0)
+        };
+        b.op(OpKind::Const(c), t)
+    };
+    // (atom, scaled op?, scale type, what the error says)
+    let cases = [
+        (MmaAtom::MfmaScale16x16x128Fp8, false, i32t, "use MmaScaled"),
+        (MmaAtom::Mfma16x16x32Fp8, true, i32t, "takes no scales"),
+        (
+            MmaAtom::MfmaScale16x16x128Fp8,
+            true,
+            Type::s(ScalarType::F32),
+            "i32 scalars",
+        ),
+        (
+            MmaAtom::MfmaScale16x16x128Fp8,
+            true,
+            Type::vec(ScalarType::I32, 4),
+            "i32 scalars",
+        ),
+        (
+            MmaAtom::MfmaScale16x16x128Fp8,
+            true,
+            Type::s(ScalarType::I8),
+            "i32 scalars",
+        ),
+    ];
+    for (atom, scaled, st, want) in cases {
+        let (ta, tb, tc) = atom.operand_types(g);
+        let mut b = KB::new("bad_scaled", g);
+        let (a, bb, c) = (zero(&mut b, ta), zero(&mut b, tb), zero(&mut b, tc));
+        let s = zero(&mut b, st);
+        let kind = if scaled {
+            OpKind::MmaScaled(atom, a, bb, c, s, s)
+        } else {
+            OpKind::Mma(atom, a, bb, c)
+        };
+        b.op(kind, tc);
+        let err = flydsl_build::lower::lower(&b.finish()).unwrap_err();
+        assert!(err.to_string().contains(want), "{atom:?}: {err}");
+    }
+    // Wrong A type (bf16 fragment for the fp8 atom).
+    let atom = MmaAtom::MfmaScale16x16x128Fp8;
+    let (_, tb, tc) = atom.operand_types(g);
+    let mut b = KB::new("bad_scaled", g);
+    let a = zero(&mut b, Type::vec(ScalarType::BF16, 32));
+    let (bb, c, s) = (zero(&mut b, tb), zero(&mut b, tc), zero(&mut b, i32t));
+    b.op(OpKind::MmaScaled(atom, a, bb, c, s, s), tc);
+    let err = flydsl_build::lower::lower(&b.finish()).unwrap_err();
+    assert!(err.to_string().contains("takes A"), "{err}");
+    // The WMMA fp8 atom with gfx942's FNUZ fp8 on gfx1250 is a type error.
+    let atom = MmaAtom::Wmma16x16x64Fp8;
+    let g12 = Target::Gfx1250;
+    let (_, tb, tc) = atom.operand_types(g12);
+    let mut b = KB::new("bad_wmma", g12);
+    let a = zero(&mut b, Type::vec(ScalarType::F8E4M3FNUZ, 32));
+    let (bb, c) = (zero(&mut b, tb), zero(&mut b, tc));
+    b.op(OpKind::Mma(atom, a, bb, c), tc);
+    let err = flydsl_build::lower::lower(&b.finish()).unwrap_err();
+    assert!(err.to_string().contains("takes A"), "{err}");
 }

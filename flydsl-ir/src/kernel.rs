@@ -313,6 +313,13 @@ pub enum MmaAtom {
     Wmma16x16x32F16,
     /// gfx1250 `v_wmma_f32_16x16x32_bf16`: A,B `<16 x bf16>`, C `<8 x f32>`.
     Wmma16x16x32Bf16,
+    /// gfx1250 `v_wmma_f32_16x16x64_fp8_fp8` (wave32): A,B `<32 x e4m3fn>` (OCP fp8, handed
+    /// to the intrinsic as `<8 x i32>`), C `<8 x f32>`.
+    Wmma16x16x64Fp8,
+    /// gfx950 `v_mfma_scale_f32_16x16x128_f8f6f4` with fp8 (OCP E4M3FN) A and B: A,B
+    /// `<32 x e4m3fn>`, C `<4 x f32>`. Only usable through [`OpKind::MmaScaled`], which adds
+    /// the per-lane E8M0 scale words.
+    MfmaScale16x16x128Fp8,
     /// sm_90 `mma.sync.m16n8k16.row.col.f32.f16.f16.f32`: A `<8 x f16>`, B `<4 x f16>`, C `<4 x f32>`.
     MmaM16N8K16F16,
     /// sm_90 `mma.sync.m16n8k16.row.col.f32.bf16.bf16.f32`: A `<8 x bf16>`, B `<4 x bf16>`, C `<4 x f32>`.
@@ -328,6 +335,8 @@ impl MmaAtom {
             Mfma32x32x8F16 | Mfma32x32x8Bf16 => (32, 32, 8),
             Mfma16x16x32Fp8 | Mfma16x16x32I8 | Mfma16x16x32F16 | Mfma16x16x32Bf16 => (16, 16, 32),
             Wmma16x16x32F16 | Wmma16x16x32Bf16 => (16, 16, 32),
+            Wmma16x16x64Fp8 => (16, 16, 64),
+            MfmaScale16x16x128Fp8 => (16, 16, 128),
             MmaM16N8K16F16 | MmaM16N8K16Bf16 => (16, 8, 16),
         }
     }
@@ -339,7 +348,7 @@ impl MmaAtom {
             | Wmma16x16x32F16 | MmaM16N8K16F16 => ScalarType::F16,
             Mfma16x16x16Bf16 | Mfma32x32x8Bf16 | Mfma16x16x32Bf16 | Wmma16x16x16Bf16
             | Wmma16x16x32Bf16 | MmaM16N8K16Bf16 => ScalarType::BF16,
-            Mfma16x16x32Fp8 => target.native_fp8_e4m3(),
+            Mfma16x16x32Fp8 | Wmma16x16x64Fp8 | MfmaScale16x16x128Fp8 => target.native_fp8_e4m3(),
             Mfma16x16x32I8 => ScalarType::I8,
         }
     }
@@ -376,9 +385,15 @@ impl MmaAtom {
             }
             Mfma16x16x32F16 | Mfma16x16x32Bf16 => target == Target::Gfx950,
             Wmma16x16x16F16 | Wmma16x16x16Bf16 => target == Target::Gfx1201,
-            Wmma16x16x32F16 | Wmma16x16x32Bf16 => target == Target::Gfx1250,
+            Wmma16x16x32F16 | Wmma16x16x32Bf16 | Wmma16x16x64Fp8 => target == Target::Gfx1250,
+            MfmaScale16x16x128Fp8 => target == Target::Gfx950,
             MmaM16N8K16F16 | MmaM16N8K16Bf16 => target == Target::Sm90,
         }
+    }
+    /// Whether the atom takes per-block E8M0 scales (used only through
+    /// [`OpKind::MmaScaled`], never through [`OpKind::Mma`]).
+    pub fn is_scaled(self) -> bool {
+        self == MmaAtom::MfmaScale16x16x128Fp8
     }
     /// The preferred 16-bit-input atom of a target, for `f16` or `bf16` inputs.
     pub fn native_16bit(target: Target, bf16: bool) -> MmaAtom {
@@ -505,6 +520,14 @@ pub enum OpKind {
     ReadFirstLane(ValueId),
     /// Matrix-core atom `D = A*B + C`.
     Mma(MmaAtom, ValueId, ValueId, ValueId),
+    /// Block-scaled matrix-core atom `MmaScaled(atom, a, b, c, scale_a, scale_b)`:
+    /// `D = C + sum over K-blocks of 32 of scaleA(row, blk) * scaleB(col, blk) * (A_blk * B_blk)`
+    /// for a scaled atom ([`MmaAtom::is_scaled`]). `scale_a` / `scale_b` are `i32` per lane,
+    /// each holding four E8M0 bytes (value `2^(s-127)`, `0xFF` = NaN). The byte selector
+    /// (`opsel`) is fixed to 0: only byte 0 (bits 0..8) of each lane's word is used. For
+    /// `MfmaScale16x16x128Fp8`, lane `l` supplies the scale of A row `l % 16` (B column
+    /// `l % 16`) for K-block `l / 16`.
+    MmaScaled(MmaAtom, ValueId, ValueId, ValueId, ValueId, ValueId),
     /// Structured if: runs `then` or `else`, each ending in a `Yield` of the results.
     If {
         /// i1 condition.

@@ -490,8 +490,25 @@ impl Verifier<'_> {
                     return fail("readfirstlane takes a scalar".into());
                 }
             }
-            OpKind::Mma(atom, a, b, c) => {
+            OpKind::Mma(atom, a, b, c) | OpKind::MmaScaled(atom, a, b, c, _, _) => {
                 nres(1)?;
+                let scaled = matches!(op.kind, OpKind::MmaScaled(..));
+                if scaled != atom.is_scaled() {
+                    return fail(if scaled {
+                        format!("{atom:?} takes no scales: use Mma, not MmaScaled")
+                    } else {
+                        format!("{atom:?} is a scaled atom: use MmaScaled, not Mma")
+                    });
+                }
+                if let OpKind::MmaScaled(_, _, _, _, sa, sb) = op.kind {
+                    if !is_i32(t(sa)) || !is_i32(t(sb)) {
+                        return fail(format!(
+                            "{atom:?} scales are i32 scalars (four E8M0 bytes); got {}, {}",
+                            t(sa),
+                            t(sb)
+                        ));
+                    }
+                }
                 if !atom.supported_on(k.target) {
                     return fail(format!(
                         "matrix atom {atom:?} does not exist on {}",
@@ -600,6 +617,7 @@ pub fn operands_of(kind: &OpKind) -> Vec<ValueId> {
         OpKind::Fma(a, b, c) | OpKind::Select(a, b, c) | OpKind::Mma(_, a, b, c) => {
             vec![*a, *b, *c]
         }
+        OpKind::MmaScaled(_, a, b, c, sa, sb) => vec![*a, *b, *c, *sa, *sb],
         OpKind::Insert(a, b, _) => vec![*a, *b],
         OpKind::Build(v) | OpKind::Yield(v) => v.clone(),
         OpKind::Load { ptr, index, .. } => vec![*ptr, *index],

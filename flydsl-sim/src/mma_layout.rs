@@ -75,6 +75,12 @@ const K_WMMA16: &[Term] = &[e(4, 0, 8), l(16, 0, 4), e(1, 4, 1)];
 // k = 16*(e/8) + 8*(l/16) + e%8  (gfx1250 WMMA 16x16x32)
 const K_WMMA32: &[Term] = &[e(8, 0, 16), l(16, 0, 8), e(1, 8, 1)];
 
+// k = 32*(e/16) + 16*(l/16) + e%16  (gfx1250 WMMA 16x16x64 fp8, §4.2 [S/I])
+const K_WMMA64: &[Term] = &[e(16, 0, 32), l(16, 0, 16), e(1, 16, 1)];
+// k = 64*(e/16) + 16*(l/16) + e%16  (gfx950 scaled MFMA 16x16x128 fp8, §2.2 [I]: inferred
+// from the 32x32x64 example, unverified on hardware; it matters once per-block scales differ)
+const K_MFMA_SCALE128: &[Term] = &[e(16, 0, 64), l(16, 0, 16), e(1, 16, 1)];
+
 const MFMA_16X16X16: AtomLayout = AtomLayout {
     a: [L16, K_MFMA16X16X16],
     b: [K_MFMA16X16X16, L16],
@@ -100,6 +106,16 @@ const WMMA_16X16X32: AtomLayout = AtomLayout {
     b: [K_WMMA32, L16],
     c: WMMA_C,
 };
+const WMMA_16X16X64: AtomLayout = AtomLayout {
+    a: [L16, K_WMMA64],
+    b: [K_WMMA64, L16],
+    c: WMMA_C,
+};
+const MFMA_SCALE_16X16X128: AtomLayout = AtomLayout {
+    a: [L16, K_MFMA_SCALE128],
+    b: [K_MFMA_SCALE128, L16],
+    c: MFMA16_C,
+};
 // sm_90 mma.sync m16n8k16 (g = l/4, t = l%4):
 // A[g + 8*((e/2)%2)][2t + e%2 + 8*(e/4)], B[2t + e%2 + 8*(e/2)][g], C[g + 8*(v/2)][2t + v%2].
 const MMA_M16N8K16: AtomLayout = AtomLayout {
@@ -119,6 +135,8 @@ fn layout(atom: MmaAtom) -> &'static AtomLayout {
         Mfma16x16x32Fp8 | Mfma16x16x32I8 | Mfma16x16x32F16 | Mfma16x16x32Bf16 => &MFMA_16X16X32,
         Wmma16x16x16F16 | Wmma16x16x16Bf16 => &WMMA_16X16X16,
         Wmma16x16x32F16 | Wmma16x16x32Bf16 => &WMMA_16X16X32,
+        Wmma16x16x64Fp8 => &WMMA_16X16X64,
+        MfmaScale16x16x128Fp8 => &MFMA_SCALE_16X16X128,
         MmaM16N8K16F16 | MmaM16N8K16Bf16 => &MMA_M16N8K16,
     }
 }
@@ -160,6 +178,28 @@ pub fn b_coord(atom: MmaAtom, _target: Target, lane: usize, elem: usize) -> (usi
 pub fn c_coord(atom: MmaAtom, _target: Target, lane: usize, elem: usize) -> (usize, usize) {
     let t = layout(atom);
     (eval(t.c[0], lane, elem), eval(t.c[1], lane, elem))
+}
+
+/// `(row, K-block)` whose E8M0 scale lane `lane` supplies (in byte 0 of its scale word, opsel
+/// 0) for a scaled atom: row `l % 16` of A (column `l % 16` of B), K-block `l / 16` of 32 K
+/// (matrix-layouts.md §2.1). `None` for atoms without scales.
+pub fn scale_coord(atom: MmaAtom, lane: usize) -> Option<(usize, usize)> {
+    match atom {
+        MmaAtom::MfmaScale16x16x128Fp8 => Some((lane % 16, lane / 16)),
+        _ => None,
+    }
+}
+
+/// K elements covered by one scale of a scaled atom.
+pub const SCALE_BLOCK_K: usize = 32;
+
+/// Value of an E8M0 scale byte: `2^(s - 127)`; `0xFF` is NaN.
+pub fn e8m0_value(s: u8) -> f64 {
+    if s == 0xFF {
+        f64::NAN
+    } else {
+        2f64.powi(s as i32 - 127)
+    }
 }
 
 /// Per-lane fragment lengths `(A, B, C)` of `atom` on `target`.

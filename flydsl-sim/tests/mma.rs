@@ -11,7 +11,7 @@ use flydsl_sim::mma_layout::{a_coord, b_coord, c_coord};
 use flydsl_sim::{launch, SimMemory, SimOptions};
 use MmaAtom::*;
 
-const ATOMS: [(MmaAtom, Target); 20] = [
+const ATOMS: [(MmaAtom, Target); 21] = [
     (Mfma16x16x16F16, Target::Gfx942),
     (Mfma16x16x16Bf16, Target::Gfx942),
     (Mfma32x32x8F16, Target::Gfx942),
@@ -30,6 +30,7 @@ const ATOMS: [(MmaAtom, Target); 20] = [
     (Wmma16x16x16Bf16, Target::Gfx1201),
     (Wmma16x16x32F16, Target::Gfx1250),
     (Wmma16x16x32Bf16, Target::Gfx1250),
+    (Wmma16x16x64Fp8, Target::Gfx1250),
     (MmaM16N8K16F16, Target::Sm90),
     (MmaM16N8K16Bf16, Target::Sm90),
 ];
@@ -44,6 +45,10 @@ fn doc_a(atom: MmaAtom, l: usize, e: usize) -> (usize, usize) {
         }
         Wmma16x16x16F16 | Wmma16x16x16Bf16 => (l % 16, 8 * (e / 4) + 4 * (l / 16) + e % 4),
         Wmma16x16x32F16 | Wmma16x16x32Bf16 => (l % 16, 16 * (e / 8) + 8 * (l / 16) + e % 8),
+        // §4.2 [S/I]
+        Wmma16x16x64Fp8 => (l % 16, 32 * (e / 16) + 16 * (l / 16) + e % 16),
+        // §2.2 [I] (unverified on hardware)
+        MfmaScale16x16x128Fp8 => (l % 16, 64 * (e / 16) + 16 * (l / 16) + e % 16),
         MmaM16N8K16F16 | MmaM16N8K16Bf16 => {
             let (g, t) = (l >> 2, l % 4);
             (g + 8 * ((e / 2) % 2), 2 * t + e % 2 + 8 * (e / 4))
@@ -69,9 +74,8 @@ fn doc_b(atom: MmaAtom, l: usize, e: usize) -> (usize, usize) {
 fn doc_c(atom: MmaAtom, l: usize, v: usize) -> (usize, usize) {
     match atom {
         Mfma32x32x8F16 | Mfma32x32x8Bf16 => (8 * (v / 4) + 4 * (l / 32) + v % 4, l % 32),
-        Wmma16x16x16F16 | Wmma16x16x16Bf16 | Wmma16x16x32F16 | Wmma16x16x32Bf16 => {
-            (8 * (l / 16) + v, l % 16)
-        }
+        Wmma16x16x16F16 | Wmma16x16x16Bf16 | Wmma16x16x32F16 | Wmma16x16x32Bf16
+        | Wmma16x16x64Fp8 => (8 * (l / 16) + v, l % 16),
         MmaM16N8K16F16 | MmaM16N8K16Bf16 => {
             let (g, t) = (l >> 2, l % 4);
             (g + 8 * (v / 2), 2 * t + v % 2)
@@ -92,7 +96,8 @@ fn lens(atom: MmaAtom, target: Target) -> (usize, usize, usize, usize) {
 
 #[test]
 fn layout_functions_match_the_documented_maps_and_are_bijections() {
-    for (atom, target) in ATOMS {
+    let scaled = [(MfmaScale16x16x128Fp8, Target::Gfx950)];
+    for (atom, target) in ATOMS.into_iter().chain(scaled) {
         let (ws, la, lb, lc) = lens(atom, target);
         let (m, n, k) = atom.shape();
         let (m, n, k) = (m as usize, n as usize, k as usize);
@@ -163,7 +168,8 @@ fn enc(t: ScalarType, x: i32) -> u64 {
     }
 }
 
-/// A kernel computing one tile per wave: fragments of wave w at [w * ws * len ..].
+/// A kernel computing one tile per wave: fragments of wave w at [w * ws * len ..]; a scaled
+/// atom also reads one scale word per lane from `sa` and `sb`.
 fn mma_kernel(atom: MmaAtom, target: Target) -> Kernel {
     let (la, lb, lc) = {
         let (_, a, b, c) = lens(atom, target);
@@ -176,6 +182,12 @@ fn mma_kernel(atom: MmaAtom, target: Target) -> Kernel {
     let (pb, _) = b.tensor("b", it);
     let (pc, _) = b.tensor("c", at);
     let (pd, _) = b.tensor("d", at);
+    let scales = atom.is_scaled().then(|| {
+        (
+            b.tensor("sa", ScalarType::I32).0,
+            b.tensor("sb", ScalarType::I32).0,
+        )
+    });
     let g = b.gid();
     let frag = |b: &mut B, p: ValueId, len: usize, t: ScalarType| {
         let cl = b.i32(len as i32);
@@ -192,7 +204,15 @@ fn mma_kernel(atom: MmaAtom, target: Target) -> Kernel {
     let (va, _) = frag(&mut b, pa, la, it);
     let (vb, _) = frag(&mut b, pb, lb, it);
     let (vc, cbase) = frag(&mut b, pc, lc, at);
-    let d = b.op(OpKind::Mma(atom, va, vb, vc), Type::vec(at, lc as u32));
+    let kind = match scales {
+        Some((psa, psb)) => {
+            let sa = b.load(psa, g, I32);
+            let sb = b.load(psb, g, I32);
+            OpKind::MmaScaled(atom, va, vb, vc, sa, sb)
+        }
+        None => OpKind::Mma(atom, va, vb, vc),
+    };
+    let d = b.op(kind, Type::vec(at, lc as u32));
     for e in 0..lc {
         let x = b.op(OpKind::Extract(d, e as u32), Type::Scalar(at));
         let ce = b.i32(e as i32);
@@ -208,6 +228,33 @@ fn run_tiles(
     target: Target,
     tiles: &[(Vec<i32>, Vec<i32>, Vec<i32>)],
 ) -> Vec<Vec<i64>> {
+    let int = atom.acc_type() == ScalarType::I32;
+    run_tiles_bits(atom, target, tiles, None)
+        .into_iter()
+        .map(|d| {
+            d.into_iter()
+                .map(|bits| {
+                    if int {
+                        bits as i32 as i64
+                    } else {
+                        let f = f32::from_bits(bits);
+                        assert_eq!(f.fract(), 0.0, "non-integer result {f}");
+                        f as i64
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Run `tiles` through the atom, with per-tile, per-lane scale words `(sa, sb)` for a scaled
+/// atom; return the bits of each D in row-major order.
+fn run_tiles_bits(
+    atom: MmaAtom,
+    target: Target,
+    tiles: &[(Vec<i32>, Vec<i32>, Vec<i32>)],
+    scales: Option<&[(Vec<u32>, Vec<u32>)]>,
+) -> Vec<Vec<u32>> {
     let (ws, la, lb, lc) = lens(atom, target);
     let (_, n, k) = atom.shape();
     let (n, k) = (n as usize, k as usize);
@@ -249,12 +296,21 @@ fn run_tiles(
         upload_u32(&mem, &fc),
     );
     let dd = mem.alloc(fc.len() as u64 * 4).unwrap();
-    let args = [
+    let mut args = vec![
         Arg::Tensor(da, (fa.len() / es) as i64),
         Arg::Tensor(db, (fb.len() / es) as i64),
         Arg::Tensor(dc, fc.len() as i64),
         Arg::Tensor(dd, fc.len() as i64),
     ];
+    assert_eq!(scales.is_some(), atom.is_scaled());
+    if let Some(sc) = scales {
+        assert_eq!(sc.len(), nt);
+        let sa: Vec<u32> = sc.iter().flat_map(|(a, _)| a.iter().copied()).collect();
+        let sb: Vec<u32> = sc.iter().flat_map(|(_, b)| b.iter().copied()).collect();
+        assert_eq!((sa.len(), sb.len()), (nt * ws, nt * ws));
+        args.push(Arg::Tensor(upload_u32(&mem, &sa), sa.len() as i64));
+        args.push(Arg::Tensor(upload_u32(&mem, &sb), sb.len() as i64));
+    }
     launch(
         &kern,
         [nt as u32, 1, 1],
@@ -268,18 +324,11 @@ fn run_tiles(
     let m = atom.shape().0 as usize;
     (0..nt)
         .map(|w| {
-            let mut d = vec![0i64; m * n];
+            let mut d = vec![0u32; m * n];
             for l in 0..ws {
                 for v in 0..lc {
                     let (i, j) = doc_c(atom, l, v);
-                    let bits = out[(w * ws + l) * lc + v];
-                    d[i * n + j] = if int {
-                        bits as i32 as i64
-                    } else {
-                        let f = f32::from_bits(bits);
-                        assert_eq!(f.fract(), 0.0, "non-integer result {f}");
-                        f as i64
-                    };
+                    d[i * n + j] = out[(w * ws + l) * lc + v];
                 }
             }
             d
@@ -287,17 +336,24 @@ fn run_tiles(
         .collect()
 }
 
-/// A distinct positive integer for each k that is exact in the atom's input type (fp8 E4M3
-/// holds every integer up to 16, then only even ones up to 32, then multiples of 4).
-fn probe_val(atom: MmaAtom, k: usize) -> i32 {
-    if atom != Mfma16x16x32Fp8 {
-        return k as i32 + 1;
-    }
-    let k = k as i32;
-    match k {
-        0..=15 => k + 1,
-        16..=23 => 16 + 2 * (k - 15),
-        _ => 32 + 4 * (k - 23),
+fn is_fp8(atom: MmaAtom) -> bool {
+    matches!(
+        atom,
+        Mfma16x16x32Fp8 | Wmma16x16x64Fp8 | MfmaScale16x16x128Fp8
+    )
+}
+
+/// A positive probe value for K index `k` seen from output column (or row) `x`, exact in the
+/// atom's input type; the values over x = 0, 1 identify k. Non-fp8 atoms: `k + 1`. fp8 (exact
+/// integers only up to 16, too few for K = 64 / 128): `k % 16 + 1` for even x, `k / 16 + 1` for
+/// odd x.
+fn probe_val(atom: MmaAtom, k: usize, x: usize) -> i32 {
+    if !is_fp8(atom) {
+        k as i32 + 1
+    } else if x % 2 == 1 {
+        (k / 16) as i32 + 1
+    } else {
+        (k % 16) as i32 + 1
     }
 }
 
@@ -328,7 +384,7 @@ fn one_hot_probes_find_every_register_slot() {
         let (m, n, k) = (m as usize, n as usize, k as usize);
         let zero_c = vec![0; m * n];
         // A probes: one slot = 1, B[k][j] = k + 1.
-        let bk: Vec<i32> = (0..k * n).map(|x| probe_val(atom, x / n)).collect();
+        let bk: Vec<i32> = (0..k * n).map(|x| probe_val(atom, x / n, x % n)).collect();
         let mut tiles = Vec::new();
         let mut slots = Vec::new();
         for l in 0..ws {
@@ -345,7 +401,7 @@ fn one_hot_probes_find_every_register_slot() {
             for ii in 0..m {
                 for j in 0..n {
                     let want = if ii == i {
-                        probe_val(atom, kk) as i64
+                        probe_val(atom, kk, j) as i64
                     } else {
                         0
                     };
@@ -358,7 +414,7 @@ fn one_hot_probes_find_every_register_slot() {
             }
         }
         // B probes: one slot = 1, A[i][k] = k + 1.
-        let ak: Vec<i32> = (0..m * k).map(|x| probe_val(atom, x % k)).collect();
+        let ak: Vec<i32> = (0..m * k).map(|x| probe_val(atom, x % k, x / k)).collect();
         let mut tiles = Vec::new();
         let mut slots = Vec::new();
         for l in 0..ws {
@@ -375,7 +431,7 @@ fn one_hot_probes_find_every_register_slot() {
             for i in 0..m {
                 for jj in 0..n {
                     let want = if jj == j {
-                        probe_val(atom, kk) as i64
+                        probe_val(atom, kk, i) as i64
                     } else {
                         0
                     };
@@ -396,7 +452,7 @@ fn identity_and_random_integer_tiles_match_cpu_matmul() {
     for (atom, target) in ATOMS {
         let (m, n, k) = atom.shape();
         let (m, n, k) = (m as usize, n as usize, k as usize);
-        let fp8 = atom == Mfma16x16x32Fp8;
+        let fp8 = is_fp8(atom);
         let lim = if fp8 { 4 } else { 16 };
         let mut rnd = |len: usize, lim: i64| -> Vec<i32> {
             (0..len).map(|_| rng.int(-lim, lim) as i32).collect()
@@ -446,4 +502,205 @@ fn mma_needs_a_whole_wave() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("whole wave"), "{e}");
+}
+
+// ---- gfx950 block-scaled MFMA (matrix-layouts.md §2.1, §2.2 [I], §9.5) ----
+
+const SCALED: MmaAtom = MfmaScale16x16x128Fp8;
+
+/// A scale word per lane: byte 0 = `s` (the byte opsel 0 selects), bytes 1..3 garbage that
+/// must be ignored.
+fn scale_word(s: u8, lane: usize) -> u32 {
+    0xA5C3_E100 ^ ((lane as u32 * 0x0101_0100) & 0xFFFF_FF00) | s as u32
+}
+
+fn unit_scales() -> Vec<u32> {
+    (0..64).map(|l| scale_word(127, l)).collect()
+}
+
+fn random_tile(rng: &mut Rng) -> (Vec<i32>, Vec<i32>, Vec<i32>) {
+    let mut rnd = |len: usize, lim: i64| -> Vec<i32> {
+        (0..len).map(|_| rng.int(-lim, lim) as i32).collect()
+    };
+    (rnd(16 * 128, 4), rnd(128 * 16, 4), rnd(16 * 16, 1000))
+}
+
+fn as_f32(d: &[u32]) -> Vec<f32> {
+    d.iter().map(|&b| f32::from_bits(b)).collect()
+}
+
+fn exact(d: &[i64]) -> Vec<f32> {
+    d.iter().map(|&x| x as f32).collect()
+}
+
+/// Partial dot of row `i` and column `j` over K-block `blk` (32 K).
+fn block_dot(a: &[i32], b: &[i32], i: usize, j: usize, blk: usize) -> i64 {
+    (32 * blk..32 * blk + 32)
+        .map(|kk| a[i * 128 + kk] as i64 * b[kk * 16 + j] as i64)
+        .sum()
+}
+
+#[test]
+fn e8m0_scales_and_their_lanes() {
+    use flydsl_sim::mma_layout::{e8m0_value, scale_coord};
+    assert_eq!(e8m0_value(127), 1.0);
+    assert_eq!(e8m0_value(128), 2.0);
+    assert_eq!(e8m0_value(120), 1.0 / 128.0);
+    assert_eq!(e8m0_value(0), 2f64.powi(-127));
+    assert!(e8m0_value(0xFF).is_nan());
+    // Lane l: row (column) l % 16, K-block l / 16; every (row, block) exactly once.
+    let mut seen = [0; 64];
+    for l in 0..64 {
+        let (r, blk) = scale_coord(SCALED, l).unwrap();
+        assert_eq!((r, blk), (l % 16, l / 16));
+        seen[r * 4 + blk] += 1;
+    }
+    assert!(seen.iter().all(|&s| s == 1));
+    assert_eq!(scale_coord(Mfma16x16x32Fp8, 3), None);
+    assert_eq!(SCALED.shape(), (16, 16, 128));
+    assert_eq!(SCALED.in_type(Target::Gfx950), ScalarType::F8E4M3FN);
+    assert_eq!(
+        SCALED.operand_types(Target::Gfx950),
+        (
+            Type::vec(ScalarType::F8E4M3FN, 32),
+            Type::vec(ScalarType::F8E4M3FN, 32),
+            Type::vec(ScalarType::F32, 4)
+        )
+    );
+    assert_eq!(
+        Wmma16x16x64Fp8.operand_types(Target::Gfx1250),
+        (
+            Type::vec(ScalarType::F8E4M3FN, 32),
+            Type::vec(ScalarType::F8E4M3FN, 32),
+            Type::vec(ScalarType::F32, 8)
+        )
+    );
+}
+
+#[test]
+fn scaled_mfma_with_unit_scales_is_the_exact_product() {
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let eye_a: Vec<i32> = (0..16 * 128).map(|x| (x / 128 == x % 128) as i32).collect();
+    let mut tiles = vec![(eye_a, random_tile(&mut rng).1, vec![0; 256])];
+    for _ in 0..4 {
+        tiles.push(random_tile(&mut rng));
+    }
+    let sc: Vec<_> = tiles
+        .iter()
+        .map(|_| (unit_scales(), unit_scales()))
+        .collect();
+    let ds = run_tiles_bits(SCALED, Target::Gfx950, &tiles, Some(&sc));
+    for (t, ((a, b, c), d)) in tiles.iter().zip(&ds).enumerate() {
+        assert_eq!(
+            as_f32(d),
+            exact(&cpu_mma(16, 16, 128, a, b, c)),
+            "scaled MFMA, unit scales, tile {t}"
+        );
+    }
+}
+
+#[test]
+fn one_scale_byte_of_128_doubles_exactly_its_rows_block() {
+    // §9.5: lane l's A scale covers row l % 16 over K-block l / 16 (B: column l % 16).
+    let mut rng = Rng(0xDEAD_BEEF_1234_5678);
+    let tile = random_tile(&mut rng);
+    let (a, b, c) = &tile;
+    let base = cpu_mma(16, 16, 128, a, b, c);
+    let lanes = [0usize, 17, 37, 46, 63];
+    let mut tiles = Vec::new();
+    let mut sc = Vec::new();
+    for &l in &lanes {
+        for side in 0..2 {
+            let mut s = unit_scales();
+            s[l] = scale_word(128, l);
+            tiles.push(tile.clone());
+            sc.push(if side == 0 {
+                (s, unit_scales())
+            } else {
+                (unit_scales(), s)
+            });
+        }
+    }
+    let ds = run_tiles_bits(SCALED, Target::Gfx950, &tiles, Some(&sc));
+    for (x, d) in ds.iter().enumerate() {
+        let (l, side) = (lanes[x / 2], x % 2);
+        let (r, blk) = (l % 16, l / 16);
+        let mut want = base.clone();
+        for i in 0..16 {
+            for j in 0..16 {
+                if (side == 0 && i == r) || (side == 1 && j == r) {
+                    want[i * 16 + j] += block_dot(a, b, i, j, blk);
+                }
+            }
+        }
+        assert_ne!(want, base, "lane {l}: the probe block must be nonzero");
+        assert_eq!(
+            as_f32(d),
+            exact(&want),
+            "lane {l} {} scale 128",
+            ["A", "B"][side]
+        );
+    }
+}
+
+#[test]
+fn a_nan_scale_poisons_only_its_row() {
+    let mut rng = Rng(0x1357_9BDF_2468_ACE0);
+    let tile = random_tile(&mut rng);
+    let (a, b, c) = &tile;
+    let base = cpu_mma(16, 16, 128, a, b, c);
+    let mut s = unit_scales();
+    s[21] = scale_word(0xFF, 21); // row 5, block 1
+    let d = &run_tiles_bits(
+        SCALED,
+        Target::Gfx950,
+        std::slice::from_ref(&tile),
+        Some(&[(s, unit_scales())]),
+    )[0];
+    for i in 0..16 {
+        for j in 0..16 {
+            let got = f32::from_bits(d[i * 16 + j]);
+            if i == 5 {
+                assert!(got.is_nan(), "D[5][{j}] = {got}");
+            } else {
+                assert_eq!(got, base[i * 16 + j] as f32, "D[{i}][{j}]");
+            }
+        }
+    }
+}
+
+#[test]
+fn scaled_atom_on_the_wrong_target_or_op_is_rejected() {
+    for (target, scaled_op, atom, want) in [
+        (Target::Gfx942, true, SCALED, "does not exist on gfx942"),
+        (Target::Gfx1250, true, SCALED, "does not exist on gfx1250"),
+        (Target::Gfx950, false, SCALED, "use MmaScaled"),
+        (Target::Gfx950, true, Mfma16x16x32Fp8, "takes no scales"),
+    ] {
+        let (ta, tb, tc) = atom.operand_types(Target::Gfx950);
+        let mut k = Kernel::empty("bad", target);
+        k.values = vec![ta, tb, tc, I32, I32, tc];
+        for i in 0..5u32 {
+            let c = if i >= 3 {
+                Const::Int(127)
+            } else {
+                Const::Float(0.0)
+            };
+            k.body.ops.push(Op {
+                results: vec![ValueId(i)],
+                kind: OpKind::Const(c),
+            });
+        }
+        let v = ValueId;
+        k.body.ops.push(Op {
+            results: vec![v(5)],
+            kind: if scaled_op {
+                OpKind::MmaScaled(atom, v(0), v(1), v(2), v(3), v(4))
+            } else {
+                OpKind::Mma(atom, v(0), v(1), v(2))
+            },
+        });
+        let e = flydsl_ir::verify(&k).unwrap_err().to_string();
+        assert!(e.contains(want), "{target} {atom:?}: {e}");
+    }
 }

@@ -36,8 +36,8 @@ pub use val::{
     splat, thread_id, thread_id_x, vec_of, Operand, Val,
 };
 pub use wave::{
-    barrier, block_reduce, mma, read_first_lane, shuffle_down, shuffle_idx, shuffle_xor,
-    wave_reduce, wave_reduce_max, wave_reduce_sum, wave_size,
+    barrier, block_reduce, mma, mma_scaled, read_first_lane, shuffle_down, shuffle_idx,
+    shuffle_xor, wave_reduce, wave_reduce_max, wave_reduce_sum, wave_size,
 };
 
 use flydsl_ir::{

@@ -38,6 +38,16 @@ pub fn read_first_lane(v: Val) -> Val {
 pub fn mma(atom: MmaAtom, a: Val, b: Val, c: Val) -> Val {
     emit(OpKind::Mma(atom, a.id(), b.id(), c.id()), c.ty())
 }
+/// Block-scaled matrix-core atom (gfx950 `MfmaScale16x16x128Fp8`): `D = C + sum over K-blocks
+/// of 32 of scaleA * scaleB * (A_blk * B_blk)`. `scale_a` / `scale_b` are i32 per lane holding
+/// four E8M0 bytes; opsel is fixed to 0, so byte 0 of each lane's word is used: lane `l`
+/// supplies the scale of A row `l % 16` (B column `l % 16`) for K-block `l / 16`.
+pub fn mma_scaled(atom: MmaAtom, a: Val, b: Val, c: Val, scale_a: Val, scale_b: Val) -> Val {
+    emit(
+        OpKind::MmaScaled(atom, a.id(), b.id(), c.id(), scale_a.id(), scale_b.id()),
+        c.ty(),
+    )
+}
 
 /// Sum (f32 or i32) over the whole wave with a butterfly of `shuffle_xor`; every lane gets
 /// the result.

@@ -129,6 +129,9 @@ fn lower_value_op(f: &mut Func, kind: &OpKind, rt: Type) -> Result<String, Lower
             }
         }
         OpKind::Mma(atom, a, b, c) => mma::lower(f, *atom, *a, *b, *c),
+        OpKind::MmaScaled(atom, a, b, c, sa, sb) => {
+            mma::lower_scaled(f, *atom, [*a, *b, *c, *sa, *sb])
+        }
         _ => Err(f.err("op has no single-result lowering")),
     }
 }

@@ -1,4 +1,4 @@
-//! Matrix-core atoms: MFMA (gfx942/gfx950), WMMA (gfx1201/gfx1250) and `mma.sync`
+//! Matrix-core atoms: MFMA (gfx942/gfx950, including the gfx950 block-scaled MFMA), WMMA (gfx1201/gfx1250) and `mma.sync`
 //! (sm_90), with the operand re-typing each LLVM 22 intrinsic expects.
 
 use super::func::Func;
@@ -100,6 +100,14 @@ pub(crate) fn lower(
             Operand::Same,
             Form::Wmma1250,
         ),
+        Wmma16x16x64Fp8 => (
+            "llvm.amdgcn.wmma.f32.16x16x64.fp8.fp8.v8f32.v8i32",
+            Operand::Cast("<8 x i32>"),
+            Form::Wmma1250Int,
+        ),
+        MfmaScale16x16x128Fp8 => {
+            return Err(f.err(format!("{atom:?} is a scaled atom: use MmaScaled")))
+        }
         MmaM16N8K16F16 | MmaM16N8K16Bf16 => return Err(f.err("unreachable mma.sync atom")),
     };
     let (oa, ob, ot) = match operand {
@@ -140,7 +148,74 @@ pub(crate) fn lower(
                 ("i1", "false"),
             ],
         ),
+        Form::Wmma1250Int => f.call(
+            lc,
+            name,
+            &[
+                (ot, &oa),
+                (ot, &ob),
+                ("i16", "0"),
+                (lc, &xc),
+                ("i1", "false"),
+                ("i1", "false"),
+            ],
+        ),
     })
+}
+
+/// Lower `MmaScaled` (gfx950 `v_mfma_scale_f32_16x16x128_f8f6f4`, fp8 A and B).
+///
+/// The call is `(A, B, C, i32 cbsz = 0 /*A fp8*/, i32 blgp = 0 /*B fp8*/, i32 opselA = 0,
+/// scaleA, i32 opselB = 0, scaleB)`: opsel is fixed to 0, so byte 0 of each lane's scale
+/// word is the E8M0 scale the hardware uses.
+pub(crate) fn lower_scaled(
+    f: &mut Func,
+    atom: MmaAtom,
+    [a, b, c, sa, sb]: [ValueId; 5],
+) -> Result<String, LowerError> {
+    if !atom.supported_on(f.target) {
+        return Err(f.err(format!(
+            "matrix atom {atom:?} does not exist on {}",
+            f.target
+        )));
+    }
+    let name = match atom {
+        MmaAtom::MfmaScale16x16x128Fp8 => "llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v8i32.v8i32",
+        _ => return Err(f.err(format!("{atom:?} takes no scales: use Mma"))),
+    };
+    let (ta, tb, tc) = atom.operand_types(f.target);
+    let i32t = flydsl_ir::Type::s(flydsl_ir::ScalarType::I32);
+    for (v, want) in [(a, ta), (b, tb), (c, tc), (sa, i32t), (sb, i32t)] {
+        if f.ty(v)? != want {
+            return Err(f.err(format!(
+                "{atom:?} operand %{} is {}, expected {want}",
+                v.0,
+                f.ty(v)?
+            )));
+        }
+    }
+    let (la, lb, lc) = (f.lty(ta), f.lty(tb), f.lty(tc));
+    let (xa, xb, xc) = (f.get(a)?, f.get(b)?, f.get(c)?);
+    let (xsa, xsb) = (f.get(sa)?, f.get(sb)?);
+    let ot = "<8 x i32>";
+    let oa = f.inst(format!("bitcast {la} {xa} to {ot}"));
+    let ob = f.inst(format!("bitcast {lb} {xb} to {ot}"));
+    let lc = lc.as_str();
+    Ok(f.call(
+        lc,
+        name,
+        &[
+            (ot, &oa),
+            (ot, &ob),
+            (lc, &xc),
+            ("i32", "0"),
+            ("i32", "0"),
+            ("i32", "0"),
+            ("i32", &xsa),
+            ("i32", "0"),
+            ("i32", &xsb),
+        ],
+    ))
 }
 
 /// Argument conventions of the AMD matrix intrinsics.
@@ -151,6 +226,8 @@ enum Form {
     Wmma12,
     /// gfx1250 WMMA `(i1 negA, A, i1 negB, B, i16 modC, C, i1 reuseA, i1 reuseB)`, all 0.
     Wmma1250,
+    /// gfx1250 8-bit WMMA `(A, B, i16 modC, C, i1 reuseA, i1 reuseB)`, all 0 (no neg bits).
+    Wmma1250Int,
 }
 
 /// sm_90 `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32`: A in 4 and B in

@@ -281,7 +281,10 @@ impl<'c, 'k> Wg<'c, 'k> {
             OpKind::Barrier => self.barrier(act)?,
             OpKind::Shuffle(mode, v, l) => self.shuffle(r()?, *mode, *v, *l, act),
             OpKind::ReadFirstLane(v) => self.read_first_lane(r()?, *v, act),
-            OpKind::Mma(atom, a, b, c) => self.mma(r()?, *atom, *a, *b, *c, act)?,
+            OpKind::Mma(atom, a, b, c) => self.mma(r()?, *atom, [*a, *b, *c], None, act)?,
+            OpKind::MmaScaled(atom, a, b, c, sa, sb) => {
+                self.mma(r()?, *atom, [*a, *b, *c], Some((*sa, *sb)), act)?
+            }
             OpKind::If {
                 cond,
                 then_block,

@@ -1,7 +1,9 @@
 //! Cross-lane ops inside one wave: shuffles, readfirstlane and the matrix atoms.
 
 use super::Wg;
-use crate::mma_layout::{a_coord, b_coord, c_coord, frag_lens};
+use crate::mma_layout::{
+    a_coord, b_coord, c_coord, e8m0_value, frag_lens, scale_coord, SCALE_BLOCK_K,
+};
 use flydsl_ir::Target;
 
 /// Coordinates of every (lane, element) slot of one atom's A, B and C fragments.
@@ -93,18 +95,32 @@ impl Wg<'_, '_> {
     }
 
     /// `D = A * B + C` per wave with the atom's lane layout; the whole wave must be active.
+    ///
+    /// With `scales` (`MmaScaled`), `D = C + sum over K-blocks of 32 of
+    /// scaleA(row, blk) * scaleB(col, blk) * (A_blk * B_blk)`, each scale the E8M0 byte 0 of a
+    /// lane's i32 (opsel 0), placed by [`scale_coord`]. Each block's dot product is summed in
+    /// f32, multiplied by the two scales in f64, rounded to f32 and added to the accumulator.
     pub(super) fn mma(
         &mut self,
         res: ValueId,
         atom: MmaAtom,
-        a: ValueId,
-        b: ValueId,
-        c: ValueId,
+        [a, b, c]: [ValueId; 3],
+        scales: Option<(ValueId, ValueId)>,
         act: &[u32],
     ) -> Result<(), SimError> {
         let target = self.cx.k.target;
         if !atom.supported_on(target) {
             return Err(self.unsupported(format!("matrix atom {atom:?} on {target}")));
+        }
+        if scales.is_some() != atom.is_scaled() {
+            return Err(self.unsupported(format!(
+                "matrix atom {atom:?} {} scales",
+                if atom.is_scaled() {
+                    "needs"
+                } else {
+                    "takes no"
+                }
+            )));
         }
         let ws = self.cx.wave;
         let (m, n, k) = atom.shape();
@@ -152,7 +168,21 @@ impl Wg<'_, '_> {
         let tab = &tabs[pos];
         let mut r = self.take(res);
         let (va, vb, vc) = (self.val(a), self.val(b), self.val(c));
+        let sv = scales.map(|(sa, sb)| (self.val(sa), self.val(sb)));
+        let nblk = k.div_ceil(SCALE_BLOCK_K);
+        // scale_a[i * nblk + blk], scale_b[j * nblk + blk]
+        let mut sam = vec![1f64; m * nblk];
+        let mut sbm = vec![1f64; n * nblk];
         for w in waves {
+            if let Some((sa, sb)) = &sv {
+                for lane in 0..ws {
+                    let t = w * ws + lane;
+                    if let Some((row, blk)) = scale_coord(atom, lane) {
+                        sam[row * nblk + blk] = e8m0_value(sa[t] as u8);
+                        sbm[row * nblk + blk] = e8m0_value(sb[t] as u8);
+                    }
+                }
+            }
             for lane in 0..ws {
                 let t = w * ws + lane;
                 for e in 0..la {
@@ -191,6 +221,17 @@ impl Wg<'_, '_> {
                             acc = acc.wrapping_add(ai[ii * k + kk].wrapping_mul(bi[kk * n + jj]));
                         }
                         ci[ii * n + jj] = acc;
+                    } else if sv.is_some() {
+                        let mut acc = cm[ii * n + jj];
+                        for blk in 0..nblk {
+                            let mut dot = 0f32;
+                            for kk in blk * SCALE_BLOCK_K..((blk + 1) * SCALE_BLOCK_K).min(k) {
+                                dot += am[ii * k + kk] * bm[kk * n + jj];
+                            }
+                            let s = sam[ii * nblk + blk] * sbm[jj * nblk + blk];
+                            acc += (dot as f64 * s) as f32;
+                        }
+                        cm[ii * n + jj] = acc;
                     } else {
                         let mut acc = cm[ii * n + jj];
                         for kk in 0..k {
