@@ -54,7 +54,7 @@ impl Params {
 /// Build the backward kernel of `fam` on `path` for `target`.
 pub fn build(fam: Family, path: Path, target: Target) -> Result<Kernel, BuildError> {
     let max_threads = match path {
-        Path::Fast(t) => fast_max_block(fam.kind, t),
+        Path::Fast(t) => fast_max_block(fam.kind, fam.dt, t),
         _ => GENERIC_THREADS,
     };
     KernelBuilder::new(&fam.kernel_name(path), target, max_threads).build(|k| {

@@ -148,15 +148,30 @@ pub const fn fast_tiles(kind: Kind) -> &'static [u32] {
 /// 1024 threads leaves 64 registers, 512 leaves 128, 256 leaves 255; on AMD 1024 leaves 128
 /// VGPRs, 512 256): so each tile count gets the smallest cap that still covers the rows the
 /// dispatcher sends it (rows up to 256 threads x 8 tiles go to blocks of <= 256 threads; only
-/// the longest rows use the 512-thread caps).
-pub const fn fast_max_block(kind: Kind, tiles: u32) -> u32 {
+/// the longest rows use the 512-thread caps). The backward sends rows of 257..512 threads to
+/// its largest tile count that runs without spills (see [`bwd_fast_spill_free`]) when the
+/// spilling 4 tiles are the alternative: 2 tiles of 2-byte elements (rows of
+/// 4096 < n <= 8192), which fit the 128 registers of the 512-thread bound (LayerNorm bf16: 124,
+/// ptxas 12.9); f32 keeps 2 tiles at 256 (its longer rows take 4 spill-free tiles, and ptxas
+/// gives its LayerNorm 2 tiles 64 registers at the 256 bound but 81 at 512).
+pub const fn fast_max_block(kind: Kind, dt: Dtype, tiles: u32) -> u32 {
     match kind {
-        Kind::Bwd if tiles >= 4 => 512,
+        // The last tile count, or the largest one before the spilling ones.
+        Kind::Bwd if tiles >= 4 || !bwd_fast_spill_free(dt, 2 * tiles) => 512,
         Kind::Bwd => 256,
         Kind::FwdQuant if tiles >= 4 => 512,
         _ if tiles >= 8 => 512,
         _ => 256,
     }
+}
+/// Whether the backward fast path with `tiles` tiles of `dt` fits its register budget
+/// (128 registers at the 512-thread launch bound on sm_90) without spills: at most 16 elements
+/// per thread. The LayerNorm backward keeps x-hat, dy * gamma, dy and two f32 accumulators per
+/// element live across the row reduction, so 4 tiles of 2-byte elements (32 per thread) spill
+/// about 1 KB a thread inside the row loop (RMSNorm about 200 B); 4 tiles of f32 (16) do not.
+/// The dispatcher prefers a spill-free tile count in a larger block to a spilling one.
+pub const fn bwd_fast_spill_free(dt: Dtype, tiles: u32) -> bool {
+    tiles * dt.vec() <= 16
 }
 /// Register cap of the fast path with `tiles` tiles on sm_90 (`.maxnreg`; AMD ignores it), or
 /// none. The forward with 4 tiles serves rows of 2048..8192 2-byte (1024..4096 f32) elements

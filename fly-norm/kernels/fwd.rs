@@ -76,7 +76,7 @@ impl Params {
 /// Build the forward kernel of `fam` on `path` for `target`.
 pub fn build(fam: Family, path: Path, target: Target) -> Result<Kernel, BuildError> {
     let max_threads = match path {
-        Path::Fast(t) => fast_max_block(fam.kind, t),
+        Path::Fast(t) => fast_max_block(fam.kind, fam.dt, t),
         Path::Rows(_) => ROWS_BLOCK,
         Path::Generic => GENERIC_THREADS,
     };

@@ -117,3 +117,22 @@ fn two_stage_is_deterministic() {
         run().iter().map(|v| v.to_bits()).collect::<Vec<_>>()
     );
 }
+
+/// 2-byte rows of 4096 < n <= 8192 take the spill-free 2-tile kernel in blocks of more than
+/// 256 threads (up to its 512-thread bound), one block per compute unit.
+#[test]
+fn bwd_two_tiles_in_large_blocks() {
+    for t in [Target::Sm90, Target::Gfx942, Target::Gfx1250] {
+        let s = sim(t);
+        let ws = t.wave_size();
+        for (i, n) in [8 * 600, 8192].into_iter().enumerate() {
+            let p = plan_backward(5, n, bf16::DTYPE, ws, 4);
+            assert_eq!(p.path, Path::Fast(2));
+            assert!(p.cfg.block[0] > 256 && p.cfg.block[0] <= 512);
+            assert_eq!(p.cfg.grid[0], 3); // 4 CUs x 1 block, 2 rows per block
+            let seed = 40 + i as u64;
+            case::<bf16, bf16>(&s, Norm::Layer, 5, n, BwdStrategy::TwoStage, false, seed);
+            case::<f16, f32>(&s, Norm::Rms, 5, n, BwdStrategy::Atomic, true, seed);
+        }
+    }
+}

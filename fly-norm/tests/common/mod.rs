@@ -108,7 +108,7 @@ pub fn n_for_bwd(path: Path, dt: Dtype) -> usize {
     match path {
         Path::Fast(1) => vec * 37,
         Path::Fast(2) => vec * 300,
-        Path::Fast(_) => vec * 600,
+        Path::Fast(_) => vec * 1100,
         _ => 127,
     }
 }
