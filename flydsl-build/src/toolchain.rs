@@ -259,8 +259,8 @@ impl Toolchain {
     }
 
     /// Compile LLVM IR text to the target's code object (HSACO bytes for AMD, PTX text for
-    /// NVIDIA), using `work` as a scratch directory. Returns the code object and, for AMD, the
-    /// relocatable object too (for dumps).
+    /// NVIDIA), using `work` as a scratch directory (AMD: `llc` to an object, then `rust-lld
+    /// -shared`).
     pub fn compile(
         &self,
         llvm_ir: &str,

@@ -6,7 +6,7 @@
 //! agrees with the hardware on the same one-hot inputs.
 
 use flydsl_build::dsl::atoms::host;
-use flydsl_ir::{MmaAtom, ScalarType, Target};
+use flydsl_ir::{MmaAtom, Target};
 use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::{Backend, Device, DeviceBuffer, LaunchConfig};
 use flydsl_tests::proof;
@@ -355,5 +355,4 @@ fn sim_scalar_target_is_what_was_asked() {
     for t in Target::ALL {
         assert_eq!(Device::new_sim(t).wave_size(), t.wave_size());
     }
-    let _ = ScalarType::F32;
 }
