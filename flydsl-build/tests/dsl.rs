@@ -68,6 +68,7 @@ fn atom_layouts_are_affine_in_lane_pieces_and_bijective() {
         (MmaAtom::Wmma16x16x16F16, Target::Gfx1201),
         (MmaAtom::Wmma16x16x32Bf16, Target::Gfx1250),
         (MmaAtom::Wmma16x16x64Fp8, Target::Gfx1250),
+        (MmaAtom::Wmma16x16x128Fp8, Target::Gfx1250),
         (MmaAtom::MfmaScale16x16x128Fp8, Target::Gfx950),
         (MmaAtom::MmaM16N8K16Bf16, Target::Sm90),
     ];
@@ -121,6 +122,9 @@ fn documented_worked_values() {
     assert_eq!(host::a(MmaAtom::Wmma16x16x64Fp8, 20, 17), (4, 49));
     assert_eq!(host::b(MmaAtom::Wmma16x16x64Fp8, 5, 16), (32, 5));
     assert_eq!(host::c(MmaAtom::Wmma16x16x64Fp8, 21, 7), (15, 5));
+    // 16x16x128 fp8: the same runs, four a lane (e = 48 is run 3 of the upper lane half).
+    assert_eq!(host::a(MmaAtom::Wmma16x16x128Fp8, 20, 48), (4, 112));
+    assert_eq!(host::a(MmaAtom::Wmma16x16x128Fp8, 3, 63), (3, 111));
     // §2.2 [I]: scaled MFMA fp8 `A[l%16][64*(e/16) + 16*(l/16) + e%16]`, MFMA 16x16 C.
     assert_eq!(host::a(MmaAtom::MfmaScale16x16x128Fp8, 50, 2), (2, 50));
     assert_eq!(host::a(MmaAtom::MfmaScale16x16x128Fp8, 50, 18), (2, 114));

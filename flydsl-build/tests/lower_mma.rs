@@ -6,7 +6,7 @@ use common_lower::*;
 use flydsl_build::ir::*;
 
 /// The unscaled atoms (used through `OpKind::Mma`); the scaled one is tested below.
-const ATOMS: [MmaAtom; 15] = [
+const ATOMS: [MmaAtom; 16] = [
     MmaAtom::Mfma16x16x16F16,
     MmaAtom::Mfma16x16x16Bf16,
     MmaAtom::Mfma32x32x8F16,
@@ -20,6 +20,7 @@ const ATOMS: [MmaAtom; 15] = [
     MmaAtom::Wmma16x16x32F16,
     MmaAtom::Wmma16x16x32Bf16,
     MmaAtom::Wmma16x16x64Fp8,
+    MmaAtom::Wmma16x16x128Fp8,
     MmaAtom::MmaM16N8K16F16,
     MmaAtom::MmaM16N8K16Bf16,
 ];
@@ -41,6 +42,7 @@ fn mnemonic(atom: MmaAtom) -> &'static str {
         Wmma16x16x32F16 => "v_wmma_f32_16x16x32_f16",
         Wmma16x16x32Bf16 => "v_wmma_f32_16x16x32_bf16",
         Wmma16x16x64Fp8 => "v_wmma_f32_16x16x64_fp8_fp8",
+        Wmma16x16x128Fp8 => "v_wmma_f32_16x16x128_fp8_fp8",
         MfmaScale16x16x128Fp8 => "v_mfma_scale_f32_16x16x128_f8f6f4",
         MmaM16N8K16F16 => "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
         MmaM16N8K16Bf16 => "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
@@ -174,8 +176,8 @@ fn every_atom_emits_its_instruction_on_every_target_that_has_it() {
             compiled += 1;
         }
     }
-    // 6 atoms on gfx942, 8 on gfx950, 2 on gfx1201, 3 on gfx1250, 2 on sm90.
-    assert_eq!(compiled, 6 + 8 + 2 + 3 + 2);
+    // 6 atoms on gfx942, 8 on gfx950, 2 on gfx1201, 4 on gfx1250, 2 on sm90.
+    assert_eq!(compiled, 6 + 8 + 2 + 4 + 2);
 }
 
 #[test]

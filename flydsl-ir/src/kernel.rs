@@ -316,6 +316,9 @@ pub enum MmaAtom {
     /// gfx1250 `v_wmma_f32_16x16x64_fp8_fp8` (wave32): A,B `<32 x e4m3fn>` (OCP fp8, handed
     /// to the intrinsic as `<8 x i32>`), C `<8 x f32>`.
     Wmma16x16x64Fp8,
+    /// gfx1250 `v_wmma_f32_16x16x128_fp8_fp8` (wave32): A,B `<64 x e4m3fn>` (handed to the
+    /// intrinsic as `<16 x i32>`), C `<8 x f32>`.
+    Wmma16x16x128Fp8,
     /// gfx950 `v_mfma_scale_f32_16x16x128_f8f6f4` with fp8 (OCP E4M3FN) A and B: A,B
     /// `<32 x e4m3fn>`, C `<4 x f32>`. Only usable through [`OpKind::MmaScaled`], which adds
     /// the per-lane E8M0 scale words.
@@ -336,6 +339,7 @@ impl MmaAtom {
             Mfma16x16x32Fp8 | Mfma16x16x32I8 | Mfma16x16x32F16 | Mfma16x16x32Bf16 => (16, 16, 32),
             Wmma16x16x32F16 | Wmma16x16x32Bf16 => (16, 16, 32),
             Wmma16x16x64Fp8 => (16, 16, 64),
+            Wmma16x16x128Fp8 => (16, 16, 128),
             MfmaScale16x16x128Fp8 => (16, 16, 128),
             MmaM16N8K16F16 | MmaM16N8K16Bf16 => (16, 8, 16),
         }
@@ -348,7 +352,9 @@ impl MmaAtom {
             | Wmma16x16x32F16 | MmaM16N8K16F16 => ScalarType::F16,
             Mfma16x16x16Bf16 | Mfma32x32x8Bf16 | Mfma16x16x32Bf16 | Wmma16x16x16Bf16
             | Wmma16x16x32Bf16 | MmaM16N8K16Bf16 => ScalarType::BF16,
-            Mfma16x16x32Fp8 | Wmma16x16x64Fp8 | MfmaScale16x16x128Fp8 => target.native_fp8_e4m3(),
+            Mfma16x16x32Fp8 | Wmma16x16x64Fp8 | Wmma16x16x128Fp8 | MfmaScale16x16x128Fp8 => {
+                target.native_fp8_e4m3()
+            }
             Mfma16x16x32I8 => ScalarType::I8,
         }
     }
@@ -385,7 +391,9 @@ impl MmaAtom {
             }
             Mfma16x16x32F16 | Mfma16x16x32Bf16 => target == Target::Gfx950,
             Wmma16x16x16F16 | Wmma16x16x16Bf16 => target == Target::Gfx1201,
-            Wmma16x16x32F16 | Wmma16x16x32Bf16 | Wmma16x16x64Fp8 => target == Target::Gfx1250,
+            Wmma16x16x32F16 | Wmma16x16x32Bf16 | Wmma16x16x64Fp8 | Wmma16x16x128Fp8 => {
+                target == Target::Gfx1250
+            }
             MfmaScale16x16x128Fp8 => target == Target::Gfx950,
             MmaM16N8K16F16 | MmaM16N8K16Bf16 => target == Target::Sm90,
         }

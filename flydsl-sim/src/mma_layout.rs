@@ -75,7 +75,8 @@ const K_WMMA16: &[Term] = &[e(4, 0, 8), l(16, 0, 4), e(1, 4, 1)];
 // k = 16*(e/8) + 8*(l/16) + e%8  (gfx1250 WMMA 16x16x32)
 const K_WMMA32: &[Term] = &[e(8, 0, 16), l(16, 0, 8), e(1, 8, 1)];
 
-// k = 32*(e/16) + 16*(l/16) + e%16  (gfx1250 WMMA 16x16x64 fp8, §4.2 [S/I])
+// k = 32*(e/16) + 16*(l/16) + e%16  (gfx1250 WMMA 16x16x64 fp8 with e < 32 and 16x16x128 fp8
+// with e < 64, §4.2 [S/I])
 const K_WMMA64: &[Term] = &[e(16, 0, 32), l(16, 0, 16), e(1, 16, 1)];
 // k = 64*(e/16) + 16*(l/16) + e%16  (gfx950 scaled MFMA 16x16x128 fp8, §2.2 [I]: inferred
 // from the 32x32x64 example, unverified on hardware; it matters once per-block scales differ)
@@ -135,7 +136,7 @@ fn layout(atom: MmaAtom) -> &'static AtomLayout {
         Mfma16x16x32Fp8 | Mfma16x16x32I8 | Mfma16x16x32F16 | Mfma16x16x32Bf16 => &MFMA_16X16X32,
         Wmma16x16x16F16 | Wmma16x16x16Bf16 => &WMMA_16X16X16,
         Wmma16x16x32F16 | Wmma16x16x32Bf16 => &WMMA_16X16X32,
-        Wmma16x16x64Fp8 => &WMMA_16X16X64,
+        Wmma16x16x64Fp8 | Wmma16x16x128Fp8 => &WMMA_16X16X64,
         MfmaScale16x16x128Fp8 => &MFMA_SCALE_16X16X128,
         MmaM16N8K16F16 | MmaM16N8K16Bf16 => &MMA_M16N8K16,
     }

@@ -11,7 +11,7 @@ use flydsl_sim::mma_layout::{a_coord, b_coord, c_coord};
 use flydsl_sim::{launch, SimMemory, SimOptions};
 use MmaAtom::*;
 
-const ATOMS: [(MmaAtom, Target); 21] = [
+const ATOMS: [(MmaAtom, Target); 22] = [
     (Mfma16x16x16F16, Target::Gfx942),
     (Mfma16x16x16Bf16, Target::Gfx942),
     (Mfma32x32x8F16, Target::Gfx942),
@@ -31,6 +31,7 @@ const ATOMS: [(MmaAtom, Target); 21] = [
     (Wmma16x16x32F16, Target::Gfx1250),
     (Wmma16x16x32Bf16, Target::Gfx1250),
     (Wmma16x16x64Fp8, Target::Gfx1250),
+    (Wmma16x16x128Fp8, Target::Gfx1250),
     (MmaM16N8K16F16, Target::Sm90),
     (MmaM16N8K16Bf16, Target::Sm90),
 ];
@@ -46,7 +47,7 @@ fn doc_a(atom: MmaAtom, l: usize, e: usize) -> (usize, usize) {
         Wmma16x16x16F16 | Wmma16x16x16Bf16 => (l % 16, 8 * (e / 4) + 4 * (l / 16) + e % 4),
         Wmma16x16x32F16 | Wmma16x16x32Bf16 => (l % 16, 16 * (e / 8) + 8 * (l / 16) + e % 8),
         // §4.2 [S/I]
-        Wmma16x16x64Fp8 => (l % 16, 32 * (e / 16) + 16 * (l / 16) + e % 16),
+        Wmma16x16x64Fp8 | Wmma16x16x128Fp8 => (l % 16, 32 * (e / 16) + 16 * (l / 16) + e % 16),
         // §2.2 [I] (unverified on hardware)
         MfmaScale16x16x128Fp8 => (l % 16, 64 * (e / 16) + 16 * (l / 16) + e % 16),
         MmaM16N8K16F16 | MmaM16N8K16Bf16 => {
@@ -75,7 +76,7 @@ fn doc_c(atom: MmaAtom, l: usize, v: usize) -> (usize, usize) {
     match atom {
         Mfma32x32x8F16 | Mfma32x32x8Bf16 => (8 * (v / 4) + 4 * (l / 32) + v % 4, l % 32),
         Wmma16x16x16F16 | Wmma16x16x16Bf16 | Wmma16x16x32F16 | Wmma16x16x32Bf16
-        | Wmma16x16x64Fp8 => (8 * (l / 16) + v, l % 16),
+        | Wmma16x16x64Fp8 | Wmma16x16x128Fp8 => (8 * (l / 16) + v, l % 16),
         MmaM16N8K16F16 | MmaM16N8K16Bf16 => {
             let (g, t) = (l >> 2, l % 4);
             (g + 8 * (v / 2), 2 * t + v % 2)
@@ -339,7 +340,7 @@ fn run_tiles_bits(
 fn is_fp8(atom: MmaAtom) -> bool {
     matches!(
         atom,
-        Mfma16x16x32Fp8 | Wmma16x16x64Fp8 | MfmaScale16x16x128Fp8
+        Mfma16x16x32Fp8 | Wmma16x16x64Fp8 | Wmma16x16x128Fp8 | MfmaScale16x16x128Fp8
     )
 }
 
@@ -572,6 +573,14 @@ fn e8m0_scales_and_their_lanes() {
         (
             Type::vec(ScalarType::F8E4M3FN, 32),
             Type::vec(ScalarType::F8E4M3FN, 32),
+            Type::vec(ScalarType::F32, 8)
+        )
+    );
+    assert_eq!(
+        Wmma16x16x128Fp8.operand_types(Target::Gfx1250),
+        (
+            Type::vec(ScalarType::F8E4M3FN, 64),
+            Type::vec(ScalarType::F8E4M3FN, 64),
             Type::vec(ScalarType::F32, 8)
         )
     );

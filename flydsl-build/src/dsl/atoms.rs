@@ -42,7 +42,8 @@ pub mod host {
             Wmma16x16x16F16 | Wmma16x16x16Bf16 => (l % 16, 8 * (e / 4) + 4 * (l / 16) + e % 4),
             Wmma16x16x32F16 | Wmma16x16x32Bf16 => (l % 16, 16 * (e / 8) + 8 * (l / 16) + e % 8),
             // matrix-layouts.md §4.2 [S/I]: 16-byte runs alternating between lane halves.
-            Wmma16x16x64Fp8 => (l % 16, 32 * (e / 16) + 16 * (l / 16) + e % 16),
+            // 16x16x128 fp8 extends the same runs to e = 0..63 (4 runs a lane).
+            Wmma16x16x64Fp8 | Wmma16x16x128Fp8 => (l % 16, 32 * (e / 16) + 16 * (l / 16) + e % 16),
             // matrix-layouts.md §2.2 [I] (unverified on hardware): two 16-byte chunks 64 apart.
             MfmaScale16x16x128Fp8 => (l % 16, 64 * (e / 16) + 16 * (l / 16) + e % 16),
             MmaM16N8K16F16 | MmaM16N8K16Bf16 => {
@@ -70,7 +71,7 @@ pub mod host {
         match atom {
             Mfma32x32x8F16 | Mfma32x32x8Bf16 => (8 * (v / 4) + 4 * (l / 32) + v % 4, l % 32),
             Wmma16x16x16F16 | Wmma16x16x16Bf16 | Wmma16x16x32F16 | Wmma16x16x32Bf16
-            | Wmma16x16x64Fp8 => (8 * (l / 16) + v, l % 16),
+            | Wmma16x16x64Fp8 | Wmma16x16x128Fp8 => (8 * (l / 16) + v, l % 16),
             MmaM16N8K16F16 | MmaM16N8K16Bf16 => {
                 let (g, t) = (l / 4, l % 4);
                 (g + 8 * (v / 2), 2 * t + v % 2)

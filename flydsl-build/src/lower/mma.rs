@@ -105,6 +105,11 @@ pub(crate) fn lower(
             Operand::Cast("<8 x i32>"),
             Form::Wmma1250Int,
         ),
+        Wmma16x16x128Fp8 => (
+            "llvm.amdgcn.wmma.f32.16x16x128.fp8.fp8.v8f32.v16i32",
+            Operand::Cast("<16 x i32>"),
+            Form::Wmma1250Int,
+        ),
         MfmaScale16x16x128Fp8 => {
             return Err(f.err(format!("{atom:?} is a scaled atom: use MmaScaled")))
         }
