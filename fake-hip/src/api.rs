@@ -485,13 +485,6 @@ pub unsafe extern "C" fn hipModuleLaunchKernel(
             "kernelParams is not emulated: pass the packed buffer in extra",
         );
     }
-    if shared_mem_bytes != 0 {
-        return fail(
-            codes::NOT_SUPPORTED,
-            CALL,
-            "dynamic shared memory is not emulated",
-        );
-    }
     if extra.is_null() {
         return fail(
             codes::INVALID_VALUE,
@@ -523,15 +516,16 @@ pub unsafe extern "C" fn hipModuleLaunchKernel(
         unsafe { std::slice::from_raw_parts(buf, size) }
     };
     let opts = flydsl_sim::SimOptions::default();
-    match flydsl_sim::launch(
+    match flydsl_sim::launch_with_lds(
         &f.kernel,
         [gx, gy, gz],
         [bx, by, bz],
+        shared_mem_bytes,
         args,
         device::memory(),
         &opts,
     ) {
-        Ok(()) => SUCCESS,
+        Ok(_) => SUCCESS,
         Err(e) => fail(codes::LAUNCH_FAILURE, CALL, e),
     }
 }

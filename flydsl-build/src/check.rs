@@ -71,6 +71,15 @@ pub fn check_code_object(ir: &Kernel, code: &[u8]) -> Result<Resources, String> 
                 t.max_lds_bytes()
             ));
         }
+        // The runtime sizes launches (and places the dynamic region) from the IR's static
+        // LDS: the code object must not use more.
+        if meta.group_segment_fixed_size > ir.dynamic_lds_offset() {
+            return Err(format!(
+                "the code object uses {} bytes of static LDS but the IR declares {}",
+                meta.group_segment_fixed_size,
+                ir.lds_bytes()
+            ));
+        }
         let agpr = meta.agpr_count.unwrap_or(0);
         Ok(Resources {
             vgpr: meta.vgpr_count,
@@ -100,6 +109,12 @@ pub fn check_code_object(ir: &Kernel, code: &[u8]) -> Result<Resources, String> 
             return Err(format!(
                 "static shared memory {shared} bytes exceeds {}",
                 t.max_lds_bytes()
+            ));
+        }
+        if shared > u64::from(ir.dynamic_lds_offset()) {
+            return Err(format!(
+                "the PTX declares {shared} bytes of static shared memory but the IR declares {}",
+                ir.lds_bytes()
             ));
         }
         Ok(Resources {

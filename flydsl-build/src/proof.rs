@@ -48,6 +48,39 @@ pub fn block_sum(target: Target) -> Result<Kernel, BuildError> {
     })
 }
 
+/// Threads per block of [`segment_reverse`].
+pub const REVERSE_BLOCK: u32 = 256;
+
+/// `y[s*n + i] = x[s*n + n-1-i]` for each segment `s` of `n` elements (one block of
+/// [`REVERSE_BLOCK`] threads per segment), staged through two arrays carved from the dynamic
+/// LDS region with the run-time length `n`: the values (f32) and the permutation (i32). The
+/// launch gives `flydsl_ir::dynamic_lds_layout(&[(F32, n), (I32, n)])` bytes of dynamic LDS.
+///
+/// ```
+/// let k = flydsl_build::proof::segment_reverse(flydsl_build::ir::Target::Sm90).unwrap();
+/// assert!(k.dynamic_lds.is_some());
+/// ```
+pub fn segment_reverse(target: Target) -> Result<Kernel, BuildError> {
+    KernelBuilder::new("segment_reverse_f32", target, REVERSE_BLOCK).build(|k| {
+        let x = k.tensor("x", ScalarType::F32);
+        let y = k.tensor_mut("y", ScalarType::F32);
+        let n = k.scalar("n", ScalarType::I32);
+        let mut region = k.lds_dynamic("segment");
+        let vals = region.array(ScalarType::F32, n);
+        let perm = region.array(ScalarType::I32, n);
+        let tid = thread_id_x();
+        let base = block_id_x().cast(ScalarType::I64) * n.cast(ScalarType::I64);
+        let (xs, ys) = (x.offset(base), y.offset(base));
+        let step = c_i32(REVERSE_BLOCK as i32);
+        for_range_(tid, n, step, |i| {
+            vals.store(i, xs.load(i));
+            perm.store(i, n - 1 - i);
+        });
+        barrier();
+        for_range_(tid, n, step, |i| ys.store(i, vals.load(perm.load(i))));
+    })
+}
+
 /// The name of [`tiled_mma`]'s kernel for an input dtype.
 pub fn tiled_mma_name(dt: ScalarType) -> String {
     format!("tiled_mma_{dt}")
@@ -133,6 +166,7 @@ pub fn register(b: crate::Builder) -> crate::Builder {
     b.kernel("vadd_f32", |t| vadd(t, ScalarType::F32))
         .kernel("vadd_f16", |t| vadd(t, ScalarType::F16))
         .kernel("block_sum_f32", block_sum)
+        .kernel("segment_reverse_f32", segment_reverse)
         .kernel("tiled_mma_f16", |t| tiled_mma(t, ScalarType::F16))
         .kernel("tiled_mma_bf16", |t| tiled_mma(t, ScalarType::BF16))
         .kernel("mma_probe_f16", |t| mma_probe(t, ScalarType::F16))

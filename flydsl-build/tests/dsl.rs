@@ -250,6 +250,98 @@ fn lds_over_the_limit_is_rejected() {
 }
 
 #[test]
+fn dynamic_lds_arrays_follow_the_host_layout_rule() {
+    let k = KernelBuilder::new("dyn", Target::Gfx942, 64)
+        .build(|k| {
+            let n = k.scalar("n", I32);
+            let out = k.tensor_mut("out", I32);
+            let mut region = k.lds_dynamic("smem");
+            region.array(F16, n);
+            region.array(F32, 3);
+            out.store(0, region.bytes());
+        })
+        .unwrap();
+    assert_eq!(k.dynamic_lds.as_ref().unwrap().name, "smem");
+    assert_eq!(k.dynamic_lds_offset(), 0);
+    // Two DynLdsBase ops, lowered as offsets into the external region.
+    let ll = flydsl_build::lower::lower(&k).unwrap();
+    assert!(
+        ll.contains("@__flydsl_dyn_lds = external addrspace(3) global [0 x i8], align 16"),
+        "{ll}"
+    );
+    assert_eq!(
+        ll.matches("ptr addrspace(3) @__flydsl_dyn_lds, i32")
+            .count(),
+        2,
+        "{ll}"
+    );
+    // The Sim computes the kernel's byte count; the host rule must agree for every n.
+    for n in [0i32, 1, 7, 8, 1001] {
+        let got = sim_out0(&k, n);
+        let (_, want) = ir::dynamic_lds_layout(&[(F16, n as u64), (F32, 3)]).unwrap();
+        assert_eq!(got as u64, want, "n={n}");
+    }
+}
+
+/// Run a one-thread kernel `(n: i32, out: i32 tensor)` on the Sim and read `out[0]`.
+fn sim_out0(k: &ir::Kernel, n: i32) -> i32 {
+    {
+        let mem = flydsl_sim::SimMemory::new();
+        let out = mem.alloc(4).unwrap();
+        let layout = k.kernarg_layout();
+        let mut args = vec![0u8; layout.size as usize];
+        for s in &layout.slots {
+            let o = s.offset as usize;
+            match s.name.as_str() {
+                "n" => args[o..o + 4].copy_from_slice(&n.to_le_bytes()),
+                "out" => args[o..o + 8].copy_from_slice(&out.to_le_bytes()),
+                _ => args[o..o + 8].copy_from_slice(&1u64.to_le_bytes()),
+            }
+        }
+        let opts = flydsl_sim::SimOptions::default();
+        flydsl_sim::launch(k, [1, 1, 1], [1, 1, 1], &args, &mem, &opts).unwrap();
+        let mut b = [0u8; 4];
+        mem.read(out, &mut b).unwrap();
+        i32::from_le_bytes(b)
+    }
+}
+
+#[test]
+fn a_second_dynamic_region_and_an_undeclared_one_are_errors() {
+    let e = KernelBuilder::new("two_regions", Target::Sm90, 32)
+        .build(|k| {
+            k.lds_dynamic("a");
+            k.lds_dynamic("b");
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("two_regions") && e.contains("declared twice"),
+        "{e}"
+    );
+    // Raw IR: a DynLdsBase in a kernel without a region fails verification, naming the op.
+    let mut k = ir::Kernel::empty("no_region", Target::Gfx1201);
+    let off = ir::ValueId(0);
+    let p = ir::ValueId(1);
+    k.values = vec![ir::Type::s(I32), ir::Type::Ptr(ir::AddrSpace::Shared, F32)];
+    k.body.ops = vec![
+        ir::Op {
+            results: vec![off],
+            kind: ir::OpKind::Const(ir::Const::Int(0)),
+        },
+        ir::Op {
+            results: vec![p],
+            kind: ir::OpKind::DynLdsBase(off),
+        },
+    ];
+    let e = ir::verify(&k).unwrap_err().to_string();
+    assert!(
+        e.contains("no_region") && e.contains("no dynamic LDS region"),
+        "{e}"
+    );
+}
+
+#[test]
 fn panics_in_descriptions_become_errors() {
     let e = KernelBuilder::new("boom", Target::Sm90, 32)
         .build(|_| panic!("tile size 7 does not divide 32"))

@@ -45,6 +45,42 @@ pub struct LdsArray {
     pub align: u32,
 }
 
+/// The kernel's dynamic LDS / shared-memory region: its size is chosen per launch
+/// (`LaunchConfig::dynamic_lds_bytes` in flydsl-rt), it starts at
+/// [`Kernel::dynamic_lds_offset`] (after the static arrays, [`DYNAMIC_LDS_ALIGN`]-aligned) and
+/// [`OpKind::DynLdsBase`] points into it at a run-time byte offset, so one region can hold
+/// several arrays whose lengths are known only at launch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DynamicLds {
+    /// Name (for diagnostics and the LLVM symbol).
+    pub name: String,
+}
+
+/// Alignment in bytes of the dynamic LDS region's start (what both AMD and NVIDIA guarantee).
+pub const DYNAMIC_LDS_ALIGN: u32 = 16;
+
+/// Byte offsets of arrays laid out in order in a dynamic LDS region (each starts at the
+/// previous end rounded up to [`DYNAMIC_LDS_ALIGN`]: the rule the DSL's dynamic LDS arrays
+/// follow), and the region's total bytes: what a launch passes as its dynamic LDS size.
+/// `None` when the total overflows `u64`.
+///
+/// ```
+/// use flydsl_ir::{dynamic_lds_layout, ScalarType};
+/// // 3 f32 (12 B), then 10 f16 at 16, then 1 i8 at 48.
+/// let fields = [(ScalarType::F32, 3), (ScalarType::F16, 10), (ScalarType::I8, 1)];
+/// assert_eq!(dynamic_lds_layout(&fields), Some((vec![0, 16, 48], 49)));
+/// ```
+pub fn dynamic_lds_layout(fields: &[(ScalarType, u64)]) -> Option<(Vec<u64>, u64)> {
+    let mut offsets = Vec::with_capacity(fields.len());
+    let mut end = 0u64;
+    for &(elem, len) in fields {
+        let start = end.checked_next_multiple_of(u64::from(DYNAMIC_LDS_ALIGN))?;
+        offsets.push(start);
+        end = start.checked_add(len.checked_mul(u64::from(elem.size_bytes()))?)?;
+    }
+    Some((offsets, end))
+}
+
 /// Kernel attributes passed to the code generator.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelAttrs {
@@ -72,6 +108,9 @@ pub struct Kernel {
     pub values: Vec<Type>,
     /// Static LDS arrays.
     pub lds: Vec<LdsArray>,
+    /// The dynamic LDS region, if the kernel uses one.
+    #[serde(default)]
+    pub dynamic_lds: Option<DynamicLds>,
     /// Attributes.
     pub attrs: KernelAttrs,
     /// The body (ends with no terminator; returning is implicit).
@@ -88,6 +127,7 @@ impl Kernel {
             param_values: vec![],
             values: vec![],
             lds: vec![],
+            dynamic_lds: None,
             attrs: KernelAttrs {
                 max_threads: 256,
                 waves_per_eu: None,
@@ -107,6 +147,19 @@ impl Kernel {
             .map(|a| a.offset + a.len * a.elem.size_bytes())
             .max()
             .unwrap_or(0)
+    }
+    /// Byte offset of the dynamic LDS region: the static LDS rounded up to
+    /// [`DYNAMIC_LDS_ALIGN`]. A launch with `d` dynamic bytes uses `dynamic_lds_offset() + d`
+    /// bytes of LDS in all.
+    ///
+    /// ```
+    /// use flydsl_ir::{Kernel, LdsArray, ScalarType, Target};
+    /// let mut k = Kernel::empty("k", Target::Gfx942);
+    /// k.lds.push(LdsArray { name: "a".into(), elem: ScalarType::F32, len: 3, offset: 0, align: 4 });
+    /// assert_eq!((k.lds_bytes(), k.dynamic_lds_offset()), (12, 16));
+    /// ```
+    pub fn dynamic_lds_offset(&self) -> u32 {
+        self.lds_bytes().next_multiple_of(DYNAMIC_LDS_ALIGN)
     }
     /// The kernel-argument layout derived from the parameters (one source of truth for the
     /// generated IR's arguments and the host-side packing).
@@ -461,6 +514,10 @@ pub enum OpKind {
     Slice(ValueId, u32),
     /// Pointer to the first element of an LDS array.
     LdsBase(u32),
+    /// Pointer into the dynamic LDS region at the i32 byte offset operand (keep it a multiple
+    /// of the result's element size); the pointer's element type is the result's. Needs
+    /// [`Kernel::dynamic_lds`].
+    DynLdsBase(ValueId),
     /// `ptr + index` elements (index i32 or i64).
     PtrAdd(ValueId, ValueId),
     /// Load of the result type from `ptr[index]` (index counts pointer elements; a vector load

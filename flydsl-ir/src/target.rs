@@ -82,6 +82,21 @@ impl Target {
             Target::Sm90 => 49152,
         }
     }
+    /// The most LDS one workgroup may use, static and dynamic together: the static limit on
+    /// AMD; on sm_90 227 KiB, which a kernel reaches only with dynamic shared memory (the
+    /// runtime opts in past 48 KiB).
+    ///
+    /// ```
+    /// use flydsl_ir::Target;
+    /// assert_eq!(Target::Gfx942.max_total_lds_bytes(), Target::Gfx942.max_lds_bytes());
+    /// assert_eq!(Target::Sm90.max_total_lds_bytes(), 232448);
+    /// ```
+    pub fn max_total_lds_bytes(self) -> u32 {
+        match self {
+            Target::Sm90 => 232448,
+            t => t.max_lds_bytes(),
+        }
+    }
     /// Largest workgroup size.
     pub fn max_threads_per_block(self) -> u32 {
         1024

@@ -370,6 +370,26 @@ impl Verifier<'_> {
                     return fail("LDS base must be a shared pointer of the array's type".into());
                 }
             }
+            OpKind::DynLdsBase(off) => {
+                nres(1)?;
+                if k.dynamic_lds.is_none() {
+                    return fail(
+                        "the kernel declares no dynamic LDS region (set `dynamic_lds`)".into(),
+                    );
+                }
+                if t(*off) != Type::s(ScalarType::I32) {
+                    return fail(format!(
+                        "dynamic LDS byte offset must be i32, not {}",
+                        t(*off)
+                    ));
+                }
+                if !matches!(rt(), Type::Ptr(AddrSpace::Shared, _)) {
+                    return fail(format!(
+                        "dynamic LDS base must be a shared pointer, not {}",
+                        rt()
+                    ));
+                }
+            }
             OpKind::PtrAdd(p, i) => {
                 nres(1)?;
                 if !matches!(t(*p), Type::Ptr(..)) || !is_index(t(*i)) || rt() != t(*p) {
@@ -611,6 +631,7 @@ pub fn operands_of(kind: &OpKind) -> Vec<ValueId> {
         OpKind::Unary(_, a)
         | OpKind::Cast(_, a)
         | OpKind::Splat(a)
+        | OpKind::DynLdsBase(a)
         | OpKind::Extract(a, _)
         | OpKind::Slice(a, _)
         | OpKind::ReadFirstLane(a) => vec![*a],

@@ -47,6 +47,7 @@ fn bench(c: &mut Criterion) {
                     LaunchConfig {
                         grid: [0, 1, 1],
                         block: [256, 1, 1],
+                        dynamic_lds_bytes: 0,
                     },
                     &args,
                 )

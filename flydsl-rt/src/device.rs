@@ -314,7 +314,7 @@ impl Device {
             arch: target.name().to_string(),
             target,
             wave_size: wave,
-            max_lds_bytes: u64::from(target.max_lds_bytes()),
+            max_lds_bytes: u64::from(target.max_total_lds_bytes()),
             compute_units: backend::sim::nominal_compute_units(target),
         };
         wrap(

@@ -142,14 +142,17 @@ pub enum Error {
     },
     /// The kernel needs more LDS / shared memory than the device offers.
     #[error(
-        "kernel `{kernel}` needs {bytes} bytes of LDS/shared memory but the device allows \
-         {limit} per workgroup; use a smaller tile configuration"
+        "kernel `{kernel}` needs {bytes} bytes of LDS/shared memory ({dynamic} of them \
+         dynamic, from LaunchConfig::dynamic_lds_bytes) but the device allows {limit} per \
+         workgroup; use a smaller tile configuration or fewer dynamic bytes"
     )]
     LdsTooLarge {
         /// Kernel name.
         kernel: String,
-        /// Requested bytes.
+        /// Requested bytes (static and dynamic).
         bytes: u64,
+        /// The launch's dynamic bytes among them.
+        dynamic: u32,
         /// Device limit.
         limit: u64,
     },

@@ -11,7 +11,8 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
 
-/// Grid and block dimensions of a launch (`grid` counts workgroups, not threads).
+/// Grid and block dimensions of a launch (`grid` counts workgroups, not threads), and the
+/// dynamic LDS / shared-memory bytes per workgroup for kernels with a dynamic LDS region.
 ///
 /// ```
 /// use flydsl_rt::LaunchConfig;
@@ -19,6 +20,7 @@ use std::sync::Mutex;
 /// assert_eq!(cfg.grid, [4, 1, 1]);
 /// assert_eq!(cfg.block, [256, 1, 1]);
 /// assert_eq!(cfg.threads_per_block(), 256);
+/// assert_eq!(cfg.with_dynamic_lds(4096).dynamic_lds_bytes, 4096);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LaunchConfig {
@@ -26,6 +28,9 @@ pub struct LaunchConfig {
     pub grid: [u32; 3],
     /// Threads per workgroup in x, y, z.
     pub block: [u32; 3],
+    /// Bytes of the kernel's dynamic LDS region per workgroup (0 for kernels without one).
+    /// Size it with `flydsl_ir::dynamic_lds_layout`, the rule the DSL's dynamic arrays follow.
+    pub dynamic_lds_bytes: u32,
 }
 
 impl LaunchConfig {
@@ -39,6 +44,7 @@ impl LaunchConfig {
         LaunchConfig {
             grid: [grid_x, 1, 1],
             block: [block_x, 1, 1],
+            dynamic_lds_bytes: 0,
         }
     }
 
@@ -65,7 +71,23 @@ impl LaunchConfig {
         LaunchConfig {
             grid: [grid[0], grid[1], 1],
             block: [block[0], block[1], 1],
+            dynamic_lds_bytes: 0,
         }
+    }
+
+    /// The same launch with `bytes` of dynamic LDS per workgroup.
+    ///
+    /// ```
+    /// use flydsl_ir::{dynamic_lds_layout, ScalarType};
+    /// // A kernel carving n f32 and n i32 from its dynamic region.
+    /// let n = 1000;
+    /// let (_, bytes) = dynamic_lds_layout(&[(ScalarType::F32, n), (ScalarType::I32, n)]).unwrap();
+    /// let cfg = flydsl_rt::LaunchConfig::linear(1, 256).with_dynamic_lds(bytes as u32);
+    /// assert_eq!(cfg.dynamic_lds_bytes, 8000);
+    /// ```
+    pub fn with_dynamic_lds(mut self, bytes: u32) -> LaunchConfig {
+        self.dynamic_lds_bytes = bytes;
+        self
     }
 
     /// Threads per workgroup (as `u64`, so oversized blocks cannot overflow).
@@ -457,10 +479,15 @@ pub(crate) unsafe fn launch(
             stream_device: device.id(),
         });
     }
-    if d.lds_bytes > device.max_lds_bytes() {
+    let lds_bytes = match &d.kernel.dynamic_lds {
+        Some(_) => u64::from(d.kernel.dynamic_lds_offset()) + u64::from(cfg.dynamic_lds_bytes),
+        None => d.lds_bytes,
+    };
+    if lds_bytes > device.max_lds_bytes() {
         return Err(Error::LdsTooLarge {
             kernel: kernel.name.to_string(),
-            bytes: d.lds_bytes,
+            bytes: lds_bytes,
+            dynamic: cfg.dynamic_lds_bytes,
             limit: device.max_lds_bytes(),
         });
     }
@@ -471,12 +498,7 @@ pub(crate) unsafe fn launch(
     // SAFETY: the stream and function belong to `device`, the argument buffer matches the
     // layout (checked above) and holds pointers of live buffers of this device; in-bounds
     // accesses are the caller's obligation.
-    unsafe {
-        device
-            .inner
-            .raw
-            .launch(raw_stream, f, d, cfg.grid, cfg.block, &args.bytes)
-    }
+    unsafe { device.inner.raw.launch(raw_stream, f, d, &cfg, &args.bytes) }
 }
 
 /// The hardware's grid limits: AMD counts grid size in threads (at most 2^32 - 1 per

@@ -89,6 +89,7 @@ fn zero_grid_is_a_noop() {
         let cfg = LaunchConfig {
             grid,
             block: [64, 1, 1],
+            dynamic_lds_bytes: 0,
         };
         // SAFETY: nothing runs.
         unsafe { stream.launch(table, cfg, &args) }.unwrap();
@@ -144,6 +145,7 @@ fn block_limits_are_enforced() {
         let cfg = LaunchConfig {
             grid: [1, 1, 1],
             block,
+            dynamic_lds_bytes: 0,
         };
         // SAFETY: rejected before launching.
         let err = unsafe { s.launch(table, cfg, &KernelArgs::new(48)) }.unwrap_err();
@@ -162,6 +164,7 @@ fn huge_amd_grid_is_rejected() {
     let cfg = LaunchConfig {
         grid: [u32::MAX, 1, 1],
         block: [256, 1, 1],
+        dynamic_lds_bytes: 0,
     };
     // SAFETY: rejected before launching.
     let err = unsafe {
@@ -361,7 +364,8 @@ fn device_properties() {
     assert_eq!(d.name(), "flydsl Sim (sm90, wave32)");
     assert_eq!(d.target(), Target::Sm90);
     assert_eq!(d.wave_size(), 32);
-    assert_eq!(d.max_lds_bytes(), 49152);
+    // The H200's opt-in limit (static shared memory alone stays at 48 KiB).
+    assert_eq!(d.max_lds_bytes(), 232448);
     assert_eq!(d.compute_units(), 132);
     assert_eq!(d.backend(), Backend::Sim);
     assert_eq!(Device::sim(Target::Gfx942), Device::sim(Target::Gfx942));

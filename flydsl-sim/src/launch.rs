@@ -87,6 +87,7 @@ fn prepare<'k>(
     k: &'k Kernel,
     grid: [u32; 3],
     block: [u32; 3],
+    dynamic_lds_bytes: u32,
     kernarg: &[u8],
     mem: &SimMemory,
     opts: &SimOptions,
@@ -104,8 +105,33 @@ fn prepare<'k>(
             ),
         ));
     }
+    let lds_total = match &k.dynamic_lds {
+        Some(_) => u64::from(k.dynamic_lds_offset()) + u64::from(dynamic_lds_bytes),
+        None => u64::from(k.lds_bytes()),
+    };
+    let lds_limit = k.target.max_total_lds_bytes();
+    if lds_total > u64::from(lds_limit) {
+        return Err(invalid(
+            k,
+            format!(
+                "{lds_total} bytes of LDS per workgroup ({} static, {dynamic_lds_bytes} \
+                 dynamic) exceed the {} limit of {lds_limit} bytes",
+                k.dynamic_lds_offset(),
+                k.target
+            ),
+        ));
+    }
     let (args, params) = decode_args(k, kernarg)?;
-    Ok(Ctx::new(k, grid, block, mem.snapshot(), params, args, opts))
+    Ok(Ctx::new(
+        k,
+        grid,
+        block,
+        mem.snapshot(),
+        params,
+        args,
+        opts,
+        dynamic_lds_bytes,
+    ))
 }
 
 /// Execute a launch and report statistics. See [`crate::launch`].
@@ -117,7 +143,33 @@ pub fn launch_report(
     mem: &SimMemory,
     opts: &SimOptions,
 ) -> Result<LaunchReport, SimError> {
-    let cx = prepare(kernel, grid, block, kernarg, mem, opts)?;
+    launch_with_lds(kernel, grid, block, 0, kernarg, mem, opts)
+}
+
+/// [`launch_report`] with `dynamic_lds_bytes` of dynamic LDS per workgroup (the size of the
+/// kernel's `dynamic_lds` region; accesses past it are out-of-bounds errors under memcheck).
+///
+/// ```
+/// use flydsl_ir::{DynamicLds, Kernel, Target};
+/// use flydsl_sim::{launch_with_lds, SimMemory, SimOptions};
+/// let mut k = Kernel::empty("k", Target::Gfx942);
+/// k.dynamic_lds = Some(DynamicLds { name: "smem".into() });
+/// let mem = SimMemory::new();
+/// let opts = SimOptions::default();
+/// launch_with_lds(&k, [1, 1, 1], [64, 1, 1], 4096, &[], &mem, &opts).unwrap();
+/// // More than the target's 64 KiB is refused.
+/// assert!(launch_with_lds(&k, [1, 1, 1], [64, 1, 1], 65537, &[], &mem, &opts).is_err());
+/// ```
+pub fn launch_with_lds(
+    kernel: &Kernel,
+    grid: [u32; 3],
+    block: [u32; 3],
+    dynamic_lds_bytes: u32,
+    kernarg: &[u8],
+    mem: &SimMemory,
+    opts: &SimOptions,
+) -> Result<LaunchReport, SimError> {
+    let cx = prepare(kernel, grid, block, dynamic_lds_bytes, kernarg, mem, opts)?;
     let total = grid.iter().map(|&g| g as u128).product::<u128>();
     let total = u64::try_from(total)
         .ok()

@@ -38,7 +38,7 @@ mod numeric;
 mod race;
 
 pub use error::{LdsAccess, SimError, ThreadRef};
-pub use launch::{launch_report, LaunchReport};
+pub use launch::{launch_report, launch_with_lds, LaunchReport};
 pub use memory::SimMemory;
 
 use flydsl_ir::Kernel;

@@ -115,6 +115,81 @@ fn block_sum_matches_cpu_on_every_device() {
     }
 }
 
+/// Dynamic LDS bytes of `segment_reverse_f32` for segments of `n`.
+fn reverse_lds_bytes(n: usize) -> u32 {
+    use flydsl_ir::ScalarType::{F32, I32};
+    let (offsets, bytes) =
+        flydsl_ir::dynamic_lds_layout(&[(F32, n as u64), (I32, n as u64)]).unwrap();
+    assert_eq!(offsets[1], (4 * n as u64).next_multiple_of(16));
+    bytes as u32
+}
+
+#[test]
+fn dynamic_lds_segment_reverse_on_every_device() {
+    let mut rng = Rng::new(3);
+    for dev in devices() {
+        let s = dev.stream().unwrap();
+        // 12000 f32 + 12000 i32 = 96000 B: past sm_90's 48 KiB static limit (the runtime opts
+        // in) and past gfx942/gfx1201's 64 KiB (refused before launching).
+        for (segs, n) in [(1usize, 1usize), (3, 1001), (2, 257), (2, 12000)] {
+            let x = rng.randn(segs * n);
+            let dx = DeviceBuffer::from_slice(&dev, &x).unwrap();
+            let mut dy = DeviceBuffer::<f32>::zeroed(&dev, segs * n).unwrap();
+            let bytes = reverse_lds_bytes(n);
+            let cfg = LaunchConfig::linear(segs as u32, flydsl_build::proof::REVERSE_BLOCK)
+                .with_dynamic_lds(bytes);
+            // SAFETY: each block touches its own segment of n elements and n elements of each
+            // dynamic array, which `bytes` covers.
+            let r = unsafe { proof::segment_reverse_f32(&s, cfg, &dx, &mut dy, n as i32) };
+            let total = u64::from(bytes); // the kernel has no static LDS
+            if total > dev.max_lds_bytes() {
+                let err = r.unwrap_err();
+                assert!(
+                    matches!(err, flydsl_rt::Error::LdsTooLarge { bytes: b, .. } if b == total),
+                    "{}: {err}",
+                    dev.name()
+                );
+                continue;
+            }
+            r.unwrap();
+            let y = dy.to_vec().unwrap();
+            for sg in 0..segs {
+                for i in 0..n {
+                    assert_eq!(
+                        y[sg * n + i],
+                        x[sg * n + n - 1 - i],
+                        "{} n={n} seg {sg} i={i}",
+                        dev.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn dynamic_lds_too_small_is_an_out_of_bounds_error_in_sim() {
+    let n = 300usize;
+    let x = vec![1.0f32; n];
+    for t in Target::ALL {
+        let dev = Device::new_sim(t);
+        let s = dev.stream().unwrap();
+        let dx = DeviceBuffer::from_slice(&dev, &x).unwrap();
+        let mut dy = DeviceBuffer::<f32>::zeroed(&dev, n).unwrap();
+        // One byte short: the last permutation entry lies past the region.
+        let cfg = LaunchConfig::linear(1, flydsl_build::proof::REVERSE_BLOCK)
+            .with_dynamic_lds(reverse_lds_bytes(n) - 1);
+        // SAFETY: the Sim checks every access; the launch fails instead of touching memory.
+        let err = unsafe { proof::segment_reverse_f32(&s, cfg, &dx, &mut dy, n as i32) }
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("segment (dynamic region of") && err.contains("LDS out-of-bounds"),
+            "{t}: {err}"
+        );
+    }
+}
+
 /// The 16-bit input types of the matrix-atom kernels, with their launchers.
 trait Half: flydsl_rt::DeviceRepr + Copy {
     const BF: bool;
@@ -199,6 +274,7 @@ fn tiled_mma_case<T: Half>(dev: &Device, mt: usize, nt: usize, kt: usize, rng: &
     let cfg = LaunchConfig {
         grid: [nt as u32, mt as u32, 1],
         block: [dev.wave_size(), 1, 1],
+        dynamic_lds_bytes: 0,
     };
     let s = dev.stream().unwrap();
     // SAFETY: the grid tiles exactly m x n, k is a multiple of the atom's K.

@@ -8,11 +8,12 @@ use flydsl_build::inspect::{count_instructions, count_ptx_instructions, disassem
 use flydsl_ir::Target;
 use flydsl_tests::proof;
 
-fn all() -> [&'static flydsl_rt::KernelVariants; 5] {
+fn all() -> [&'static flydsl_rt::KernelVariants; 6] {
     [
         &proof::VADD_F32,
         &proof::VADD_F16,
         &proof::BLOCK_SUM_F32,
+        &proof::SEGMENT_REVERSE_F32,
         &proof::TILED_MMA_F16,
         &proof::TILED_MMA_BF16,
     ]
@@ -104,5 +105,30 @@ fn block_sum_uses_cross_lane_ops_and_barriers() {
             + count(v.target, &text, "", "barrier.sync");
         assert!(shuffles >= 1, "{}: no cross-lane instruction", v.target);
         assert!(barriers >= 1, "{}: no barrier", v.target);
+    }
+}
+
+#[test]
+fn segment_reverse_declares_a_dynamic_region_and_no_static_lds() {
+    for v in proof::SEGMENT_REVERSE_F32.variants {
+        let Some(code) = v.code else { continue };
+        let ir = flydsl_ir::from_bytes(v.ir).unwrap();
+        let r = check_code_object(&ir, code).unwrap();
+        assert_eq!(r.lds_bytes, 0, "{}: static LDS", v.target);
+        let text = listing(v.target, code);
+        if v.target.is_amd() {
+            // LDS reads and writes through the dynamic region (gfx9 `ds_write`/`ds_read`,
+            // gfx12 `ds_store`/`ds_load`).
+            let (w, r) = match v.target {
+                Target::Gfx942 | Target::Gfx950 => ("ds_write", "ds_read"),
+                _ => ("ds_store", "ds_load"),
+            };
+            assert!(count(v.target, &text, w, "") >= 1, "{}: no {w}", v.target);
+            assert!(count(v.target, &text, r, "") >= 1, "{}: no {r}", v.target);
+        } else {
+            assert!(text.contains(".extern .shared .align 16 .b8 __flydsl_dyn_lds[]"));
+            assert!(count(v.target, &text, "", "st.shared") >= 1);
+            assert!(count(v.target, &text, "", "ld.shared") >= 1);
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! Memory: global tensors, AMD buffer resources and LDS arrays.
 
-use super::{emit, emit0, Operand, Val};
+use super::{c_i32, emit, emit0, Operand, Val};
 use flydsl_ir::{MemFlags, OpKind, ScalarType, Type};
 
 fn index(i: impl Into<Operand>) -> Val {
@@ -165,6 +165,67 @@ impl Rsrc {
             value: v.id(),
             flags: flags(v.ty(), align, nontemporal),
         })
+    }
+}
+
+/// A kernel's dynamic LDS region (from `KernelDef::lds_dynamic`): arrays are laid out in the
+/// order [`DynLds::array`] is called, each at the previous end rounded up to 16 bytes, the
+/// rule of `flydsl_ir::dynamic_lds_layout`, which the host uses to size the launch.
+#[derive(Clone, Copy, Debug)]
+pub struct DynLds {
+    /// Byte offset of the end of the last array (i32).
+    end: Val,
+}
+
+impl DynLds {
+    pub(crate) fn new() -> Self {
+        DynLds { end: c_i32(0) }
+    }
+    /// The next array: `len` (a run-time i32) elements of `elem`.
+    pub fn array(&mut self, elem: ScalarType, len: impl Into<Operand>) -> DynLdsArray {
+        let align = flydsl_ir::DYNAMIC_LDS_ALIGN as i32;
+        let start = ((self.end + (align - 1)) / align) * align;
+        let len = index(len);
+        let ptr = emit(
+            OpKind::DynLdsBase(start.id()),
+            Type::Ptr(flydsl_ir::AddrSpace::Shared, elem),
+        );
+        self.end = start + len * elem.size_bytes() as i32;
+        DynLdsArray { ptr, len }
+    }
+    /// Bytes the arrays so far occupy (i32): the least dynamic LDS a launch must give.
+    pub fn bytes(&self) -> Val {
+        self.end
+    }
+}
+
+/// An LDS array with a run-time length, inside a kernel's [`DynLds`] region.
+#[derive(Clone, Copy, Debug)]
+pub struct DynLdsArray {
+    ptr: Val,
+    len: Val,
+}
+
+impl DynLdsArray {
+    /// Element count (i32).
+    pub fn len(&self) -> Val {
+        self.len
+    }
+    /// Load `n` elements at element `i`.
+    pub fn load_vec(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
+        ptr_load(self.ptr, i, n, align)
+    }
+    /// Load one element.
+    pub fn load(&self, i: impl Into<Operand>) -> Val {
+        self.load_vec(i, 1, 0)
+    }
+    /// Store at element `i`.
+    pub fn store(&self, i: impl Into<Operand>, v: Val) {
+        ptr_store(self.ptr, i, v, 0, false)
+    }
+    /// Atomic add at element `i`.
+    pub fn atomic_add(&self, i: impl Into<Operand>, v: Val) -> Val {
+        ptr_atomic_add(self.ptr, i, v)
     }
 }
 

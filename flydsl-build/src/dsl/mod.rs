@@ -30,7 +30,7 @@ mod wave;
 
 pub use control::{for_range, for_range_, if_, if_else};
 pub use index::Idx;
-pub use mem::{Lds, Rsrc, Tensor};
+pub use mem::{DynLds, DynLdsArray, Lds, Rsrc, Tensor};
 pub use val::{
     block_dim_x, block_id, block_id_x, c_f32, c_i32, c_i64, cnst, grid_dim_x, lane_id, select,
     splat, thread_id, thread_id_x, vec_of, Operand, Val,
@@ -294,5 +294,36 @@ impl KernelDef {
             Type::Ptr(flydsl_ir::AddrSpace::Shared, elem),
         );
         Lds::new(ptr, len)
+    }
+    /// The kernel's dynamic LDS region, sized per launch (`LaunchConfig::dynamic_lds_bytes`
+    /// in flydsl-rt); carve arrays with run-time lengths from it with [`DynLds::array`]. A
+    /// kernel has at most one region: a second call is a build error.
+    ///
+    /// ```
+    /// # use flydsl_build::dsl::*; use flydsl_build::ir::{Target, ScalarType::{F32, I32}};
+    /// let k = KernelBuilder::new("k", Target::Sm90, 128)
+    ///     .build(|k| {
+    ///         let n = k.scalar("n", I32);
+    ///         let mut region = k.lds_dynamic("smem");
+    ///         let vals = region.array(F32, n); // n f32 at byte 0
+    ///         let _flags = region.array(I32, 4); // 4 i32 at byte 4n rounded up to 16
+    ///         vals.store(thread_id_x(), c_f32(1.0));
+    ///     })
+    ///     .unwrap();
+    /// assert!(k.dynamic_lds.is_some());
+    /// ```
+    pub fn lds_dynamic(&mut self, name: &str) -> DynLds {
+        with(|s| {
+            if s.kernel.dynamic_lds.is_some() {
+                s.fail(format!(
+                    "the dynamic LDS region is declared twice (second name `{name}`); carve \
+                     every run-time sized array from one region"
+                ));
+            }
+            s.kernel.dynamic_lds = Some(flydsl_ir::DynamicLds {
+                name: name.to_string(),
+            });
+        });
+        DynLds::new()
     }
 }

@@ -107,6 +107,7 @@ fn lower_value_op(f: &mut Func, kind: &OpKind, rt: Type) -> Result<String, Lower
         OpKind::Build(vals) => vector::build(f, vals, rt),
         OpKind::Slice(v, start) => vector::slice(f, *v, *start, rt),
         OpKind::LdsBase(id) => memory::lds_base(f, *id),
+        OpKind::DynLdsBase(off) => memory::dyn_lds_base(f, *off),
         OpKind::PtrAdd(p, i) => memory::ptr_add(f, *p, *i),
         OpKind::Load { ptr, index, flags } => memory::load(f, *ptr, *index, *flags, rt),
         OpKind::MakeRsrc { ptr, num_elems } => memory::make_rsrc(f, *ptr, *num_elems, rt),

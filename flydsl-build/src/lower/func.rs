@@ -322,6 +322,13 @@ impl<'k> Func<'k> {
             out.push_str(&g);
             out.push_str("\n\n");
         }
+        if self.k.dynamic_lds.is_some() {
+            out.push_str(&format!(
+                "@{} = external addrspace(3) global [0 x i8], align {}\n\n",
+                ty::DYN_LDS_SYMBOL,
+                flydsl_ir::DYNAMIC_LDS_ALIGN
+            ));
+        }
         let attr_ref = if attrs.is_empty() { "" } else { " #0" };
         out.push_str(&format!(
             "{define} {name}({}){attr_ref} {{\n",

@@ -63,6 +63,15 @@ pub(crate) fn lds_base(f: &mut Func, id: u32) -> Result<String, LowerError> {
     )))
 }
 
+/// Lower `DynLdsBase`: a byte offset into the dynamic LDS region.
+pub(crate) fn dyn_lds_base(f: &mut Func, off: ValueId) -> Result<String, LowerError> {
+    let o = f.get(off)?;
+    Ok(f.inst(format!(
+        "getelementptr i8, ptr addrspace(3) @{}, i32 {o}",
+        ty::DYN_LDS_SYMBOL
+    )))
+}
+
 /// Lower `PtrAdd`.
 pub(crate) fn ptr_add(f: &mut Func, ptr: ValueId, index: ValueId) -> Result<String, LowerError> {
     Ok(element_addr(f, ptr, index)?.0)

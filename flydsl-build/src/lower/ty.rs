@@ -8,6 +8,10 @@ use flydsl_ir::{AddrSpace, Const, ScalarType, Target, Type};
 /// Name of the one LDS / shared-memory block global of a kernel.
 pub(crate) const LDS_SYMBOL: &str = "__flydsl_lds";
 
+/// Name of the dynamic LDS / shared-memory region's global (an external zero-length array:
+/// AMDGPU places it after the static LDS, NVPTX emits `.extern .shared`).
+pub(crate) const DYN_LDS_SYMBOL: &str = "__flydsl_dyn_lds";
+
 /// LLVM type of a scalar in registers.
 pub(crate) fn scalar(s: ScalarType) -> &'static str {
     use ScalarType::*;

@@ -15,6 +15,7 @@ use super::DeviceInfo;
 use crate::device::Backend;
 use crate::error::{Error, Result};
 use crate::launch::Decoded;
+use crate::LaunchConfig;
 use cudarc::driver::{result, sys};
 use flydsl_ir::Target;
 use std::ffi::{c_void, CString};
@@ -35,6 +36,8 @@ fn driver(call: &'static str) -> impl FnOnce(result::DriverError) -> Error {
 #[derive(Debug)]
 pub(crate) struct CudaDevice {
     ctx: sys::CUcontext,
+    /// The most shared memory a block may use with the opt-in (static plus dynamic).
+    max_shared_optin: i32,
 }
 
 // SAFETY: a CUcontext is an opaque driver handle that may be made current on any thread.
@@ -89,14 +92,23 @@ fn probe(ordinal: usize) -> Result<(CudaDevice, DeviceInfo)> {
         name,
         target: Target::Sm90,
         wave_size: attr(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?.max(1) as u32,
-        max_lds_bytes: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?.max(0) as u64,
+        // The opt-in limit: kernels with a dynamic region get it at load (see `load`).
+        max_lds_bytes: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?.max(0)
+            as u64,
         compute_units: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(0) as u32,
     };
     // SAFETY: `dev` came from cuDeviceGet; the primary context is released never (devices
     // live for the whole process once enumerated).
     let ctx =
         unsafe { result::primary_ctx::retain(dev) }.map_err(driver("cuDevicePrimaryCtxRetain"))?;
-    Ok((CudaDevice { ctx }, info))
+    let max_shared_optin = info.max_lds_bytes as i32;
+    Ok((
+        CudaDevice {
+            ctx,
+            max_shared_optin,
+        },
+        info,
+    ))
 }
 
 thread_local! {
@@ -208,14 +220,34 @@ impl CudaDevice {
         let cname =
             CString::new(name.as_str()).map_err(|_| bad("the kernel name contains a NUL byte"))?;
         // SAFETY: `module` was just loaded.
-        match unsafe { result::module::get_function(module, cname) } {
-            Ok(function) => Ok(CudaFunction { module, function }),
+        let function = match unsafe { result::module::get_function(module, cname) } {
+            Ok(function) => function,
             Err(e) => {
                 // SAFETY: `module` is live and no function of it escapes.
                 let _ = unsafe { result::module::unload(module) };
-                Err(driver("cuModuleGetFunction")(e))
+                return Err(driver("cuModuleGetFunction")(e));
+            }
+        };
+        if decoded.kernel.dynamic_lds.is_some() {
+            // Dynamic shared memory past 48 KiB needs the per-function opt-in; allow all the
+            // device has beyond the static arrays (launches are validated against the total).
+            let dynamic_max = self.max_shared_optin - decoded.kernel.dynamic_lds_offset() as i32;
+            // SAFETY: `function` belongs to the just-loaded, live module.
+            let r = unsafe {
+                sys::cuFuncSetAttribute(
+                    function,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    dynamic_max.max(0),
+                )
+            }
+            .result();
+            if let Err(e) = r {
+                // SAFETY: `module` is live and no function of it escapes.
+                let _ = unsafe { result::module::unload(module) };
+                return Err(driver("cuFuncSetAttribute")(e));
             }
         }
+        Ok(CudaFunction { module, function })
     }
 
     /// # Safety
@@ -226,11 +258,11 @@ impl CudaDevice {
         stream: &CudaStream,
         f: &CudaFunction,
         decoded: &Decoded,
-        grid: [u32; 3],
-        block: [u32; 3],
+        cfg: &LaunchConfig,
         args: &[u8],
     ) -> Result<()> {
         self.current_cached()?;
+        let (grid, block) = (cfg.grid, cfg.block);
         let slots = &decoded.layout.slots;
         let mut inline = [std::ptr::null_mut::<c_void>(); INLINE_PARAMS];
         let mut heap = Vec::new();
@@ -258,7 +290,7 @@ impl CudaDevice {
                     block[0],
                     block[1],
                     block[2],
-                    0,
+                    cfg.dynamic_lds_bytes,
                     stream.raw,
                     params,
                     std::ptr::null_mut(),

@@ -10,6 +10,7 @@ pub(crate) mod sim;
 
 use crate::error::{Error, Result};
 use crate::launch::Decoded;
+use crate::LaunchConfig;
 use flydsl_ir::Target;
 use std::time::Instant;
 
@@ -166,21 +167,20 @@ impl RawDevice {
         stream: &RawStream,
         f: &RawFunction,
         decoded: &Decoded,
-        grid: [u32; 3],
-        block: [u32; 3],
+        cfg: &LaunchConfig,
         args: &[u8],
     ) -> Result<()> {
         match (self, stream, f) {
             (RawDevice::Sim(d), RawStream::Sim, RawFunction::Sim) => {
-                d.launch(&decoded.kernel, grid, block, args)
+                d.launch(&decoded.kernel, cfg, args)
             }
             (RawDevice::Hip(d), RawStream::Hip(s), RawFunction::Hip(f)) => {
                 // SAFETY: guaranteed by the caller.
-                unsafe { d.launch(s, f, grid, block, args) }
+                unsafe { d.launch(s, f, cfg, args) }
             }
             (RawDevice::Cuda(d), RawStream::Cuda(s), RawFunction::Cuda(f)) => {
                 // SAFETY: guaranteed by the caller.
-                unsafe { d.launch(s, f, decoded, grid, block, args) }
+                unsafe { d.launch(s, f, decoded, cfg, args) }
             }
             _ => Err(mismatch()),
         }

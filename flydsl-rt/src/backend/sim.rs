@@ -3,6 +3,7 @@
 //! so events record host wall-clock time.
 
 use crate::error::{Error, Result};
+use crate::LaunchConfig;
 use flydsl_ir::{Kernel, Target};
 use flydsl_sim::{SimMemory, SimOptions};
 use std::sync::Mutex;
@@ -45,18 +46,20 @@ impl SimDevice {
         self.mem.fill(dst, 0, bytes).map_err(Error::sim_mem)
     }
 
-    pub(crate) fn launch(
-        &self,
-        kernel: &Kernel,
-        grid: [u32; 3],
-        block: [u32; 3],
-        args: &[u8],
-    ) -> Result<()> {
-        flydsl_sim::launch(kernel, grid, block, args, &self.mem, &self.opts).map_err(|source| {
-            Error::Sim {
-                kernel: kernel.name.clone(),
-                source: Box::new(source),
-            }
+    pub(crate) fn launch(&self, kernel: &Kernel, cfg: &LaunchConfig, args: &[u8]) -> Result<()> {
+        flydsl_sim::launch_with_lds(
+            kernel,
+            cfg.grid,
+            cfg.block,
+            cfg.dynamic_lds_bytes,
+            args,
+            &self.mem,
+            &self.opts,
+        )
+        .map(|_| ())
+        .map_err(|source| Error::Sim {
+            kernel: kernel.name.clone(),
+            source: Box::new(source),
         })
     }
 }

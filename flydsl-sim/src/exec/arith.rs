@@ -479,6 +479,18 @@ impl Wg<'_, '_> {
         self.put(res, r);
     }
 
+    /// A pointer into the dynamic region (handle = the region after the static arrays) at a
+    /// per-thread byte offset.
+    pub(super) fn dyn_lds_base(&mut self, res: ValueId, off: ValueId, act: &[u32]) {
+        let handle = LDS_HANDLE_BASE + self.cx.k.lds.len() as u64;
+        let mut r = self.take(res);
+        let vo = self.val(off);
+        for &t in act {
+            r[t as usize] = join(handle, sext(vo[t as usize], 32));
+        }
+        self.put(res, r);
+    }
+
     pub(super) fn ptr_add(&mut self, res: ValueId, p: ValueId, i: ValueId, act: &[u32]) {
         let es = self.info(p).elem.size_bytes() as i64;
         let ibits = self.info(i).elem.bits();

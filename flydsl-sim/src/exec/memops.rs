@@ -49,16 +49,19 @@ impl Wg<'_, '_> {
         let byte = i64::try_from(byte).unwrap_or(i64::MIN);
         if h >= LDS_HANDLE_BASE {
             let id = (h - LDS_HANDLE_BASE) as usize;
-            let k = self.cx.k;
-            let (name, esz, len) = match k.lds.get(id) {
-                Some(a) => (a.name.as_str(), a.elem.size_bytes() as i64, a.len as i64),
-                None => ("<unknown LDS array>", es as i64, 0),
+            let (name, esz, arr_bytes, base) = match self.cx.lds.get(id) {
+                Some(r) => (
+                    r.name.as_str(),
+                    r.elem_bytes.unwrap_or(1) as i64,
+                    r.bytes as i64,
+                    r.offset,
+                ),
+                None => ("<unknown LDS array>", es as i64, 0, 0),
             };
-            let arr_bytes = len * esz;
             if byte >= 0 && byte.saturating_add(n as i64) <= arr_bytes {
-                let base = k.lds[id].offset as usize;
                 return Ok(Loc::Lds(base + byte as usize, id, byte));
             }
+            let len = arr_bytes / esz.max(1);
             if !self.cx.memcheck {
                 return Ok(Loc::Dropped);
             }
@@ -107,11 +110,11 @@ impl Wg<'_, '_> {
             return Ok(());
         };
         if let Some(c) = rd.access(byte, n, t, kind) {
-            let arr = &self.cx.k.lds[id];
+            let arr = &self.cx.lds[id];
             return Err(SimError::LdsRace {
                 kernel: self.kname(),
                 array: arr.name.clone(),
-                index: arr_off / arr.elem.size_bytes().max(1) as i64,
+                index: arr_off / arr.elem_bytes.unwrap_or(1).max(1) as i64,
                 first: self.thread_ref(c.other),
                 first_kind: c.other_kind,
                 second: self.thread_ref(t),

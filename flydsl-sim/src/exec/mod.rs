@@ -42,6 +42,48 @@ pub(crate) struct ParamBuf {
     pub base_off: i64,
 }
 
+/// One addressable LDS region of a launch: a static array, or the dynamic region (its index
+/// is the number of static arrays). LDS pointers carry the region's index as their handle.
+#[derive(Clone, Debug)]
+pub(crate) struct LdsRegion {
+    pub name: String,
+    /// Byte offset inside the workgroup's LDS.
+    pub offset: usize,
+    /// Size in bytes.
+    pub bytes: usize,
+    /// Element size for error messages (the dynamic region has none: its indices are bytes).
+    pub elem_bytes: Option<u32>,
+}
+
+/// The LDS regions of `k` launched with `dynamic_bytes` of dynamic LDS, and the total bytes.
+fn lds_regions(k: &Kernel, dynamic_bytes: u32) -> (Vec<LdsRegion>, usize) {
+    let mut regions: Vec<LdsRegion> = k
+        .lds
+        .iter()
+        .map(|a| LdsRegion {
+            name: a.name.clone(),
+            offset: a.offset as usize,
+            bytes: a.len as usize * a.elem.size_bytes() as usize,
+            elem_bytes: Some(a.elem.size_bytes()),
+        })
+        .collect();
+    let mut total = k.lds_bytes() as usize;
+    if let Some(d) = &k.dynamic_lds {
+        let offset = k.dynamic_lds_offset() as usize;
+        regions.push(LdsRegion {
+            name: format!(
+                "{} (dynamic region of {dynamic_bytes} bytes; index in bytes)",
+                d.name
+            ),
+            offset,
+            bytes: dynamic_bytes as usize,
+            elem_bytes: None,
+        });
+        total = offset + dynamic_bytes as usize;
+    }
+    (regions, total)
+}
+
 /// Everything about a launch that is shared read-only by all workers (decoded once).
 pub(crate) struct Ctx<'k> {
     pub k: &'k Kernel,
@@ -56,6 +98,10 @@ pub(crate) struct Ctx<'k> {
     pub args: Vec<(ValueId, u64)>,
     pub memcheck: bool,
     pub racecheck: bool,
+    /// LDS regions (static arrays, then the dynamic region if any).
+    pub lds: Vec<LdsRegion>,
+    /// LDS bytes per workgroup (static and dynamic).
+    pub lds_bytes: usize,
 }
 
 impl<'k> Ctx<'k> {
@@ -74,7 +120,9 @@ impl<'k> Ctx<'k> {
         params: Vec<ParamBuf>,
         args: Vec<(ValueId, u64)>,
         opts: &SimOptions,
+        dynamic_lds_bytes: u32,
     ) -> Ctx<'k> {
+        let (lds, lds_bytes) = lds_regions(k, dynamic_lds_bytes);
         Ctx {
             k,
             info: Ctx::value_info(k),
@@ -86,7 +134,9 @@ impl<'k> Ctx<'k> {
             params,
             args,
             memcheck: opts.memcheck,
-            racecheck: opts.racecheck && k.lds_bytes() > 0,
+            racecheck: opts.racecheck && lds_bytes > 0,
+            lds,
+            lds_bytes,
         }
     }
 }
@@ -124,7 +174,7 @@ impl<'c, 'k> Wg<'c, 'k> {
             let w = cx.info[v.0 as usize].words;
             vals[v.0 as usize] = vec![bits; cx.nthreads * w];
         }
-        let lds_bytes = cx.k.lds_bytes() as usize;
+        let lds_bytes = cx.lds_bytes;
         Wg {
             cx,
             vals,
@@ -265,6 +315,7 @@ impl<'c, 'k> Wg<'c, 'k> {
             OpKind::Build(vs) => self.build(r()?, vs, act),
             OpKind::Slice(v, s) => self.slice(r()?, *v, *s as usize, act),
             OpKind::LdsBase(id) => self.lds_base(r()?, *id, act),
+            OpKind::DynLdsBase(off) => self.dyn_lds_base(r()?, *off, act),
             OpKind::PtrAdd(p, i) => self.ptr_add(r()?, *p, *i, act),
             OpKind::Load { ptr, index, .. } => self.load(r()?, *ptr, *index, act)?,
             OpKind::Store {

@@ -13,6 +13,7 @@ use super::DeviceInfo;
 use crate::device::Backend;
 use crate::error::{Error, Result};
 use crate::launch::Decoded;
+use crate::LaunchConfig;
 use flydsl_ir::Target;
 use std::ffi::c_int;
 use sys::HipLib;
@@ -181,13 +182,12 @@ impl HipDevice {
         &self,
         stream: &HipStream,
         f: &HipFunction,
-        grid: [u32; 3],
-        block: [u32; 3],
+        cfg: &LaunchConfig,
         args: &[u8],
     ) -> Result<()> {
         let lib = self.current()?;
         // SAFETY: guaranteed by the caller; both handles are live while borrowed.
-        unsafe { result::module_launch_kernel(lib, f.function, grid, block, stream.raw, args) }
+        unsafe { result::module_launch_kernel(lib, f.function, cfg, stream.raw, args) }
     }
 }
 

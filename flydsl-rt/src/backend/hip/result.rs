@@ -297,8 +297,7 @@ pub unsafe fn module_get_function(
 pub unsafe fn module_launch_kernel(
     lib: &HipLib,
     f: sys::hipFunction_t,
-    grid: [u32; 3],
-    block: [u32; 3],
+    cfg: &crate::LaunchConfig,
     s: sys::hipStream_t,
     args: &[u8],
 ) -> Result<()> {
@@ -316,13 +315,13 @@ pub unsafe fn module_launch_kernel(
     check(lib, "hipModuleLaunchKernel", unsafe {
         (lib.hipModuleLaunchKernel)(
             f,
-            grid[0],
-            grid[1],
-            grid[2],
-            block[0],
-            block[1],
-            block[2],
-            0,
+            cfg.grid[0],
+            cfg.grid[1],
+            cfg.grid[2],
+            cfg.block[0],
+            cfg.block[1],
+            cfg.block[2],
+            cfg.dynamic_lds_bytes,
             s,
             null_mut(),
             extra.as_mut_ptr(),
