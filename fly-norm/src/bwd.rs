@@ -6,7 +6,7 @@ use crate::dispatch::plan_backward;
 use crate::error::{self, invalid};
 use crate::kernels::{bwd_launcher, colsum_launcher};
 use crate::Element;
-use flydsl_rt::{Device, DeviceBuffer, DeviceId, LaunchConfig, Result, Stream};
+use flydsl_rt::{Device, DeviceBuffer, DeviceId, LaunchConfig, Result, Stream, StreamId};
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
@@ -151,9 +151,9 @@ fn validate<T: Element, W: Element>(
 /// Backward LayerNorm or RMSNorm: `dx`, `dgamma` (and LayerNorm's `dbeta`) from `x`, `gamma`,
 /// `dy` and the forward's per-row statistics. Weight gradients are summed in f32 and written
 /// in the weight dtype. Uses a cached f32 workspace per device (allocated or grown on the
-/// first calls) and does not wait for the kernels. The workspace is shared by the device's
-/// streams: backward calls on different streams of one device must not run concurrently on
-/// the GPU (calls on one stream are always fine).
+/// first calls) and does not wait for the kernels, except that a call on another stream than
+/// the device's previous backward call first waits for the device (the streams share the
+/// workspace).
 ///
 /// ```
 /// use fly_norm::{norm_bwd, BwdBuffers, Norm, NormBwdArgs};
@@ -246,6 +246,11 @@ pub unsafe fn norm_bwd_unchecked<T: Element, W: Element>(
         .get_or_insert_with(HashMap::new)
         .entry(dev.id())
         .or_default();
+    if ws.last_stream.is_some_and(|s| s != stream.id()) {
+        // The previous call's kernels, on another stream, may still use the workspace.
+        dev.synchronize()?;
+    }
+    ws.last_stream = Some(stream.id());
     let (dg_part, db_part) = ws.get(dev, two, part_len, if layer { part_len } else { 0 })?;
     if !two {
         // Atomic mode adds into one row: it starts at zero (ordered before the launch: the
@@ -302,6 +307,8 @@ pub unsafe fn norm_bwd_unchecked<T: Element, W: Element>(
 struct Workspace {
     two: [Option<DeviceBuffer<f32>>; 2],
     atomic: [Option<DeviceBuffer<f32>>; 2],
+    /// The stream of the latest call that enqueued kernels using the buffers.
+    last_stream: Option<StreamId>,
 }
 
 impl Workspace {
@@ -344,9 +351,9 @@ impl Workspace {
 /// The cached workspaces, one per device.
 ///
 /// One workspace serves every stream of a device: calls on one stream are ordered by the
-/// stream, and the lock (held until a call's kernels are enqueued) orders calls from several
-/// threads; backward calls on *different* streams of one device whose kernels may overlap on
-/// the GPU must be ordered by the caller (e.g. synchronise one stream before using another).
+/// stream, the lock (held until a call's kernels are enqueued) orders calls from several
+/// threads, and a call on a different stream than the previous one first synchronises the
+/// device, so kernels of two streams never use the buffers at the same time.
 fn workspaces() -> MutexGuard<'static, Option<HashMap<DeviceId, Workspace>>> {
     static CACHE: Mutex<Option<HashMap<DeviceId, Workspace>>> = Mutex::new(None);
     CACHE.lock().unwrap_or_else(|e| e.into_inner())

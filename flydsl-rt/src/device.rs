@@ -392,6 +392,7 @@ impl Device {
         Ok(Stream {
             device: self.clone(),
             raw: self.inner.raw.stream()?,
+            id: crate::stream::StreamId::next(),
         })
     }
 
