@@ -28,6 +28,10 @@ done
 grep -E "^(=== |test result)" "$OUT/tests.log" | paste - - | awk '{print $2, $5, $6, $7, $8}'
 echo "test binaries: $pass passed, $fail failed"
 
+# Every forward plan of fly-norm at the bench shapes (< 1 min; SKIP_SWEEP=1 skips it).
+if [ "${SKIP_SWEEP:-0}" != 1 ]; then
+  timeout 150 ./bin/fwd_sweep 2>&1 | tee "$OUT/sweep.log"
+fi
 ./bin/launch_overhead 2>&1 | tee "$OUT/launch.log"
 ./bin/xtask bench --backend cuda --json "$OUT/ours.json" 2>&1 | tee "$OUT/bench.log"
 python3 peers.py 2>&1 | tee -a "$OUT/bench.log"

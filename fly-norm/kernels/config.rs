@@ -173,16 +173,62 @@ pub const fn fast_max_block(kind: Kind, dt: Dtype, tiles: u32) -> u32 {
 pub const fn bwd_fast_spill_free(dt: Dtype, tiles: u32) -> bool {
     tiles * dt.vec() <= 16
 }
-/// Register cap of the fast path with `tiles` tiles on sm_90 (`.maxnreg`; AMD ignores it), or
-/// none. The forward with 4 tiles serves rows of 2048..8192 2-byte (1024..4096 f32) elements
-/// in 256-thread blocks, one row per block: only the x loads of the resident blocks are in
-/// flight, so the number of blocks per SM sets the bandwidth. ptxas left alone takes 80
-/// registers (3 blocks of 256 threads); 64 fits 4 blocks, without spills (ptxas 12.9; the
-/// weights are read after the row reduction, so only the packed x is live across it).
-pub const fn fast_max_registers(kind: Kind, tiles: u32) -> Option<u32> {
-    match kind {
-        Kind::Fwd if tiles == 4 => Some(64),
+/// Register cap of the forward of `fam` on `path` on sm_90 (`.maxnreg`; AMD ignores it), or
+/// none. The vectorised forward paths keep only the x loads of the resident blocks in flight,
+/// so the number of blocks per SM sets the bandwidth (65536 registers per SM, allocated in
+/// steps of 8 per thread; at most 2048 threads and 32 blocks). Figures from ptxas 12.9:
+///
+/// - `Fast(4)` serves rows of 2048..8192 2-byte (1024..4096 f32) elements in 256-thread
+///   blocks: ptxas left alone takes 80 registers (3 blocks of 256 threads); 64 fits 4 blocks,
+///   without spills (only the packed x is live across the row reduction).
+/// - `Fast(2)` serves rows of up to 4096 2-byte (2048 f32) elements in blocks of up to 256
+///   threads. Left alone ptxas takes 45 registers for LayerNorm (47 for f32): 5 blocks of 256
+///   threads, against RMSNorm's 6 at 40, because it hoists the gamma and beta loads above the
+///   reduction's barrier next to the packed x. 40 fits 6 blocks without spills for every
+///   LayerNorm dtype. RMSNorm with same-dtype weights fits 32 without spills (8 blocks of 256
+///   threads, the SM's 2048-thread limit, or 16 of 128); with f32 weights 32 spills, so 40.
+/// - `Rows(4)` (rows of up to 128 vectors, one wave each) in 256-thread blocks: RMSNorm with
+///   same-dtype weights takes 70..72 registers left alone (3 blocks; the forward's sm_90
+///   instruction trims cost it 6..8) and 62..64 without spills at 64 (4 blocks). LayerNorm
+///   and f32-weight RMSNorm get to 64 or less through [`fwd_weight_chunk`] instead, which
+///   needs no cap.
+pub const fn fwd_max_registers(fam: Family, path: Path) -> Option<u32> {
+    match (fam.kind, path) {
+        (Kind::Fwd, Path::Fast(4)) => Some(64),
+        (Kind::Fwd, Path::Fast(2)) => match (fam.norm, fam.dt, fam.wdt) {
+            (Norm::Rms, Dtype::F32, _)
+            | (Norm::Rms, Dtype::F16, Dtype::F16)
+            | (Norm::Rms, Dtype::Bf16, Dtype::Bf16) => Some(32),
+            _ => Some(40),
+        },
+        (Kind::Fwd, Path::Rows(4)) => match (fam.norm, fam.dt, fam.wdt) {
+            (Norm::Rms, Dtype::F32, _)
+            | (Norm::Rms, Dtype::F16, Dtype::F16)
+            | (Norm::Rms, Dtype::Bf16, Dtype::Bf16) => Some(64),
+            _ => None,
+        },
         _ => None,
+    }
+}
+/// How many tiles' weights the plain forward (kind [`Kind::Fwd`]) of `fam` on `path` reads
+/// at a time: each group's loads issue only after the previous group's weights have arrived
+/// (its indices carry a run-time zero taken from that group's output), so fewer weight
+/// registers are live, at the price of one more L1 round trip per group. Only the multi-row
+/// path with 4 tiles uses groups of 2: there a lane holds its row's 64 bytes of packed x and,
+/// with no barrier to hold them back, ptxas issues all 8 (LayerNorm) gamma and beta loads
+/// together, 32 more registers: on sm_90 LayerNorm takes 80 registers (3 blocks of 256
+/// threads per SM) and 64 in groups of 2 (4 blocks; f32: 58), f32-weight RMSNorm 78 and 58
+/// (ptxas 12.9). On AMD (LLVM 22) the groups save 2..20 VGPRs for these kernels (gfx942
+/// f32-weight RMSNorm: 88 -> 68, 5 -> 7 waves per SIMD), except gfx950's bf16 LayerNorm
+/// (75 -> 82, 6 -> 5). Everything else takes all its tiles at once.
+pub const fn fwd_weight_chunk(fam: Family, path: Path) -> u32 {
+    match (fam.kind, path) {
+        (Kind::Fwd, Path::Rows(4)) => match (fam.norm, fam.dt, fam.wdt) {
+            (Norm::Layer, _, _) | (Norm::Rms, Dtype::F16 | Dtype::Bf16, Dtype::F32) => 2,
+            _ => 4,
+        },
+        (_, Path::Fast(t) | Path::Rows(t)) => t,
+        (_, Path::Generic) => 1,
     }
 }
 /// Largest block of the multi-row path.

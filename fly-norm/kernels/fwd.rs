@@ -8,10 +8,11 @@
 
 use crate::common::*;
 use crate::config::{
-    fast_max_block, fast_max_registers, Family, Kind, Path, GENERIC_THREADS, ROWS_BLOCK,
+    fast_max_block, fwd_max_registers, fwd_weight_chunk, Family, Kind, Norm, Path, GENERIC_THREADS,
+    ROWS_BLOCK,
 };
 use flydsl_build::dsl::*;
-use flydsl_build::ir::{Kernel, ScalarType, Target};
+use flydsl_build::ir::{Kernel, ScalarType, Target, Type};
 
 use ScalarType::{F32, I32, I64};
 
@@ -80,10 +81,7 @@ pub fn build(fam: Family, path: Path, target: Target) -> Result<Kernel, BuildErr
         Path::Rows(_) => ROWS_BLOCK,
         Path::Generic => GENERIC_THREADS,
     };
-    let max_regs = match path {
-        Path::Fast(t) => fast_max_registers(fam.kind, t),
-        _ => None,
-    };
+    let max_regs = fwd_max_registers(fam, path);
     KernelBuilder::new(&fam.kernel_name(path), target, max_threads)
         .max_registers(max_regs)
         .build(|k| {
@@ -94,8 +92,8 @@ pub fn build(fam: Family, path: Path, target: Target) -> Result<Kernel, BuildErr
             };
             let math = RowMath::new(fam.norm, p.n, p.eps);
             match (path, scratch) {
-                (Path::Fast(t), Some(s)) => vectorised(&p, fam, &math, t, Shape::Block(s)),
-                (Path::Rows(t), _) => vectorised(&p, fam, &math, t, Shape::Rows),
+                (Path::Fast(t), Some(s)) => vectorised(&p, fam, &math, t, Shape::Block(s), target),
+                (Path::Rows(t), _) => vectorised(&p, fam, &math, t, Shape::Rows, target),
                 (_, Some(s)) => generic(&p, fam, &math, s),
                 _ => {}
             }
@@ -121,9 +119,22 @@ struct RowCtx {
 }
 
 /// The register-resident vectorised paths (fast and multi-row).
-fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape) {
+fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape, target: Target) {
     let dt = st(fam.dt);
+    // Fewer instructions per element on sm_90, where the bf16 LayerNorm forward spends about
+    // 70% of the issue slots a copy-rate row allows: bf16 widened by integer ops ([`widen`]),
+    // the sums of squares by fused multiply-adds ([`RowMath::partials_of`]) and LayerNorm's
+    // `xhat` by one fused multiply-add (together 360 -> 306 instructions a warp and row for 2
+    // tiles of bf16 LayerNorm, ptxas 12.9). AMD keeps the plain forms: with them LLVM allocates
+    // fewer VGPRs there (gfx950 bf16 LayerNorm, 4 tiles: 69 against 84, 7 waves per SIMD
+    // against 5).
+    let lean = !target.is_amd();
+    let wide = move |v: Val| if lean { widen(v) } else { v.cast(F32) };
     let vec = fam.dt.vec();
+    let path = match shape {
+        Shape::Block(_) => Path::Fast(tiles),
+        Shape::Rows => Path::Rows(tiles),
+    };
     let tid = thread_id_x();
     let bdim = block_dim_x();
     let n64 = p.n.cast(I64);
@@ -161,7 +172,7 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape)
                     .zip(&rs)
                     .zip(&idx)
                     .map(|((&x, &r), &i)| {
-                        let s = (x.cast(F32) + r.cast(F32)).cast(dt);
+                        let s = (wide(x) + wide(r)).cast(dt);
                         ror.store_aligned(i, s, 16, false);
                         s
                     })
@@ -169,11 +180,13 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape)
             },
             || xs.clone(),
         );
-        let xf: Vec<Val> = xin.iter().map(|v| v.cast(F32)).collect();
-        let mut part = math.zeros();
-        for &v in &xf {
-            part = math.add(&part, &math.partials(v));
-        }
+        let xf: Vec<Val> = xin.iter().map(|&v| wide(v)).collect();
+        let part = if lean {
+            math.partials_of(&xf)
+        } else {
+            let parts = xf.iter().map(|&v| math.partials(v));
+            parts.fold(math.zeros(), |a, b| math.add(&a, &b))
+        };
         let reduce = |vals: Vec<(Val, Red)>, round: i32| -> Vec<Val> {
             match shape {
                 Shape::Block(s) => block_reduce2(&vals, s, parity * 2 + round, nwaves),
@@ -187,38 +200,83 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape)
         // 2-byte inputs stay packed across the reduction (half the registers of f32), and
         // are widened again afterwards (see `opaque`).
         let xf: Vec<Val> = if fam.dt.bytes() == 2 {
-            xin.iter().map(|&v| opaque(v, p.n).cast(F32)).collect()
+            xin.iter().map(|&v| wide(opaque(v, p.n))).collect()
         } else {
             xf
         };
         // The weights are read per row after the reduction (L1 hits after the first rows of
-        // an SM), so that they are not live across its barrier.
-        let g: Vec<Val> = idx.iter().map(|&i| rsrc_load(gr, i, vec)).collect();
-        let b: Vec<Val> = match fam.norm {
-            crate::config::Norm::Layer => idx.iter().map(|&i| rsrc_load(br, i, vec)).collect(),
-            crate::config::Norm::Rms => vec![],
+        // an SM), so that they are not live across its barrier: the gammas, then the betas
+        // (LayerNorm) of tiles `ts`, each index plus `off` when given.
+        let load_w = |ts: std::ops::Range<usize>, off: Option<Val>| {
+            let at = |t: usize| off.map_or(idx[t], |o| idx[t] + o);
+            let g: Vec<Val> = ts.clone().map(|t| rsrc_load(gr, at(t), vec)).collect();
+            let b: Vec<Option<Val>> = ts
+                .map(|t| (fam.norm == Norm::Layer).then(|| rsrc_load(br, at(t), vec)))
+                .collect();
+            g.into_iter().zip(b).collect::<Vec<_>>()
         };
+        // The plain forward reads its weights `chunk` tiles at a time (see
+        // `fwd_weight_chunk`), the quant forward all at once; the first chunk right away.
+        let chunk = match p.y {
+            Some(_) => fwd_weight_chunk(fam, path).min(tiles) as usize,
+            None => tiles as usize,
+        };
+        let mut w = load_w(0..chunk, None);
         let (mean, rstd) = math.stats(&sums);
+        // LayerNorm with 2-byte outputs (lean targets): `xhat = x * rstd - mean * rstd`, one
+        // fused multiply-add an element; rounding `mean * rstd` costs |mean / std| * 2^-24 of
+        // xhat, far below the output's rounding. f32 keeps `(x - mean) * rstd`.
+        let shift =
+            (lean && fam.norm == Norm::Layer && fam.dt.bytes() == 2).then(|| -(mean * rstd));
+        let xhat = |x: Val| match shift {
+            Some(sh) => {
+                let l = x.lanes();
+                x.fma(splat(rstd, l), splat(sh, l))
+            }
+            None => math.xhat(x, mean, rstd),
+        };
+        // `y` of tile `t` in f32 from its weights.
+        let y_of = |t: usize, (g, b): (Val, Option<Val>)| {
+            let xh = xhat(xf[t]);
+            let bt = b.map(wide).unwrap_or(xh);
+            math.y(xh, wide(g), bt)
+        };
         let write_stats = cx.first & cx.valid;
-        if fam.norm == crate::config::Norm::Layer {
+        if fam.norm == Norm::Layer {
             if_(write_stats & has_mean, || p.mean.store(cx.row, mean));
         }
         if_(write_stats & has_rstd, || p.rstd.store(cx.row, rstd));
-        let ys: Vec<Val> = (0..tiles as usize)
-            .map(|t| {
-                let xh = math.xhat(xf[t], mean, rstd);
-                let bt = b.get(t).map(|v| v.cast(F32)).unwrap_or(xh);
-                math.y(xh, g[t].cast(F32), bt)
-            })
-            .collect();
         match (p.y, p.q) {
             (Some(y), _) => {
-                let yr = y.offset(cx.base).rsrc_n(cx.nrow);
-                for (&i, &v) in idx.iter().zip(&ys) {
-                    yr.store_aligned(i, v.cast(dt), 16, false);
+                // Each chunk after the first adds a run-time zero taken from the previous
+                // chunk's output to its weight indices, so its loads issue only after that
+                // chunk's weights have arrived.
+                let mut yr = None;
+                for c0 in (0..tiles as usize).step_by(chunk) {
+                    let ts = c0..(c0 + chunk).min(tiles as usize);
+                    let ys: Vec<Val> = ts
+                        .clone()
+                        .zip(std::mem::take(&mut w))
+                        .map(|(t, w)| y_of(t, w))
+                        .collect();
+                    let yr = *yr.get_or_insert_with(|| y.offset(cx.base).rsrc_n(cx.nrow));
+                    for (t, &v) in ts.zip(&ys) {
+                        yr.store_aligned(idx[t], v.cast(dt), 16, false);
+                    }
+                    let next = c0 + chunk;
+                    if next < tiles as usize {
+                        let v = ys[ys.len() - 1];
+                        let off = v.bitcast(Type::vec(I32, v.lanes())).at(0) & (p.n >> 31);
+                        w = load_w(next..(next + chunk).min(tiles as usize), Some(off));
+                    }
                 }
             }
             (None, Some((q, yscale, _))) => {
+                let ys: Vec<Val> = std::mem::take(&mut w)
+                    .into_iter()
+                    .enumerate()
+                    .map(|(t, w)| y_of(t, w))
+                    .collect();
                 let (sm, _) = smooth.expect("quant kernels have xscale");
                 let ys: Vec<Val> = ys
                     .iter()
@@ -317,7 +375,7 @@ fn generic(p: &Params, fam: Family, math: &RowMath, scratch: Lds) {
         );
         let (mean, rstd) = math.stats(&sums);
         let first = tid.eq(0);
-        if fam.norm == crate::config::Norm::Layer {
+        if fam.norm == Norm::Layer {
             if_(first & has_mean, || p.mean.store(row, mean));
         }
         if_(first & has_rstd, || p.rstd.store(row, rstd));
@@ -332,8 +390,8 @@ fn generic(p: &Params, fam: Family, math: &RowMath, scratch: Lds) {
         let yof = |i: Val| {
             let xh = math.xhat(input(i), mean, rstd);
             let b = match fam.norm {
-                crate::config::Norm::Layer => br.load(i).cast(F32),
-                crate::config::Norm::Rms => xh,
+                Norm::Layer => br.load(i).cast(F32),
+                Norm::Rms => xh,
             };
             math.y(xh, gr.load(i).cast(F32), b)
         };

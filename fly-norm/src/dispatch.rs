@@ -19,6 +19,12 @@ const MAX_GRID: usize = 1 << 20;
 /// assert_eq!(p.cfg.block, [256, 1, 1]);
 /// // Odd rows take the generic path.
 /// assert_eq!(plan_forward(8, 1021, Dtype::F32, false, 32, 132).path, Path::Generic);
+/// // 2-byte rows of 4096: 8 tiles in 64 threads.
+/// let p = plan_forward(32768, 4096, Dtype::Bf16, false, 32, 132);
+/// assert_eq!((p.path, p.cfg.block), (Path::Fast(8), [64, 1, 1]));
+/// // Short rows: one wave per row, blocks of 2 waves.
+/// let p = plan_forward(65536, 1024, Dtype::Bf16, false, 32, 132);
+/// assert_eq!((p.path, p.cfg.block, p.lanes), (Path::Rows(4), [64, 1, 1], 32));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Plan {
@@ -34,6 +40,12 @@ fn round_up(v: usize, to: usize) -> usize {
     v.div_ceil(to) * to
 }
 
+/// `n % d == 0` (`usize::is_multiple_of` needs Rust 1.87; the workspace's MSRV is 1.85).
+#[allow(clippy::manual_is_multiple_of)]
+fn multiple_of(n: usize, d: usize) -> bool {
+    n % d == 0
+}
+
 fn grid(blocks: usize) -> u32 {
     blocks.clamp(1, MAX_GRID) as u32
 }
@@ -45,6 +57,16 @@ fn grid(blocks: usize) -> u32 {
 /// 4 vectors per lane of one wave, else to the fast path (one row per block, the smallest tile
 /// count that keeps the block at <= 256 threads, else within the tile count's block cap);
 /// everything else is generic.
+///
+/// Two choices of the plain forward (not the quant one) on wave32 devices come from the H200
+/// sweep (`examples/fwd_sweep.rs`, bf16, every plan timed on the same inputs); wave64 devices,
+/// where they are unmeasured, keep the rule above:
+/// - the multi-row path runs blocks of 2 waves rather than 256 threads: at (65536, 1024)
+///   LayerNorm 88.0 -> 90.0% of copy, RMSNorm 89.7 -> 90.9%;
+/// - 2-byte rows of 257..=512 vectors (2049..=4096 elements) take the tile count that keeps
+///   the block at <= 64 threads: at (32768, 4096) `Fast(8)` in 64 threads against `Fast(2)` in
+///   256, LayerNorm 89.4 -> 92.9%, RMSNorm 92.7 -> 93.6% (more rows in flight per SM). Rows of
+///   2048 gain nothing from it (RMSNorm loses 1.6%), rows of 8192 lose 2% (LayerNorm).
 pub fn plan_forward(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32, cus: u32) -> Plan {
     let kind = if quant { Kind::FwdQuant } else { Kind::Fwd };
     let _ = cus;
@@ -59,7 +81,12 @@ pub fn plan_forward(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32, cus: 
                 .find(|&t| v <= t as usize * ws)
                 .unwrap_or(1);
             let lanes = v.div_ceil(t as usize).next_power_of_two().min(ws);
-            let block = (ROWS_BLOCK as usize).min(round_up(m * lanes, ws));
+            let cap = if quant || ws != 32 {
+                ROWS_BLOCK as usize
+            } else {
+                2 * ws
+            };
+            let block = cap.min(ROWS_BLOCK as usize).min(round_up(m * lanes, ws));
             let rows_per_block = block / lanes;
             return Plan {
                 path: Path::Rows(t),
@@ -67,7 +94,13 @@ pub fn plan_forward(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32, cus: 
                 lanes: lanes as u32,
             };
         }
-        for cap in [Some(256usize), None] {
+        let small_block = !quant && ws == 32 && dt.bytes() == 2 && (257..=512).contains(&v);
+        let caps = if small_block {
+            &[Some(64usize), Some(256), None][..]
+        } else {
+            &[Some(256), None][..]
+        };
+        for &cap in caps {
             let fits = |t: u32| {
                 v.div_ceil(t as usize) <= cap.unwrap_or(fast_max_block(kind, dt, t) as usize)
             };
@@ -164,5 +197,167 @@ pub fn plan_backward(m: usize, n: usize, dt: Dtype, wave: u32, cus: u32) -> Plan
         path: Path::Generic,
         cfg: LaunchConfig::linear(persistent(b, 2 * b * elem), GENERIC_THREADS),
         lanes: 0,
+    }
+}
+
+/// Every forward plan the kernels can run `m` rows of `n` elements of `dt` with (the int8
+/// quant output when `quant`) on a device with waves of `wave` lanes: each fast-path tile count
+/// with every block size that covers a row (multiples of the wave size up to the tile count's
+/// block cap), each multi-row tile count with every power-of-two lane count whose groups hold a
+/// row (in blocks of 256 threads and of 2 waves), and the generic path; grids as the dispatcher
+/// sizes them. [`plan_forward`]'s choice is among them. For benchmarks and tuning (see
+/// [`norm_fwd_with_plan`](crate::norm_fwd_with_plan) and `examples/fwd_sweep.rs`), not a stable
+/// API.
+///
+/// ```
+/// use fly_norm::{forward_plans, plan_forward, Dtype, Path};
+/// let plans = forward_plans(65536, 1024, Dtype::Bf16, false, 32);
+/// assert!(plans.contains(&plan_forward(65536, 1024, Dtype::Bf16, false, 32, 132)));
+/// // 128 vectors a row: 2 tiles in blocks of 64..=256 threads, ...
+/// assert_eq!(plans.iter().filter(|p| p.path == Path::Fast(2)).count(), 7);
+/// // ... and one wave per row with 4 tiles a lane.
+/// assert!(plans.iter().any(|p| p.path == Path::Rows(4) && p.lanes == 32));
+/// ```
+#[doc(hidden)]
+pub fn forward_plans(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32) -> Vec<Plan> {
+    let kind = if quant { Kind::FwdQuant } else { Kind::Fwd };
+    let ws = wave.max(1) as usize;
+    let vec = dt.vec() as usize;
+    let mut v = Vec::new();
+    if n > 0 && multiple_of(n, vec) {
+        let nv = n / vec;
+        for &t in fast_tiles(kind) {
+            let cap = fast_max_block(kind, dt, t) as usize;
+            let mut block = round_up(nv.div_ceil(t as usize), ws);
+            while block <= cap {
+                v.push(Plan {
+                    path: Path::Fast(t),
+                    cfg: LaunchConfig::linear(grid(m), block as u32),
+                    lanes: 0,
+                });
+                block += ws;
+            }
+        }
+        for &t in &FWD_ROWS_TILES {
+            let mut lanes = 1usize;
+            while lanes <= ws {
+                if nv <= lanes * t as usize {
+                    let mut blocks = vec![ROWS_BLOCK as usize, 2 * ws];
+                    blocks.dedup();
+                    for cap in blocks {
+                        let block = cap
+                            .min(ROWS_BLOCK as usize)
+                            .min(round_up(m.max(1) * lanes, ws));
+                        let p = Plan {
+                            path: Path::Rows(t),
+                            cfg: LaunchConfig::linear(
+                                grid(m.div_ceil(block / lanes)),
+                                block as u32,
+                            ),
+                            lanes: lanes as u32,
+                        };
+                        if !v.contains(&p) {
+                            v.push(p);
+                        }
+                    }
+                }
+                lanes *= 2;
+            }
+        }
+    }
+    v.push(Plan {
+        path: Path::Generic,
+        cfg: LaunchConfig::linear(grid(m), GENERIC_THREADS),
+        lanes: 0,
+    });
+    v
+}
+
+/// Why `plan` cannot run the forward of `m` rows of `n` elements of `dt` (quant output when
+/// `quant`) on waves of `wave` lanes, or `None` when it can: the path must be built for the
+/// family, the grid 1-D with 1..=2^20 blocks, the block 1-D and a multiple of the wave size
+/// within the path's launch bound; the fast path's block must cover a row
+/// (`n <= block * tiles * vec`), the multi-row path's lane groups (a power of two up to the
+/// wave size) must (`n <= lanes * tiles * vec`), and both need `n % vec == 0`; the generic
+/// path runs blocks of exactly its thread count.
+pub(crate) fn check_forward_plan(
+    plan: &Plan,
+    n: usize,
+    dt: Dtype,
+    quant: bool,
+    wave: u32,
+) -> Option<String> {
+    let kind = if quant { Kind::FwdQuant } else { Kind::Fwd };
+    let ws = wave.max(1);
+    let vec = dt.vec() as usize;
+    let (grid, block) = (plan.cfg.grid, plan.cfg.block);
+    if grid[1] != 1 || grid[2] != 1 || block[1] != 1 || block[2] != 1 {
+        return Some(format!(
+            "the launch must be 1-D (grid {grid:?}, block {block:?}); use LaunchConfig::linear"
+        ));
+    }
+    if grid[0] == 0 || grid[0] as usize > MAX_GRID {
+        return Some(format!("grid {} must be in 1..={MAX_GRID}", grid[0]));
+    }
+    let b = block[0];
+    let vector_rows = |what: &str| {
+        (!multiple_of(n, vec))
+            .then(|| format!("{what} needs n % {vec} == 0 for {dt:?} (n = {n}); use Path::Generic"))
+    };
+    let in_block = |cap: u32| {
+        (b == 0 || !multiple_of(b as usize, ws as usize) || b > cap)
+            .then(|| format!("block {b} must be a multiple of the wave size {ws} in {ws}..={cap}"))
+    };
+    match plan.path {
+        Path::Fast(t) => {
+            if !fast_tiles(kind).contains(&t) {
+                return Some(format!(
+                    "no fast-path kernel with {t} tiles; built: {:?}",
+                    fast_tiles(kind)
+                ));
+            }
+            if plan.lanes != 0 {
+                return Some(format!("lanes {} must be 0 off Path::Rows", plan.lanes));
+            }
+            vector_rows("Path::Fast")
+                .or_else(|| in_block(fast_max_block(kind, dt, t)))
+                .or_else(|| {
+                    let need = (n / vec).div_ceil(t as usize);
+                    (need > b as usize).then(|| {
+                        format!("block {b} does not cover a row: {need} threads x {t} tiles needed")
+                    })
+                })
+        }
+        Path::Rows(t) => {
+            if !FWD_ROWS_TILES.contains(&t) {
+                return Some(format!(
+                    "no multi-row kernel with {t} tiles; built: {FWD_ROWS_TILES:?}"
+                ));
+            }
+            let l = plan.lanes;
+            if l == 0 || !l.is_power_of_two() || l > ws {
+                return Some(format!(
+                    "lanes {l} must be a power of two in 1..={ws} (the wave size)"
+                ));
+            }
+            vector_rows("Path::Rows")
+                .or_else(|| in_block(ROWS_BLOCK))
+                .or_else(|| {
+                    let nv = n / vec;
+                    (nv > (l * t) as usize).then(|| {
+                        format!(
+                            "{l} lanes x {t} tiles hold {} vectors, a row has {nv}",
+                            l * t
+                        )
+                    })
+                })
+        }
+        Path::Generic => (b != GENERIC_THREADS || plan.lanes != 0).then(|| {
+            format!(
+                "the generic path runs blocks of exactly {GENERIC_THREADS} threads and lanes 0 \
+                 (got block {b}, lanes {})",
+                plan.lanes
+            )
+        }),
     }
 }

@@ -1,7 +1,7 @@
 //! The general forward entry point of both norms: validation, dispatch and launch.
 
 use crate::config::{weight_dtypes, Family, Kind, Norm};
-use crate::dispatch::plan_forward;
+use crate::dispatch::{check_forward_plan, plan_forward, Plan};
 use crate::error::{self, invalid};
 use crate::kernels::{fwd_launcher, fwd_quant_launcher};
 use crate::Element;
@@ -223,6 +223,72 @@ pub unsafe fn norm_fwd_unchecked<T: Element, W: Element>(
         dev.wave_size(),
         dev.compute_units(),
     );
+    // SAFETY: forwarded from this function's contract; the dispatcher's plan fits the shape.
+    unsafe { launch(stream, norm, bufs, args, plan) }
+}
+
+/// [`norm_fwd`] on an explicit [`Plan`] instead of the dispatcher's, for benchmarks and tuning
+/// (`examples/fwd_sweep.rs` times every plan of [`forward_plans`](crate::forward_plans)); not
+/// a stable API. Validates the buffers as [`norm_fwd`] does, and the plan against the shape,
+/// dtype and the device's wave size: the path must exist for the family, the 1-D block be a
+/// multiple of the wave size within the path's launch bound and cover a row (fast path) or
+/// hold a row in its lane groups (multi-row path), the grid have 1..=2^20 blocks (fewer blocks
+/// than rows loop over the rows). An invalid plan is an error naming the fix, never a launch.
+///
+/// ```
+/// use fly_norm::{forward_plans, norm_fwd_with_plan, FwdBuffers, FwdOut, Norm, NormArgs, Path};
+/// use flydsl_rt::{Device, DeviceBuffer};
+/// let dev = Device::sim(flydsl_rt::Target::Gfx942); // or Device::best()?
+/// let s = dev.stream().unwrap();
+/// let (m, n) = (3, 256);
+/// let x = DeviceBuffer::from_slice(&dev, &vec![1.0f32; m * n]).unwrap();
+/// let g = DeviceBuffer::from_slice(&dev, &vec![1.0f32; n]).unwrap();
+/// let mut y = DeviceBuffer::<f32>::zeroed(&dev, m * n).unwrap();
+/// let plan = forward_plans(m, n, fly_norm::Dtype::F32, false, dev.wave_size())
+///     .into_iter()
+///     .find(|p| p.path == Path::Fast(8))
+///     .unwrap();
+/// let bufs = FwdBuffers { x: &x, residual: None, gamma: &g, beta: None, out: FwdOut::Y(&mut y), mean: None, rstd: None };
+/// norm_fwd_with_plan(&s, Norm::Rms, bufs, NormArgs::new(m, n), plan).unwrap();
+/// assert!(y.to_vec().unwrap().iter().all(|&v| (v - 1.0).abs() < 1e-3));
+/// // A block that is not a whole number of waves is refused.
+/// let mut bad = plan;
+/// bad.cfg.block[0] = dev.wave_size() + 1;
+/// let bufs = FwdBuffers { x: &x, residual: None, gamma: &g, beta: None, out: FwdOut::Y(&mut y), mean: None, rstd: None };
+/// assert!(norm_fwd_with_plan(&s, Norm::Rms, bufs, NormArgs::new(m, n), bad).is_err());
+/// ```
+#[doc(hidden)]
+pub fn norm_fwd_with_plan<T: Element, W: Element>(
+    stream: &Stream,
+    norm: Norm,
+    bufs: FwdBuffers<'_, T, W>,
+    args: NormArgs,
+    plan: Plan,
+) -> Result<()> {
+    if !validate(norm, &bufs, &args)? {
+        return Ok(());
+    }
+    let quant = matches!(bufs.out, FwdOut::Quant { .. });
+    let wave = stream.device().wave_size();
+    if let Some(why) = check_forward_plan(&plan, args.n, T::DTYPE, quant, wave) {
+        return Err(invalid(op(norm), format!("plan {plan:?}: {why}")));
+    }
+    // SAFETY: the buffers were validated against (m, n) and the plan against the shape.
+    unsafe { launch(stream, norm, bufs, args, plan) }
+}
+
+/// Launch the forward on `plan`.
+///
+/// # Safety
+/// As [`norm_fwd_unchecked`], and `plan` must fit the shape (see `check_forward_plan`).
+unsafe fn launch<T: Element, W: Element>(
+    stream: &Stream,
+    norm: Norm,
+    bufs: FwdBuffers<'_, T, W>,
+    args: NormArgs,
+    plan: Plan,
+) -> Result<()> {
+    let dev = stream.device();
     let empty_t = || DeviceBuffer::<T>::alloc(dev, 0);
     let empty_f = || DeviceBuffer::<f32>::alloc(dev, 0);
     let (no_res, mut no_res_out) = (empty_t()?, empty_t()?);

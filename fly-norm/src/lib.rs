@@ -44,9 +44,9 @@ mod rmsnorm;
 
 pub use bwd::{norm_bwd, norm_bwd_unchecked, BwdBuffers, BwdStrategy, NormBwdArgs};
 pub use config::{Dtype, Norm, Path};
-pub use dispatch::{plan_backward, plan_forward, Plan};
+pub use dispatch::{forward_plans, plan_backward, plan_forward, Plan};
 pub use element::Element;
-pub use fwd::{norm_fwd, norm_fwd_unchecked, FwdBuffers, FwdOut, NormArgs};
+pub use fwd::{norm_fwd, norm_fwd_unchecked, norm_fwd_with_plan, FwdBuffers, FwdOut, NormArgs};
 pub use layernorm::{
     layer_norm, layer_norm_add, layer_norm_add_quant, layer_norm_bwd, layer_norm_quant,
     layer_norm_stats,

@@ -236,3 +236,90 @@ fn buffers_of_another_device_are_rejected() {
     let e = rms_norm(&s, &x, &g, &mut y, NormArgs::new(2, 4)).expect_err("wrong device");
     assert!(matches!(e, flydsl_rt::Error::WrongDevice { .. }), "{e}");
 }
+
+/// Plans that do not fit the shape, dtype or device are errors naming the problem, never
+/// launches; every plan of `forward_plans` is accepted.
+#[test]
+fn bad_forward_plans() {
+    let s = sim(Target::Sm90); // wave 32
+    let (m, n) = (4, 1024);
+    let x = zeros::<f32>(&s, m * n);
+    let g = zeros::<f32>(&s, n);
+    let mut y = zeros::<f32>(&s, m * n);
+    let mut run = |p: Plan| {
+        let b = FwdBuffers {
+            x: &x,
+            residual: None,
+            gamma: &g,
+            beta: None,
+            out: FwdOut::Y(&mut y),
+            mean: None,
+            rstd: None,
+        };
+        norm_fwd_with_plan(&s, Norm::Rms, b, NormArgs::new(m, n), p)
+    };
+    let lin = |path, grid, block, lanes| Plan {
+        path,
+        cfg: flydsl_rt::LaunchConfig::linear(grid, block),
+        lanes,
+    };
+    for p in forward_plans(m, n, Dtype::F32, false, 32) {
+        run(p).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+    }
+    // f32 rows of 1024: 256 vectors.
+    for (p, want) in [
+        (
+            lin(Path::Fast(3), 4, 128, 0),
+            "no fast-path kernel with 3 tiles",
+        ),
+        (
+            lin(Path::Fast(2), 4, 100, 0),
+            "multiple of the wave size 32",
+        ),
+        (lin(Path::Fast(2), 4, 512, 0), "in 32..=256"),
+        (lin(Path::Fast(2), 4, 96, 0), "does not cover a row"),
+        (lin(Path::Fast(2), 4, 128, 8), "lanes 8 must be 0"),
+        (lin(Path::Fast(2), 0, 128, 0), "grid 0"),
+        (
+            lin(Path::Rows(4), 1, 256, 16),
+            "16 lanes x 4 tiles hold 64 vectors",
+        ),
+        (
+            lin(Path::Rows(4), 1, 256, 64),
+            "lanes 64 must be a power of two in 1..=32",
+        ),
+        (lin(Path::Rows(4), 1, 256, 0), "lanes 0"),
+        (
+            lin(Path::Rows(2), 1, 256, 32),
+            "no multi-row kernel with 2 tiles",
+        ),
+        (lin(Path::Generic, 4, 128, 0), "exactly 256 threads"),
+    ] {
+        let e = msg(run(p));
+        assert!(e.contains(want), "{p:?}: {e}");
+    }
+    let mut p = lin(Path::Fast(2), 4, 128, 0);
+    p.cfg.grid[1] = 2;
+    assert!(msg(run(p)).contains("1-D"));
+    // Vectorised paths need whole vectors.
+    let x = zeros::<f32>(&s, 2 * 6);
+    let g = zeros::<f32>(&s, 6);
+    let mut y = zeros::<f32>(&s, 2 * 6);
+    let b = FwdBuffers {
+        x: &x,
+        residual: None,
+        gamma: &g,
+        beta: None,
+        out: FwdOut::Y(&mut y),
+        mean: None,
+        rstd: None,
+    };
+    let e = msg(norm_fwd_with_plan(
+        &s,
+        Norm::Layer,
+        b,
+        NormArgs::new(2, 6),
+        lin(Path::Fast(2), 2, 32, 0),
+    ));
+    assert!(e.contains("n % 4 == 0"), "{e}");
+}

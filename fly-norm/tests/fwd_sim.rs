@@ -6,8 +6,11 @@ mod common;
 
 use common::fwd_case::{case, Opts, OPTS};
 use common::*;
-use fly_norm::{norm_fwd, plan_forward, Element, FwdBuffers, FwdOut, Norm, NormArgs, Path};
-use flydsl_rt::Target;
+use fly_norm::{
+    forward_plans, norm_fwd, norm_fwd_with_plan, plan_forward, Element, FwdBuffers, FwdOut, Norm,
+    NormArgs, Path, Plan,
+};
+use flydsl_rt::{LaunchConfig, Target};
 use flydsl_testutil::compare::Storage;
 use flydsl_testutil::norm::{layer_norm_fwd, rms_norm_fwd, NormDtype};
 use half::{bf16, f16};
@@ -199,5 +202,77 @@ fn nan_inf_propagate() {
                 check(&format!("{norm:?} n={n} on {t}"), &got, &want.y, 1e-4, 0.0);
             }
         }
+    }
+}
+
+/// One forward of `norm` on every plan of `forward_plans` (every block size, lane count and
+/// multi-row block), each also with a persistent grid of 2 blocks looping over the rows, against
+/// the reference; x is offset by 8 so that LayerNorm's `x * rstd - mean * rstd` sees a mean
+/// well away from 0.
+fn every_plan_one<T: Element + NormDtype, W: Element + Storage>(
+    s: &flydsl_rt::Stream,
+    norm: Norm,
+    m: usize,
+    n: usize,
+) {
+    let ws = s.device().wave_size();
+    let mut rng = flydsl_testutil::rng::Rng::new((m * n) as u64);
+    let x: Vec<T> = rng
+        .randn(m * n)
+        .into_iter()
+        .map(|v| <T as Element>::from_f32(v + 8.0))
+        .collect();
+    let xf = flydsl_testutil::compare::widen(&x);
+    let (g, gf) = rand::<W>(&mut rng, n);
+    let (b, bf) = randn::<W>(&mut rng, n);
+    let want = match norm {
+        Norm::Layer => layer_norm_fwd::<T>(&xf, None, &gf, Some(&bf), m, n, 1e-5),
+        Norm::Rms => rms_norm_fwd::<T>(&xf, None, &gf, m, n, 1e-5),
+    };
+    let (xd, gd, bd) = (up(s, &x), up(s, &g), up(s, &b));
+    let mut plans = forward_plans(m, n, T::DTYPE, false, ws);
+    let persistent: Vec<Plan> = plans
+        .iter()
+        .filter(|p| p.cfg.grid[0] > 2)
+        .map(|p| Plan {
+            cfg: LaunchConfig::linear(2, p.cfg.block[0]),
+            ..*p
+        })
+        .collect();
+    plans.extend(persistent);
+    assert!(plans.len() > 4, "{plans:?}");
+    for p in plans {
+        let what = format!(
+            "{norm:?} {:?} m={m} n={n} {p:?} on {}",
+            T::DTYPE,
+            s.device().target()
+        );
+        let mut y = zeros::<T>(s, m * n);
+        let bufs = FwdBuffers {
+            x: &xd,
+            residual: None,
+            gamma: &gd,
+            beta: (norm == Norm::Layer).then_some(&bd),
+            out: FwdOut::Y(&mut y),
+            mean: None,
+            rstd: None,
+        };
+        norm_fwd_with_plan(s, norm, bufs, NormArgs::new(m, n), p)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        check(&what, &down(&y), &want.y, T::TOL.fwd_atol, T::TOL.fwd_rtol);
+    }
+}
+
+/// Every plan the sweep (`examples/fwd_sweep.rs`) may time computes the same norm as the
+/// dispatcher's, on a wave32 and a wave64 target.
+#[test]
+fn every_plan() {
+    for t in [Target::Sm90, Target::Gfx942] {
+        let s = sim(t);
+        for (m, n) in [(5, 1024), (9, 256)] {
+            every_plan_one::<bf16, bf16>(&s, Norm::Layer, m, n);
+            every_plan_one::<f32, f32>(&s, Norm::Rms, m, n);
+        }
+        every_plan_one::<f16, f16>(&s, Norm::Layer, 3, 2048);
     }
 }

@@ -1,8 +1,9 @@
 //! `cargo xtask device-bundle`: build the sm90 test binaries, the bench/verify binary
-//! (xtask itself) and the launch-overhead example in release mode (stripped), and copy them
-//! with the torch peer script and an entry script into one folder for the GPU machine.
-//! `run.sh` there runs the tests, then our benches and the torch peers on the same shapes in
-//! the same run, and prints a side-by-side table with ratios.
+//! (xtask itself), the launch-overhead example and fly-norm's forward plan sweep
+//! (`fwd_sweep`) in release mode (stripped), and copy them with the torch peer script and an
+//! entry script into one folder for the GPU machine. `run.sh` there runs the tests, the plan
+//! sweep, then our benches and the torch peers on the same shapes in the same run, and prints
+//! a side-by-side table with ratios.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -100,7 +101,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         &["build", "--release", "-p", "xtask", "--features", "sm90"],
         false,
     )?;
-    let ex = executables(
+    let mut ex = executables(
         &[
             "build",
             "--release",
@@ -111,6 +112,19 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         ],
         false,
     )?;
+    ex.extend(executables(
+        &[
+            "build",
+            "--release",
+            "-p",
+            "fly-norm",
+            "--features",
+            "sm90",
+            "--example",
+            "fwd_sweep",
+        ],
+        false,
+    )?);
     let _ = std::fs::remove_dir_all(&a.out);
     let stage = a.out.join("stage");
     let tdir = stage.join("tests");
