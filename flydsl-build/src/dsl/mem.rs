@@ -168,6 +168,28 @@ impl Rsrc {
     }
 }
 
+/// The element accessors of an LDS array type with a `ptr: Val` field (static or dynamic).
+macro_rules! lds_accessors {
+    () => {
+        /// Load `n` elements at element `i`.
+        pub fn load_vec(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
+            ptr_load(self.ptr, i, n, align)
+        }
+        /// Load one element.
+        pub fn load(&self, i: impl Into<Operand>) -> Val {
+            self.load_vec(i, 1, 0)
+        }
+        /// Store at element `i`.
+        pub fn store(&self, i: impl Into<Operand>, v: Val) {
+            ptr_store(self.ptr, i, v, 0, false)
+        }
+        /// Atomic add at element `i`.
+        pub fn atomic_add(&self, i: impl Into<Operand>, v: Val) -> Val {
+            ptr_atomic_add(self.ptr, i, v)
+        }
+    };
+}
+
 /// A kernel's dynamic LDS region (from `KernelDef::lds_dynamic`): arrays are laid out in the
 /// order [`DynLds::array`] is called, each at the previous end rounded up to 16 bytes, the
 /// rule of `flydsl_ir::dynamic_lds_layout`, which the host uses to size the launch.
@@ -211,22 +233,7 @@ impl DynLdsArray {
     pub fn len(&self) -> Val {
         self.len
     }
-    /// Load `n` elements at element `i`.
-    pub fn load_vec(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
-        ptr_load(self.ptr, i, n, align)
-    }
-    /// Load one element.
-    pub fn load(&self, i: impl Into<Operand>) -> Val {
-        self.load_vec(i, 1, 0)
-    }
-    /// Store at element `i`.
-    pub fn store(&self, i: impl Into<Operand>, v: Val) {
-        ptr_store(self.ptr, i, v, 0, false)
-    }
-    /// Atomic add at element `i`.
-    pub fn atomic_add(&self, i: impl Into<Operand>, v: Val) -> Val {
-        ptr_atomic_add(self.ptr, i, v)
-    }
+    lds_accessors!();
 }
 
 /// A static LDS (shared memory) array.
@@ -248,20 +255,5 @@ impl Lds {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
-    /// Load `n` elements at element `i`.
-    pub fn load_vec(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
-        ptr_load(self.ptr, i, n, align)
-    }
-    /// Load one element.
-    pub fn load(&self, i: impl Into<Operand>) -> Val {
-        self.load_vec(i, 1, 0)
-    }
-    /// Store at element `i`.
-    pub fn store(&self, i: impl Into<Operand>, v: Val) {
-        ptr_store(self.ptr, i, v, 0, false)
-    }
-    /// Atomic add at element `i`.
-    pub fn atomic_add(&self, i: impl Into<Operand>, v: Val) -> Val {
-        ptr_atomic_add(self.ptr, i, v)
-    }
+    lds_accessors!();
 }
