@@ -481,6 +481,13 @@ pub(crate) unsafe fn launch(
     }
     let lds_bytes = match &d.kernel.dynamic_lds {
         Some(_) => u64::from(d.kernel.dynamic_lds_offset()) + u64::from(cfg.dynamic_lds_bytes),
+        None if cfg.dynamic_lds_bytes > 0 => {
+            return Err(invalid(format!(
+                "dynamic_lds_bytes is {} but the kernel declares no dynamic LDS region; \
+                 launch it with 0",
+                cfg.dynamic_lds_bytes
+            )))
+        }
         None => d.lds_bytes,
     };
     if lds_bytes > device.max_lds_bytes() {

@@ -88,8 +88,9 @@ impl Stream {
     /// (cached per process); the block has 1..=`max_threads` (and at most 1024) threads; the
     /// grid is within the hardware limits; `args` has exactly the kernel's kernarg size and
     /// every argument was written with its kind and size; every buffer in `args` lives on this
-    /// device; the kernel's LDS fits the device. A grid with a zero dimension then returns
-    /// `Ok(())` without launching. The code object is loaded once per (device, kernel).
+    /// device; the kernel's LDS (static plus `cfg.dynamic_lds_bytes`, which only kernels with
+    /// a dynamic LDS region may ask for) fits the device. A grid with a zero dimension then
+    /// returns `Ok(())` without launching. The code object is loaded once per (device, kernel).
     ///
     /// Launches are asynchronous on GPUs and synchronous on the Sim.
     ///

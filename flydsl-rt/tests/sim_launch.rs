@@ -376,3 +376,22 @@ fn device_properties() {
     send_sync::<DeviceBuffer<f32>>();
     send_sync::<KernelArgs>();
 }
+
+#[test]
+fn dynamic_lds_bytes_for_a_kernel_without_a_region_are_rejected() {
+    let dev = Device::new_sim(Target::Gfx1201);
+    let table = table("demo", vec![(noop(Target::Gfx1201), None)]);
+    let cfg = LaunchConfig::linear(1, 32).with_dynamic_lds(1024);
+    // SAFETY: rejected before launching.
+    let err = unsafe {
+        dev.stream()
+            .unwrap()
+            .launch(table, cfg, &KernelArgs::new(0))
+    }
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("dynamic_lds_bytes is 1024") && err.contains("no dynamic LDS region"),
+        "{err}"
+    );
+}
