@@ -26,7 +26,8 @@ use fly_norm::{
     forward_plans, norm_fwd_with_plan, plan_forward, Element, FwdBuffers, FwdOut, Norm, NormArgs,
     Path, Plan,
 };
-use flydsl_rt::{Backend, Device, DeviceBuffer, Event, LaunchConfig, Result, Stream};
+use flydsl_rt::timing::Timer;
+use flydsl_rt::{Backend, Device, DeviceBuffer, LaunchConfig, Result, Stream};
 use half::bf16;
 use std::time::Instant;
 
@@ -115,32 +116,6 @@ fn parse_args() -> std::result::Result<Opts, String> {
         o.shapes = SHAPES.to_vec();
     }
     Ok(o)
-}
-
-/// Events around each launch, an L2 flush before every timed one, median.
-struct Timer {
-    flush: DeviceBuffer<u8>,
-    start: Event,
-    end: Event,
-}
-
-impl Timer {
-    fn median(&mut self, s: &Stream, o: &Opts, f: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
-        for _ in 0..o.warmup {
-            f()?;
-        }
-        let mut ts = Vec::with_capacity(o.reps);
-        for _ in 0..o.reps {
-            self.flush.memset_zero()?;
-            self.start.record(s)?;
-            f()?;
-            self.end.record(s)?;
-            self.end.synchronize()?;
-            ts.push(Event::elapsed_ms(&self.start, &self.end)? as f64);
-        }
-        ts.sort_by(f64::total_cmp);
-        Ok(ts[ts.len() / 2])
-    }
 }
 
 /// Deterministic values in [-3, 3).
@@ -292,7 +267,7 @@ fn run_shape<T: Element>(c: &mut Ctx, s: &Stream, dt: &str, (m, n): (usize, usiz
                 };
                 norm_fwd_with_plan(s, norm, bufs, args, plan)
             };
-            match c.timer.median(s, &c.opts, &mut run) {
+            match c.timer.median(s, c.opts.warmup, c.opts.reps, &mut run) {
                 Ok(ms) => Timed {
                     plan,
                     ms,
@@ -452,11 +427,7 @@ fn sweep(dev: Device, opts: Opts) -> Result<()> {
     );
     let stream = dev.stream()?;
     let mut c = Ctx {
-        timer: Timer {
-            flush: DeviceBuffer::zeroed(&dev, 256 << 20)?,
-            start: dev.event()?,
-            end: dev.event()?,
-        },
+        timer: Timer::new(&dev, 256 << 20)?,
         dev,
         opts,
         summary: vec![],

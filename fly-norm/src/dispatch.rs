@@ -50,6 +50,19 @@ fn grid(blocks: usize) -> u32 {
     blocks.clamp(1, MAX_GRID) as u32
 }
 
+/// The multi-row plan for `m` rows with `t` tiles a lane and `lanes` lanes a row, in blocks
+/// of at most `cap` threads (and the kernel's [`ROWS_BLOCK`]), no more than the rows need.
+fn rows_plan(m: usize, t: u32, lanes: usize, cap: usize, ws: usize) -> Plan {
+    let block = cap
+        .min(ROWS_BLOCK as usize)
+        .min(round_up(m.max(1) * lanes, ws));
+    Plan {
+        path: Path::Rows(t),
+        cfg: LaunchConfig::linear(grid(m.div_ceil(block / lanes)), block as u32),
+        lanes: lanes as u32,
+    }
+}
+
 /// The forward plan for `m` rows of `n` elements of `dt` (with the int8 quant output when
 /// `quant`) on a device with waves of `wave` lanes and `cus` compute units (`m, n >= 1`).
 ///
@@ -72,7 +85,7 @@ pub fn plan_forward(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32, cus: 
     let _ = cus;
     let ws = wave as usize;
     let vec = dt.vec() as usize;
-    if n.checked_rem(vec) == Some(0) {
+    if multiple_of(n, vec) {
         let v = n / vec;
         if v <= FWD_ROWS_TILES[FWD_ROWS_TILES.len() - 1] as usize * ws {
             let t = FWD_ROWS_TILES
@@ -86,13 +99,7 @@ pub fn plan_forward(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32, cus: 
             } else {
                 2 * ws
             };
-            let block = cap.min(ROWS_BLOCK as usize).min(round_up(m * lanes, ws));
-            let rows_per_block = block / lanes;
-            return Plan {
-                path: Path::Rows(t),
-                cfg: LaunchConfig::linear(grid(m.div_ceil(rows_per_block)), block as u32),
-                lanes: lanes as u32,
-            };
+            return rows_plan(m, t, lanes, cap, ws);
         }
         let small_block = !quant && ws == 32 && dt.bytes() == 2 && (257..=512).contains(&v);
         let caps = if small_block {
@@ -170,7 +177,7 @@ pub fn plan_backward(m: usize, n: usize, dt: Dtype, wave: u32, cus: u32) -> Plan
         // Even split: the fewest blocks that give every block the same number of rows.
         grid(m.div_ceil(m.div_ceil(target)))
     };
-    if n.checked_rem(vec) == Some(0) {
+    if multiple_of(n, vec) {
         let v = n / vec;
         // (block cap, spill-free tile counts only), in order of preference.
         for (cap, spill_free) in [(Some(256usize), true), (None, true), (None, false)] {
@@ -245,17 +252,7 @@ pub fn forward_plans(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32) -> V
                     let mut blocks = vec![ROWS_BLOCK as usize, 2 * ws];
                     blocks.dedup();
                     for cap in blocks {
-                        let block = cap
-                            .min(ROWS_BLOCK as usize)
-                            .min(round_up(m.max(1) * lanes, ws));
-                        let p = Plan {
-                            path: Path::Rows(t),
-                            cfg: LaunchConfig::linear(
-                                grid(m.div_ceil(block / lanes)),
-                                block as u32,
-                            ),
-                            lanes: lanes as u32,
-                        };
+                        let p = rows_plan(m, t, lanes, cap, ws);
                         if !v.contains(&p) {
                             v.push(p);
                         }

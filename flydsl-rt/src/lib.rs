@@ -33,6 +33,7 @@ mod error;
 mod launch;
 mod repr;
 mod stream;
+pub mod timing;
 pub mod tune;
 mod variant;
 

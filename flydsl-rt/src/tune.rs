@@ -50,7 +50,7 @@
 
 use crate::device::Device;
 use crate::error::Result;
-use crate::stream::{Event, Stream};
+use crate::stream::Stream;
 use flydsl_ir::Target;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -513,8 +513,7 @@ pub fn search(
             Err(e) => return Err(e),
         }
     }
-    let device = stream.device();
-    let (start, end) = (device.event()?, device.event()?);
+    let mut timer = crate::timing::Timer::new(stream.device(), 0)?;
     let mut timed: Vec<(&str, f64)> = Vec::new();
     for &id in &valid {
         let mut times = Vec::with_capacity(opts.reps as usize);
@@ -529,14 +528,8 @@ pub fn search(
             if failed.is_some() {
                 break;
             }
-            let r = start
-                .record(stream)
-                .and_then(|()| run(id))
-                .and_then(|()| end.record(stream))
-                .and_then(|()| end.synchronize())
-                .and_then(|()| Event::elapsed_ms(&start, &end));
-            match r {
-                Ok(ms) => times.push(f64::from(ms)),
+            match timer.once(stream, false, &mut || run(id)) {
+                Ok(ms) => times.push(ms),
                 Err(e) => failed = Some(e),
             }
         }
