@@ -184,12 +184,7 @@ pub(crate) fn shuffle(
 ) -> Result<String, LowerError> {
     let (x, t) = f.get_t(v)?;
     let o = f.get(lane)?;
-    let is_f = t == Type::Scalar(ScalarType::F32);
-    let xi = if is_f {
-        f.inst(format!("bitcast float {x} to i32"))
-    } else {
-        x
-    };
+    let xi = f.bitcast_to_i32(&x, t);
     let w = f.target.wave_size();
     let me = lane_id(f);
     let src = match mode {
@@ -211,11 +206,7 @@ pub(crate) fn shuffle(
         "llvm.amdgcn.ds.bpermute",
         &[("i32", &addr), ("i32", &xi)],
     );
-    Ok(if is_f {
-        f.inst(format!("bitcast i32 {r} to float"))
-    } else {
-        r
-    })
+    Ok(f.bitcast_from_i32(r, t))
 }
 
 /// `v_readfirstlane_b32` (two of them for 64-bit values); narrow values go through i32.

@@ -277,6 +277,24 @@ impl<'k> Func<'k> {
         Ok(args)
     }
 
+    /// `x` of type `t` as the i32 the cross-lane intrinsics move: f32 bit-cast, i32 as is.
+    pub(crate) fn bitcast_to_i32(&mut self, x: &str, t: Type) -> String {
+        if t == Type::Scalar(ScalarType::F32) {
+            self.inst(format!("bitcast float {x} to i32"))
+        } else {
+            x.to_string()
+        }
+    }
+
+    /// The inverse of [`Func::bitcast_to_i32`]: the i32 `r` back as a value of type `t`.
+    pub(crate) fn bitcast_from_i32(&mut self, r: String, t: Type) -> String {
+        if t == Type::Scalar(ScalarType::F32) {
+            self.inst(format!("bitcast i32 {r} to float"))
+        } else {
+            r
+        }
+    }
+
     /// Emit the parameter fix-ups (call right after starting the entry block).
     pub fn emit_entry_fixups(&mut self) {
         for l in std::mem::take(&mut self.entry_fixups) {

@@ -62,14 +62,6 @@ pub(crate) fn barrier(f: &mut Func) {
 }
 
 /// Bring a 32-bit value to i32 (`bitcast` for f32).
-fn to_i32(f: &mut Func, x: &str, t: Type) -> String {
-    if t == Type::Scalar(ScalarType::F32) {
-        f.inst(format!("bitcast float {x} to i32"))
-    } else {
-        x.to_string()
-    }
-}
-
 /// `shfl.sync.{bfly,idx,down}.b32` over the full warp, clamp 31: an out-of-warp source
 /// lane (xor / down) keeps the lane's own value; idx uses the low 5 bits.
 pub(crate) fn shuffle(
@@ -80,7 +72,7 @@ pub(crate) fn shuffle(
 ) -> Result<String, LowerError> {
     let (x, t) = f.get_t(v)?;
     let o = f.get(lane)?;
-    let xi = to_i32(f, &x, t);
+    let xi = f.bitcast_to_i32(&x, t);
     let m = match mode {
         ShuffleMode::Xor => "bfly",
         ShuffleMode::Idx => "idx",
@@ -91,11 +83,7 @@ pub(crate) fn shuffle(
         &format!("llvm.nvvm.shfl.sync.{m}.i32"),
         &[("i32", "-1"), ("i32", &xi), ("i32", &o), ("i32", "31")],
     );
-    Ok(if t == Type::Scalar(ScalarType::F32) {
-        f.inst(format!("bitcast i32 {r} to float"))
-    } else {
-        r
-    })
+    Ok(f.bitcast_from_i32(r, t))
 }
 
 /// Broadcast an i32 from the lowest active lane.
@@ -117,13 +105,9 @@ pub(crate) fn read_first_lane(f: &mut Func, v: ValueId) -> Result<String, LowerE
     let first = f.call("i32", "llvm.cttz.i32", &[("i32", &mask), ("i1", "true")]);
     Ok(match s {
         ScalarType::I32 | ScalarType::F32 => {
-            let xi = to_i32(f, &x, t);
+            let xi = f.bitcast_to_i32(&x, t);
             let r = first_lane_i32(f, &xi, &mask, &first);
-            if s == ScalarType::F32 {
-                f.inst(format!("bitcast i32 {r} to float"))
-            } else {
-                r
-            }
+            f.bitcast_from_i32(r, t)
         }
         ScalarType::I64 => {
             let lo = f.inst(format!("trunc i64 {x} to i32"));
