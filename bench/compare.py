@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Side-by-side table of our bench (ours.json) and the torch peers (peers.json) from the
-same run on the same machine: GB/s, % of the measured copy ceiling, and ratios.
+same run on the same machine: GB/s, % of the measured copy ceiling, ratios, and for the
+forward shapes the copy of the same bytes (`copy_at_shape`): `% copy@shape` is ours
+against it, and `eager/copy` is the largest speed-up over torch eager that any kernel
+moving those bytes at copy speed could show.
 Usage: python3 compare.py OUT_DIR  -> prints markdown, writes OUT_DIR/table.md"""
 import json
 import os
@@ -20,18 +23,25 @@ peer = {}
 for r in peers:
     peer.setdefault(key(r), {})[r["impl"]] = r
 lines = ["copy ceiling (torch, 4 GiB): %s GB/s" % ("%.0f" % copy if copy else "n/a"), "",
-         "| op | dtype | shape | ours ms | ours GB/s | % copy | eager ms | x eager | compile ms | x compile |",
-         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+         "| op | dtype | shape | ours ms | ours GB/s | % copy | % copy@shape | eager ms "
+         "| x eager | eager/copy | compile ms | x compile |",
+         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
 for r in ours:
     p = peer.get(key(r), {})
     eager = p.get("eager") or p.get("autograd")
     comp = p.get("compile")
+    # The same-size copy moves a forward's bytes (read x, write y); not a backward's.
+    at = r["op"].endswith("_fwd") and peer.get(
+        ("copy_at_shape", r["dtype"], tuple(r["shape"])), {}).get("torch")
     pct = 100.0 * r["GBps"] / copy if copy else float("nan")
     f = lambda v: "%.4f" % v if v else "-"
     x = lambda q: "%.2fx" % (q["median_ms"] / r["median_ms"]) if q else "-"
-    lines.append("| %s | %s | %s | %.4f | %.0f | %.1f | %s | %s | %s | %s |" % (
+    at_pct = "%.1f" % (100.0 * at["median_ms"] / r["median_ms"]) if at else "-"
+    bound = "%.2fx" % (eager["median_ms"] / at["median_ms"]) if at and eager else "-"
+    lines.append("| %s | %s | %s | %.4f | %.0f | %.1f | %s | %s | %s | %s | %s | %s |" % (
         r["op"], r["dtype"], "x".join(map(str, r["shape"])), r["median_ms"], r["GBps"], pct,
-        f(eager and eager["median_ms"]), x(eager), f(comp and comp["median_ms"]), x(comp)))
+        at_pct, f(eager and eager["median_ms"]), x(eager), bound,
+        f(comp and comp["median_ms"]), x(comp)))
 text = "\n".join(lines)
 print(text)
 open(os.path.join(out, "table.md"), "w").write(text + "\n")

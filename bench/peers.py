@@ -2,7 +2,9 @@
 """Torch peers for flydsl-rs's norm and softmax benchmarks, on the H200.
 
 Times, with the same method as our Rust bench (CUDA events per rep, a 256 MB L2 flush
-before each rep, warm-up, median): the device copy ceiling, and torch eager and
+before each rep, warm-up, median): the device copy ceiling (4 GiB), a copy of each forward
+shape's activations (`copy_at_shape`: the same bytes read and written as a forward moves,
+so the fastest any forward of that shape can be), and torch eager and
 torch.compile for RMSNorm / LayerNorm forward, softmax forward, autograd backward of the
 norms and torch._softmax_backward_data, on the shapes of the issues. Writes
 $OUT/peers.json (rows: op, impl, dtype, shape, median_ms, GBps).
@@ -93,6 +95,9 @@ def main():
             bb = torch.rand(k, device=DEV, dtype=t)
             es = x.element_size()
             norm_bytes = 2 * m * k * es + k * es
+            yc = torch.empty_like(x)
+            add("copy_at_shape", "torch", dt, (m, k), bench(lambda: yc.copy_(x)), 2 * m * k * es)
+            del yc
             rms = lambda x, w: F.rms_norm(x, (x.shape[-1],), w, 1e-6)
             ln = lambda x, w, b: F.layer_norm(x, (x.shape[-1],), w, b, 1e-5)
             smx = lambda x: torch.softmax(x, -1)

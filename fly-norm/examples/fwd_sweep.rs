@@ -2,8 +2,9 @@
 //! f32, LayerNorm with a bias) at the bench shapes for every plan the kernels can run
 //! ([`fly_norm::forward_plans`]: each fast-path tile count with every block size that covers a
 //! row, each multi-row tile count with every lane count, also in smaller blocks, and the
-//! generic path), then re-times the three fastest with persistent grids (a few blocks per
-//! compute unit looping over the rows). Marks the dispatcher's plan (`*`) and the fastest
+//! generic path), then re-times the dispatcher's plan and the three fastest with the
+//! keep-in-L2 hint flipped (`L2` marks plans that read with it) and the three fastest with
+//! persistent grids (a few blocks per compute unit looping over the rows). Marks the dispatcher's plan (`*`) and the fastest
 //! (`<`), and ends with a default-against-best summary. Exits 0 with a reason printed when
 //! there is no GPU (the Sim) or the crate was built without the device's code objects.
 //!
@@ -138,10 +139,11 @@ fn label(p: &Plan) -> String {
         String::new()
     };
     format!(
-        "{:<8} b{:<4}{lanes:<4} g{}",
+        "{:<8} b{:<4}{lanes:<4} g{:<7}{}",
         format!("{:?}", p.path),
         p.cfg.block[0],
-        p.cfg.grid[0]
+        p.cfg.grid[0],
+        if p.keep_l2 { " L2" } else { "" }
     )
 }
 
@@ -302,22 +304,33 @@ fn run_shape<T: Element>(c: &mut Ctx, s: &Stream, dt: &str, (m, n): (usize, usiz
             check(&y, &mut t)?;
             rows.push(t);
         }
+        // The dispatcher's plan and the three fastest again with the keep-in-L2 hint flipped,
+        // and (unless --no-grids) the three fastest on persistent grids.
+        let mut ranked: Vec<(Plan, f64)> = rows
+            .iter()
+            .filter(|t| t.err.is_none() && t.plan.path != Path::Generic)
+            .map(|t| (t.plan, t.ms))
+            .collect();
+        ranked.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let ranked: Vec<Plan> = ranked.into_iter().take(3).map(|(p, _)| p).collect();
+        let mut extra: Vec<Plan> = std::iter::once(default)
+            .chain(ranked.iter().copied())
+            .map(|p| Plan {
+                keep_l2: !p.keep_l2,
+                ..p
+            })
+            .collect();
         if c.opts.grids {
-            let mut ranked: Vec<&Timed> = rows
-                .iter()
-                .filter(|t| t.err.is_none() && t.plan.path != Path::Generic)
-                .collect();
-            ranked.sort_by(|a, b| a.ms.total_cmp(&b.ms));
-            let extra: Vec<Plan> = ranked
-                .iter()
-                .take(3)
-                .flat_map(|t| grid_variants(&t.plan, cus))
-                .collect();
-            for p in extra {
-                let mut t = time(c, &mut y, p);
-                check(&y, &mut t)?;
-                rows.push(t);
+            extra.extend(ranked.iter().flat_map(|p| grid_variants(p, cus)));
+        }
+        extra.dedup();
+        for p in extra {
+            if rows.iter().any(|t| t.plan == p) {
+                continue;
             }
+            let mut t = time(c, &mut y, p);
+            check(&y, &mut t)?;
+            rows.push(t);
         }
         let best = rows
             .iter()

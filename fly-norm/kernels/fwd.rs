@@ -2,9 +2,11 @@
 //!
 //! Parameters, in order (every forward kernel has all of them, so one launcher type serves a
 //! family): `x`, `residual`, `residual_out`, `gamma`, `beta`, then `y` (plain) or `q`,
-//! `yscale`, `xscale` (quant), then `mean`, `rstd`, and scalars `m`, `n`, `eps`, `lanes`.
-//! Empty `residual`, `beta`, `xscale`, `mean`, `rstd` switch those features off; RMSNorm
-//! ignores `beta` and `mean`; only the multi-row path reads `lanes`.
+//! `yscale`, `xscale` (quant), then `mean`, `rstd`, and scalars `m`, `n`, `eps`, `lanes`,
+//! `keep_l2`. Empty `residual`, `beta`, `xscale`, `mean`, `rstd` switch those features off;
+//! RMSNorm ignores `beta` and `mean`; only the multi-row path reads `lanes`; a non-zero
+//! `keep_l2` makes the vectorised paths read `x` and `residual` with the keep-in-L2 hint
+//! (NVIDIA; see [`Rsrc::load_vec_keep_l2`]).
 
 use crate::common::*;
 use crate::config::{
@@ -31,6 +33,7 @@ struct Params {
     n: Val,
     eps: Val,
     lanes: Val,
+    keep_l2: Val,
 }
 
 impl Params {
@@ -56,6 +59,7 @@ impl Params {
         let n = k.scalar("n", I32);
         let eps = k.scalar("eps", F32);
         let lanes = k.scalar("lanes", I32);
+        let keep_l2 = k.scalar("keep_l2", I32);
         Params {
             x,
             res,
@@ -70,6 +74,7 @@ impl Params {
             n,
             eps,
             lanes,
+            keep_l2,
         }
     }
 }
@@ -159,15 +164,32 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
     let ws = wave_size() as i32;
     let nwaves = (bdim + (ws - 1)) / ws;
 
+    // The row's vectors of `r`: with the keep-in-L2 hint when `keep_l2` is set (NVIDIA only:
+    // AMD ignores the hint, so there both branches would be the same loads).
+    let keep_l2 = p.keep_l2.ne(0);
+    let row_loads = |r: Rsrc| -> Vec<Val> {
+        let plain = || idx.iter().map(|&i| r.load_vec(i, vec, 16)).collect();
+        if target.is_amd() {
+            plain()
+        } else {
+            let hinted = || {
+                idx.iter()
+                    .map(|&i| r.load_vec_keep_l2(i, vec, 16))
+                    .collect()
+            };
+            if_else(keep_l2, hinted, plain)
+        }
+    };
+
     let row_body = |cx: RowCtx, parity: Val| {
         let xr = p.x.offset(cx.base).rsrc_n(cx.nrow);
-        let xs: Vec<Val> = idx.iter().map(|&i| xr.load_vec(i, vec, 16)).collect();
+        let xs = row_loads(xr);
         let xin = if_else(
             has_res,
             || {
                 let rr = p.res.offset(cx.base).rsrc_n(cx.nrow);
                 let ror = p.res_out.offset(cx.base).rsrc_n(cx.nrow);
-                let rs: Vec<Val> = idx.iter().map(|&i| rr.load_vec(i, vec, 16)).collect();
+                let rs = row_loads(rr);
                 xs.iter()
                     .zip(&rs)
                     .zip(&idx)

@@ -19,9 +19,12 @@ const MAX_GRID: usize = 1 << 20;
 /// assert_eq!(p.cfg.block, [256, 1, 1]);
 /// // Odd rows take the generic path.
 /// assert_eq!(plan_forward(8, 1021, Dtype::F32, false, 32, 132).path, Path::Generic);
-/// // 2-byte rows of 4096: 8 tiles in 64 threads.
+/// // 2-byte rows of 4096: 4 tiles in 128 threads, read with the keep-in-L2 hint (256 MiB).
 /// let p = plan_forward(32768, 4096, Dtype::Bf16, false, 32, 132);
-/// assert_eq!((p.path, p.cfg.block), (Path::Fast(8), [64, 1, 1]));
+/// assert_eq!((p.path, p.cfg.block, p.keep_l2), (Path::Fast(4), [128, 1, 1], true));
+/// // Few rows: at most 32 blocks per compute unit, each looping over its rows.
+/// let p = plan_forward(8192, 2048, Dtype::Bf16, false, 32, 132);
+/// assert_eq!((p.path, p.cfg.grid, p.keep_l2), (Path::Fast(2), [4224, 1, 1], false));
 /// // Short rows: one wave per row, blocks of 2 waves.
 /// let p = plan_forward(65536, 1024, Dtype::Bf16, false, 32, 132);
 /// assert_eq!((p.path, p.cfg.block, p.lanes), (Path::Rows(4), [64, 1, 1], 32));
@@ -34,6 +37,9 @@ pub struct Plan {
     pub cfg: LaunchConfig,
     /// Lanes per row of the multi-row path (else 0).
     pub lanes: u32,
+    /// Whether the vectorised paths read `x` and the residual with the keep-in-L2 hint
+    /// (NVIDIA only; AMD kernels ignore it). A hint: it changes speed, never results.
+    pub keep_l2: bool,
 }
 
 fn round_up(v: usize, to: usize) -> usize {
@@ -60,6 +66,7 @@ fn rows_plan(m: usize, t: u32, lanes: usize, cap: usize, ws: usize) -> Plan {
         path: Path::Rows(t),
         cfg: LaunchConfig::linear(grid(m.div_ceil(block / lanes)), block as u32),
         lanes: lanes as u32,
+        keep_l2: false,
     }
 }
 
@@ -71,18 +78,46 @@ fn rows_plan(m: usize, t: u32, lanes: usize, cap: usize, ws: usize) -> Plan {
 /// count that keeps the block at <= 256 threads, else within the tile count's block cap);
 /// everything else is generic.
 ///
-/// Two choices of the plain forward (not the quant one) on wave32 devices come from the H200
-/// sweep (`examples/fwd_sweep.rs`, bf16, every plan timed on the same inputs); wave64 devices,
+/// Three choices of the plain forward (not the quant one) on wave32 devices come from the H200
+/// sweep (`examples/fwd_sweep.rs`, every plan timed on the same inputs); wave64 devices,
 /// where they are unmeasured, keep the rule above:
 /// - the multi-row path runs blocks of 2 waves rather than 256 threads: at (65536, 1024)
-///   LayerNorm 88.0 -> 90.0% of copy, RMSNorm 89.7 -> 90.9%;
+///   LayerNorm 88.0 -> 90.0% of copy, RMSNorm 89.7 -> 90.9% (bf16);
 /// - 2-byte rows of 257..=512 vectors (2049..=4096 elements) take the tile count that keeps
-///   the block at <= 64 threads: at (32768, 4096) `Fast(8)` in 64 threads against `Fast(2)` in
-///   256, LayerNorm 89.4 -> 92.9%, RMSNorm 92.7 -> 93.6% (more rows in flight per SM). Rows of
-///   2048 gain nothing from it (RMSNorm loses 1.6%), rows of 8192 lose 2% (LayerNorm).
+///   the block at <= 128 threads: at (32768, 4096) bf16 with the keep-in-L2 hint, `Fast(4)` in
+///   128 threads runs LayerNorm in 0.1288 ms against 0.1346 for `Fast(8)` in 64 and 0.1405 for
+///   `Fast(2)` in 256 (RMSNorm: all three within 0.4%);
+/// - the fast path's grid stops at 32 blocks per compute unit (each block loops over its rows)
+///   when there are at most 64 rows per compute unit: at (8192, 2048) 4224 blocks instead of
+///   8192 run bf16 LayerNorm in 0.0212 ms against 0.0224, RMSNorm 0.0196 against 0.0202, f32
+///   LayerNorm 0.0359 against 0.0375; with more rows one row per block is faster (at
+///   (32768, 4096) 0.1288 ms against 0.1363 in 4224 blocks).
+///
+/// Activations of more than [`KEEP_L2_MIN_BYTES`] are read with the keep-in-L2 hint
+/// ([`Plan::keep_l2`]).
 pub fn plan_forward(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32, cus: u32) -> Plan {
+    Plan {
+        keep_l2: keeps_l2(m, n, dt),
+        ..plan_forward_path(m, n, dt, quant, wave, cus)
+    }
+}
+
+/// Activations (`x`) larger than this are read with the keep-in-L2 hint (on NVIDIA; see
+/// [`Plan::keep_l2`]). From the H200 sweep (`examples/fwd_sweep.rs`, the same plan with and
+/// without the hint, L2 flushed before each launch): with 256 MiB of x the hint saves 4..5%
+/// (bf16 (32768, 4096): RMSNorm 0.1341 -> 0.1288 ms, LayerNorm on `Fast(4)` 0.1347 ->
+/// 0.1288; f32 (32768, 4096) 0.262 -> 0.252) and 2% at f32 (65536, 1024); at 128 MiB and less
+/// it is within +-2% either way (bf16 (65536, 1024): 0.4..0.9% slower).
+pub const KEEP_L2_MIN_BYTES: usize = 128 << 20;
+
+/// Whether the dispatcher reads `m x n` activations of `dt` with the keep-in-L2 hint.
+fn keeps_l2(m: usize, n: usize, dt: Dtype) -> bool {
+    m.saturating_mul(n).saturating_mul(dt.bytes() as usize) > KEEP_L2_MIN_BYTES
+}
+
+/// [`plan_forward`]'s path and geometry.
+fn plan_forward_path(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32, cus: u32) -> Plan {
     let kind = if quant { Kind::FwdQuant } else { Kind::Fwd };
-    let _ = cus;
     let ws = wave as usize;
     let vec = dt.vec() as usize;
     if multiple_of(n, vec) {
@@ -103,7 +138,7 @@ pub fn plan_forward(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32, cus: 
         }
         let small_block = !quant && ws == 32 && dt.bytes() == 2 && (257..=512).contains(&v);
         let caps = if small_block {
-            &[Some(64usize), Some(256), None][..]
+            &[Some(128usize), Some(256), None][..]
         } else {
             &[Some(256), None][..]
         };
@@ -113,10 +148,17 @@ pub fn plan_forward(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32, cus: 
             };
             if let Some(t) = fast_tiles(kind).iter().copied().find(|&t| fits(t)) {
                 let block = round_up(v.div_ceil(t as usize), ws);
+                let cus = cus.max(1) as usize;
+                let blocks = if !quant && ws == 32 && m <= 64 * cus {
+                    m.min(32 * cus)
+                } else {
+                    m
+                };
                 return Plan {
                     path: Path::Fast(t),
-                    cfg: LaunchConfig::linear(grid(m), block as u32),
+                    cfg: LaunchConfig::linear(grid(blocks), block as u32),
                     lanes: 0,
+                    keep_l2: false,
                 };
             }
         }
@@ -125,6 +167,7 @@ pub fn plan_forward(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32, cus: 
         path: Path::Generic,
         cfg: LaunchConfig::linear(grid(m), GENERIC_THREADS),
         lanes: 0,
+        keep_l2: false,
     }
 }
 
@@ -195,6 +238,7 @@ pub fn plan_backward(m: usize, n: usize, dt: Dtype, wave: u32, cus: u32) -> Plan
                         block as u32,
                     ),
                     lanes: 0,
+                    keep_l2: false,
                 };
             }
         }
@@ -204,6 +248,7 @@ pub fn plan_backward(m: usize, n: usize, dt: Dtype, wave: u32, cus: u32) -> Plan
         path: Path::Generic,
         cfg: LaunchConfig::linear(persistent(b, 2 * b * elem), GENERIC_THREADS),
         lanes: 0,
+        keep_l2: false,
     }
 }
 
@@ -212,7 +257,7 @@ pub fn plan_backward(m: usize, n: usize, dt: Dtype, wave: u32, cus: u32) -> Plan
 /// with every block size that covers a row (multiples of the wave size up to the tile count's
 /// block cap), each multi-row tile count with every power-of-two lane count whose groups hold a
 /// row (in blocks of 256 threads and of 2 waves), and the generic path; grids as the dispatcher
-/// sizes them. [`plan_forward`]'s choice is among them. For benchmarks and tuning (see
+/// sizes them, and the dispatcher's keep-in-L2 setting. [`plan_forward`]'s choice is among them. For benchmarks and tuning (see
 /// [`norm_fwd_with_plan`](crate::norm_fwd_with_plan) and `examples/fwd_sweep.rs`), not a stable
 /// API.
 ///
@@ -241,6 +286,7 @@ pub fn forward_plans(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32) -> V
                     path: Path::Fast(t),
                     cfg: LaunchConfig::linear(grid(m), block as u32),
                     lanes: 0,
+                    keep_l2: false,
                 });
                 block += ws;
             }
@@ -266,8 +312,10 @@ pub fn forward_plans(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32) -> V
         path: Path::Generic,
         cfg: LaunchConfig::linear(grid(m), GENERIC_THREADS),
         lanes: 0,
+        keep_l2: false,
     });
-    v
+    let keep_l2 = keeps_l2(m, n, dt);
+    v.into_iter().map(|p| Plan { keep_l2, ..p }).collect()
 }
 
 /// Why `plan` cannot run the forward of `m` rows of `n` elements of `dt` (quant output when

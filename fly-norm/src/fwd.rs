@@ -311,6 +311,7 @@ unsafe fn launch<T: Element, W: Element>(
     let mean = mean.unwrap_or(&mut no_mean);
     let rstd = rstd.unwrap_or(&mut no_rstd);
     let (m, n, eps, lanes) = (args.m as i32, args.n as i32, args.eps, plan.lanes as i32);
+    let keep_l2 = plan.keep_l2 as i32;
     let kind = match out {
         FwdOut::Y(_) => Kind::Fwd,
         FwdOut::Quant { .. } => Kind::FwdQuant,
@@ -336,7 +337,8 @@ unsafe fn launch<T: Element, W: Element>(
             // SAFETY: forwarded from this function's contract.
             unsafe {
                 f(
-                    stream, plan.cfg, x, res, res_out, gamma, beta, y, mean, rstd, m, n, eps, lanes,
+                    stream, plan.cfg, x, res, res_out, gamma, beta, y, mean, rstd, m, n, eps,
+                    lanes, keep_l2,
                 )
             }
         }
@@ -348,7 +350,7 @@ unsafe fn launch<T: Element, W: Element>(
             unsafe {
                 f(
                     stream, plan.cfg, x, res, res_out, gamma, beta, q, yscale, xs, mean, rstd, m,
-                    n, eps, lanes,
+                    n, eps, lanes, keep_l2,
                 )
             }
         }

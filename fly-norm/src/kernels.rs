@@ -31,10 +31,11 @@ pub(crate) type FwdFn<T, W> = unsafe fn(
     i32,
     f32,
     i32,
+    i32,
 ) -> Result<()>;
 
 /// Launcher of a forward-quant kernel: `x, residual, residual_out, gamma, beta, q, yscale,
-/// xscale, mean, rstd, m, n, eps, lanes`.
+/// xscale, mean, rstd, m, n, eps, lanes, keep_l2`.
 pub(crate) type FwdQuantFn<T, W> = unsafe fn(
     &Stream,
     LaunchConfig,
@@ -51,6 +52,7 @@ pub(crate) type FwdQuantFn<T, W> = unsafe fn(
     i32,
     i32,
     f32,
+    i32,
     i32,
 ) -> Result<()>;
 

@@ -262,6 +262,7 @@ fn bad_forward_plans() {
         path,
         cfg: flydsl_rt::LaunchConfig::linear(grid, block),
         lanes,
+        keep_l2: false,
     };
     for p in forward_plans(m, n, Dtype::F32, false, 32) {
         run(p).unwrap_or_else(|e| panic!("{p:?}: {e}"));

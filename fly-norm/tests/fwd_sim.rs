@@ -206,7 +206,8 @@ fn nan_inf_propagate() {
 }
 
 /// One forward of `norm` on every plan of `forward_plans` (every block size, lane count and
-/// multi-row block), each also with a persistent grid of 2 blocks looping over the rows, against
+/// multi-row block), each also with a persistent grid of 2 blocks looping over the rows and
+/// the keep-in-L2 hint (the kernels' hinted branch; the Sim reads the same values), against
 /// the reference; x is offset by 8 so that LayerNorm's `x * rstd - mean * rstd` sees a mean
 /// well away from 0.
 fn every_plan_one<T: Element + NormDtype, W: Element + Storage>(
@@ -236,6 +237,7 @@ fn every_plan_one<T: Element + NormDtype, W: Element + Storage>(
         .filter(|p| p.cfg.grid[0] > 2)
         .map(|p| Plan {
             cfg: LaunchConfig::linear(2, p.cfg.block[0]),
+            keep_l2: true,
             ..*p
         })
         .collect();

@@ -197,6 +197,7 @@ fn conv_kernel(target: Target) -> Kernel {
         let flags = MemFlags {
             align: 16,
             nontemporal: false,
+            keep_l2: false,
         };
         let x = b.op(
             OpKind::Load {

@@ -56,6 +56,7 @@ fn load_frag(b: &mut KB, ptr: ValueId, idx: ValueId, t: Type) -> ValueId {
         let flags = MemFlags {
             align: t.size_bytes(),
             nontemporal: false,
+            keep_l2: false,
         };
         return b.op(
             OpKind::Load {
@@ -77,6 +78,7 @@ fn load_frag(b: &mut KB, ptr: ValueId, idx: ValueId, t: Type) -> ValueId {
         let flags = MemFlags {
             align: 16,
             nontemporal: false,
+            keep_l2: false,
         };
         let v = b.op(
             OpKind::Load {

@@ -129,6 +129,7 @@ fn all_ops(target: Target) -> Kernel {
     let v128 = MemFlags {
         align: 16,
         nontemporal: true,
+        keep_l2: false,
     };
     let f4 = b.op(
         OpKind::Load {
@@ -153,6 +154,7 @@ fn all_ops(target: Target) -> Kernel {
             flags: MemFlags {
                 align: 16,
                 nontemporal: false,
+                keep_l2: false,
             },
         },
         v(BF16, 8),
@@ -338,6 +340,7 @@ fn all_ops(target: Target) -> Kernel {
         flags: MemFlags {
             align: 16,
             nontemporal: false,
+            keep_l2: false,
         },
     });
     b.op0(OpKind::Barrier);
@@ -408,6 +411,7 @@ fn all_ops(target: Target) -> Kernel {
             flags: MemFlags {
                 align: 16,
                 nontemporal: false,
+                keep_l2: false,
             },
         },
         v(F32, 4),
@@ -420,6 +424,7 @@ fn all_ops(target: Target) -> Kernel {
             flags: MemFlags {
                 align: 4,
                 nontemporal: true,
+                keep_l2: false,
             },
         },
         s(F32),
@@ -440,6 +445,7 @@ fn all_ops(target: Target) -> Kernel {
             flags: MemFlags {
                 align: 16,
                 nontemporal: false,
+                keep_l2: false,
             },
         },
         v(BF16, 8),
@@ -477,6 +483,7 @@ fn all_ops(target: Target) -> Kernel {
             flags: MemFlags {
                 align: 4,
                 nontemporal: false,
+                keep_l2: false,
             },
         },
         v(F8E4M3FN, 4),
@@ -488,6 +495,7 @@ fn all_ops(target: Target) -> Kernel {
         flags: MemFlags {
             align: 4,
             nontemporal: true,
+            keep_l2: false,
         },
     });
     b.op0(OpKind::BufferStore {
@@ -503,6 +511,7 @@ fn all_ops(target: Target) -> Kernel {
         flags: MemFlags {
             align: 16,
             nontemporal: false,
+            keep_l2: false,
         },
     });
     let (yb, nyb) = b.tensor("ybool", I1, true);

@@ -481,6 +481,11 @@ pub struct MemFlags {
     pub align: u32,
     /// Non-temporal (streaming) hint.
     pub nontemporal: bool,
+    /// Keep-in-L2 hint for global and buffer loads: the lines read are the last the L2
+    /// evicts (NVPTX: an `L2::evict_last` cache policy on the load). A hint only, with no
+    /// effect on results; AMD targets and stores ignore it.
+    #[serde(default)]
+    pub keep_l2: bool,
 }
 
 /// The operations.

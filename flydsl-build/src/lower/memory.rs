@@ -99,6 +99,11 @@ fn load_at(
     rt: Type,
 ) -> String {
     let mt = ty::mem_type(rt);
+    if flags.keep_l2 && a == AddrSpace::Global && !f.amd() && !rt.is_bool() {
+        if let Some(v) = nvptx_load_keep_l2(f, addr, &mt, rt.size_bytes()) {
+            return v;
+        }
+    }
     let nt = nt_suffix(f, flags);
     let al = align_of(flags, e);
     let v = f.inst(format!(
@@ -111,6 +116,55 @@ fn load_at(
     } else {
         v
     }
+}
+
+/// NVPTX load of `bytes` (4, 8 or 16; else `None`, a plain load) from a global address with
+/// an `L2::evict_last` cache policy ([`MemFlags::keep_l2`]), as `mt`. LLVM has no intrinsic
+/// for cache-hinted loads, so it is inline PTX: `createpolicy` (pure, so LLVM may share one
+/// between loads) and `ld.global.L2::cache_hint`, which LLVM treats as an opaque memory read
+/// that stays where it is placed (inside the bounds guard of an emulated buffer load).
+fn nvptx_load_keep_l2(f: &mut Func, addr: &str, mt: &str, bytes: u32) -> Option<String> {
+    let n = match bytes {
+        4 => 1,
+        8 => 2,
+        16 => 4,
+        _ => return None,
+    };
+    let pol = f.inst(
+        "call i64 asm \"createpolicy.fractional.L2::evict_last.b64 $0, 1.0;\", \"=l\"() \
+         nounwind memory(none)",
+    );
+    let outs: Vec<String> = (0..n).map(|i| format!("${i}")).collect();
+    let (vec, dst, rty) = match n {
+        1 => ("", outs[0].clone(), "i32".to_string()),
+        _ => (
+            if n == 2 { ".v2" } else { ".v4" },
+            format!("{{{}}}", outs.join(", ")),
+            format!("{{ {} }}", vec!["i32"; n].join(", ")),
+        ),
+    };
+    let cons = format!("{}l,l", "=r,".repeat(n));
+    let r = f.inst(format!(
+        "call {rty} asm \"ld.global.L2::cache_hint{vec}.b32 {dst}, [${n}], ${};\", \"{cons}\"\
+         (ptr addrspace(1) {addr}, i64 {pol}) nounwind memory(read)",
+        n + 1
+    ));
+    let words = if n == 1 {
+        r
+    } else {
+        let mut v = "poison".to_string();
+        for i in 0..n {
+            let w = f.inst(format!("extractvalue {rty} {r}, {i}"));
+            v = f.inst(format!("insertelement <{n} x i32> {v}, i32 {w}, i32 {i}"));
+        }
+        v
+    };
+    let wt = if n == 1 {
+        "i32".to_string()
+    } else {
+        format!("<{n} x i32>")
+    };
+    Some(f.inst(format!("bitcast {wt} {words} to {mt}")))
 }
 
 /// Store an operand of type `vt` at an address.

@@ -118,6 +118,7 @@ fn f32_mem() -> MemFlags {
     MemFlags {
         align: 4,
         nontemporal: false,
+        keep_l2: false,
     }
 }
 
