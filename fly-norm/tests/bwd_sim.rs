@@ -68,15 +68,17 @@ fn bwd_sm90() {
     all_families(Target::Sm90);
 }
 
-/// Odd shapes, M = 0 (zero weight gradients), and the automatic strategy on both sides of
-/// the m >= 512 threshold.
+/// Odd shapes and M = 0 (zero weight gradients) on every target, and the automatic strategy
+/// on both sides of the m >= 512 threshold.
 #[test]
 fn bwd_odd_shapes() {
-    let s = sim(Target::Gfx1201);
-    for (m, n) in [(0, 5), (1, 1), (37, 1), (37, 127), (2, 1021), (5, 24)] {
-        case::<bf16, bf16>(&s, Norm::Layer, m, n, BwdStrategy::Auto, false, 1);
-        case::<f32, f32>(&s, Norm::Rms, m, n, BwdStrategy::Auto, true, 2);
-        case::<f16, f32>(&s, Norm::Rms, m, n, BwdStrategy::TwoStage, false, 3);
+    for t in Target::ALL {
+        let s = sim(t);
+        for (m, n) in [(0, 5), (1, 1), (37, 1), (37, 127), (2, 1021), (5, 24)] {
+            case::<bf16, bf16>(&s, Norm::Layer, m, n, BwdStrategy::Auto, false, 1);
+            case::<f32, f32>(&s, Norm::Rms, m, n, BwdStrategy::Auto, true, 2);
+            case::<f16, f32>(&s, Norm::Rms, m, n, BwdStrategy::TwoStage, false, 3);
+        }
     }
     case::<f32, f32>(
         &sim(Target::Gfx942),

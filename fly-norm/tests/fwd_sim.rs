@@ -91,11 +91,14 @@ fn all_variants_sm90() {
     all_families(Target::Sm90);
 }
 
-/// Odd shapes: N = 1, primes, non-multiples of the vector width, M = 0, 1, 37.
+/// Odd shapes: N = 1, primes, non-multiples of the vector width, M = 0, 1, 37, on every
+/// target; the quant cases alternate between targets between smooth quant without the
+/// residual add and dynamic quant with it.
 #[test]
 fn odd_shapes() {
-    for t in [Target::Gfx942, Target::Gfx1201, Target::Sm90] {
+    for (ti, t) in Target::ALL.into_iter().enumerate() {
         let s = sim(t);
+        let smooth = ti % 2 == 0;
         for (m, n) in [
             (0, 8),
             (1, 1),
@@ -117,10 +120,10 @@ fn odd_shapes() {
             case::<bf16, bf16>(&s, Norm::Layer, m, n, o, 1);
             case::<f32, f32>(&s, Norm::Rms, m, n, o, 2);
             let oq = Opts {
-                add: false,
+                add: !smooth,
                 stats: true,
                 beta: false,
-                quant: Some(true),
+                quant: Some(smooth),
             };
             case::<f16, f16>(&s, Norm::Layer, m, n, oq, 3);
             case::<bf16, f32>(&s, Norm::Rms, m, n, oq, 4);
