@@ -164,47 +164,50 @@ fn hidden_sizes() {
 }
 
 /// NaN and Inf inputs propagate like the reference (a NaN row is all NaN, an Inf row follows
-/// rsqrt(inf) = 0 / inf - inf = NaN), and do not leak into other rows.
+/// rsqrt(inf) = 0 / inf - inf = NaN), and do not leak into other rows: f32 and bf16, on a
+/// wave64 and a wave32 target, on the fast, multi-row and generic paths.
 #[test]
 fn nan_inf_propagate() {
     for t in [Target::Gfx942, Target::Sm90] {
         let s = sim(t);
         for n in [64usize, 1021, 4096] {
-            let m = 3;
-            let mut x = vec![0.5f32; m * n];
-            for (i, v) in x.iter_mut().enumerate() {
-                *v = ((i * 7919) % 13) as f32 / 13.0 - 0.5;
-            }
-            x[3] = f32::NAN;
-            x[n + 5] = f32::INFINITY;
-            let xf: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
-            let g = vec![1.0f32; n];
-            let gf = vec![1.0f64; n];
-            let (xd, gd) = (up(&s, &x), up(&s, &g));
-            for norm in [Norm::Layer, Norm::Rms] {
-                let want = match norm {
-                    Norm::Layer => layer_norm_fwd::<f32>(&xf, None, &gf, None, m, n, 1e-5),
-                    Norm::Rms => rms_norm_fwd::<f32>(&xf, None, &gf, m, n, 1e-5),
-                };
-                let mut y = zeros::<f32>(&s, m * n);
-                let b = FwdBuffers {
-                    x: &xd,
-                    residual: None,
-                    gamma: &gd,
-                    beta: None,
-                    out: FwdOut::Y(&mut y),
-                    mean: None,
-                    rstd: None,
-                };
-                norm_fwd(&s, norm, b, NormArgs::new(m, n)).unwrap();
-                let got = down_f32(&y);
-                assert!(
-                    got[..n].iter().all(|v| v.is_nan()),
-                    "{norm:?} n={n}: NaN row"
-                );
-                check(&format!("{norm:?} n={n} on {t}"), &got, &want.y, 1e-4, 0.0);
-            }
+            nan_inf_one::<f32>(&s, n);
+            nan_inf_one::<bf16>(&s, n);
         }
+    }
+}
+
+fn nan_inf_one<T: Element + NormDtype + Storage>(s: &flydsl_rt::Stream, n: usize) {
+    let m = 3;
+    let mut x: Vec<T> = (0..m * n)
+        .map(|i| <T as Element>::from_f32(((i * 7919) % 13) as f32 / 13.0 - 0.5))
+        .collect();
+    x[3] = <T as Element>::from_f32(f32::NAN);
+    x[n + 5] = <T as Element>::from_f32(f32::INFINITY);
+    let xf = flydsl_testutil::compare::widen(&x);
+    let g = vec![<T as Element>::from_f32(1.0); n];
+    let gf = vec![1.0f64; n];
+    let (xd, gd) = (up(s, &x), up(s, &g));
+    for norm in [Norm::Layer, Norm::Rms] {
+        let want = match norm {
+            Norm::Layer => layer_norm_fwd::<T>(&xf, None, &gf, None, m, n, 1e-5),
+            Norm::Rms => rms_norm_fwd::<T>(&xf, None, &gf, m, n, 1e-5),
+        };
+        let mut y = zeros::<T>(s, m * n);
+        let b = FwdBuffers {
+            x: &xd,
+            residual: None,
+            gamma: &gd,
+            beta: None,
+            out: FwdOut::Y(&mut y),
+            mean: None,
+            rstd: None,
+        };
+        norm_fwd(s, norm, b, NormArgs::new(m, n)).unwrap();
+        let got = down(&y);
+        let what = format!("{norm:?} {:?} n={n} on {}", T::DTYPE, s.device().target());
+        assert!(got[..n].iter().all(|v| v.is_nan()), "{what}: NaN row");
+        check(&what, &got, &want.y, T::TOL.fwd_atol, T::TOL.fwd_rtol);
     }
 }
 
