@@ -3,7 +3,8 @@
 same run on the same machine: GB/s, % of the measured copy ceiling, ratios, and for the
 forward shapes the copy of the same bytes (`copy_at_shape`): `% copy@shape` is ours
 against it, and `eager/copy` is the largest speed-up over torch eager that any kernel
-moving those bytes at copy speed could show.
+moving those bytes at copy speed could show. With OUT_DIR/ours_no_keep_l2.json (the bench
+with FLYDSL_KEEP_L2=0) it adds an A/B table of the keep-in-L2 hint.
 Usage: python3 compare.py OUT_DIR  -> prints markdown, writes OUT_DIR/table.md"""
 import json
 import os
@@ -42,6 +43,18 @@ for r in ours:
         r["op"], r["dtype"], "x".join(map(str, r["shape"])), r["median_ms"], r["GBps"], pct,
         at_pct, f(eager and eager["median_ms"]), x(eager), bound,
         f(comp and comp["median_ms"]), x(comp)))
+# A/B of the keep-in-L2 hint: the same bench with FLYDSL_KEEP_L2=0 (run.sh), when present.
+ab_path = os.path.join(out, "ours_no_keep_l2.json")
+if os.path.exists(ab_path):
+    off = {key(r): r for r in json.load(open(ab_path))["rows"]}
+    lines += ["", "keep-in-L2 hint A/B (ours as dispatched against FLYDSL_KEEP_L2=0):", "",
+              "| op | dtype | shape | ms | ms hint off | off / on |", "|---|---|---|---:|---:|---:|"]
+    for r in ours:
+        o = off.get(key(r))
+        if o:
+            lines.append("| %s | %s | %s | %.4f | %.4f | %.3f |" % (
+                r["op"], r["dtype"], "x".join(map(str, r["shape"])), r["median_ms"],
+                o["median_ms"], o["median_ms"] / r["median_ms"]))
 text = "\n".join(lines)
 print(text)
 open(os.path.join(out, "table.md"), "w").write(text + "\n")

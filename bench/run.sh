@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Entry script of the device bundle (cargo xtask device-bundle): on the GPU machine, run
-# the sm90 tests, then our benches and the torch peers on the same shapes in the same run,
-# then print a side-by-side table. Logs go to $OUT (default ./out).
+# the sm90 tests and the torch cross-check (bin/torch_check + torch_check.py), then our
+# benches and the torch peers on the same shapes in the same run, then print a side-by-side
+# table. Logs go to $OUT (default ./out).
 set -u
 cd "$(dirname "$0")"
 OUT=${OUT:-$PWD/out}
@@ -13,6 +14,8 @@ if [ -f bundle.tgz ] && [ ! -d tests ]; then
 fi
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
+# GPU tests (and the torch check) fail rather than skip when they find no GPU or no sm90 build.
+export FLYDSL_REQUIRE_GPU=1
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit --format=csv
   python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name())'
@@ -26,6 +29,18 @@ for t in tests/*; do
   if FLYDSL_BACKEND=cuda "./$t" --test-threads=4 >> "$OUT/tests.log" 2>&1; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: $t"; fi
 done
 grep -E "^(=== |test result)" "$OUT/tests.log" | paste - - | awk '{print $2, $5, $6, $7, $8}'
+
+# Every fly-norm variant against torch on the same inputs (counted as one test binary;
+# SKIP_TORCH_CHECK=1 skips it). The data goes to a scratch folder, the log to $OUT.
+if [ "${SKIP_TORCH_CHECK:-0}" != 1 ]; then
+  tc=$(mktemp -d)
+  { FLYDSL_BACKEND=cuda timeout 120 ./bin/torch_check --out "$tc" &&
+    timeout 180 python3 torch_check.py "$tc"; } > "$OUT/torch_check.log" 2>&1
+  rc=$?
+  rm -rf "$tc"
+  echo "torch check: rc=$rc; $(tail -n 1 "$OUT/torch_check.log")"
+  if [ $rc = 0 ]; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: torch_check (see torch_check.log)"; fi
+fi
 echo "test binaries: $pass passed, $fail failed"
 
 # Every forward plan of fly-norm at the bench shapes (< 1 min; SKIP_SWEEP=1 skips it).
@@ -34,5 +49,9 @@ if [ "${SKIP_SWEEP:-0}" != 1 ]; then
 fi
 ./bin/launch_overhead 2>&1 | tee "$OUT/launch.log"
 ./bin/xtask bench --backend cuda --json "$OUT/ours.json" 2>&1 | tee "$OUT/bench.log"
+# The same bench with the keep-in-L2 hint off everywhere (A/B of the hint; SKIP_AB=1 skips).
+if [ "${SKIP_AB:-0}" != 1 ]; then
+  FLYDSL_KEEP_L2=0 ./bin/xtask bench --backend cuda --json "$OUT/ours_no_keep_l2.json" > "$OUT/bench_no_keep_l2.log" 2>&1
+fi
 python3 peers.py 2>&1 | tee -a "$OUT/bench.log"
 python3 compare.py "$OUT"

@@ -311,7 +311,7 @@ unsafe fn launch<T: Element, W: Element>(
     let mean = mean.unwrap_or(&mut no_mean);
     let rstd = rstd.unwrap_or(&mut no_rstd);
     let (m, n, eps, lanes) = (args.m as i32, args.n as i32, args.eps, plan.lanes as i32);
-    let keep_l2 = plan.keep_l2 as i32;
+    let keep_l2 = flydsl_rt::hints::keep_l2_override().unwrap_or(plan.keep_l2) as i32;
     let kind = match out {
         FwdOut::Y(_) => Kind::Fwd,
         FwdOut::Quant { .. } => Kind::FwdQuant,

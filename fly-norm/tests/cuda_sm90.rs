@@ -1,7 +1,8 @@
 //! On a CUDA device (sm_90), every sm90 variant against the CPU reference: every forward
 //! family on every path with every option set, and every backward family and strategy, plus
 //! the common hidden sizes. Skips (with the reason printed) when there is no CUDA device or
-//! the crate was built without the `sm90` feature.
+//! the crate was built without the `sm90` feature; fails instead when `FLYDSL_REQUIRE_GPU`
+//! is set (see `flydsl_testutil::gpu`).
 
 mod common;
 
@@ -9,6 +10,7 @@ use common::{bwd_case, fwd_case, n_for_bwd, n_for_fwd};
 use fly_norm::{kernels, BwdStrategy, Element, Norm, Path};
 use flydsl_rt::{Backend, Device, Stream, Target};
 use flydsl_testutil::compare::Storage;
+use flydsl_testutil::gpu;
 use flydsl_testutil::norm::NormDtype;
 use half::{bf16, f16};
 
@@ -16,22 +18,22 @@ fn cuda_stream() -> Option<Stream> {
     let devs = match Device::enumerate(Backend::Cuda) {
         Ok(d) => d,
         Err(e) => {
-            println!("skipped: no CUDA backend: {e}");
+            gpu::skip(&format!("no CUDA backend: {e}"));
             return None;
         }
     };
     let Some(dev) = devs.into_iter().find(|d| d.target() == Target::Sm90) else {
-        println!("skipped: no sm_90 CUDA device");
+        gpu::skip("no sm_90 CUDA device");
         return None;
     };
     if let Some(k) = kernels::ALL
         .iter()
         .find(|k| k.for_target(Target::Sm90).and_then(|v| v.code).is_none())
     {
-        println!(
-            "skipped: kernel {} has no sm90 code object; build with --features sm90",
+        gpu::skip(&format!(
+            "kernel {} has no sm90 code object; build with --features sm90",
             k.name
-        );
+        ));
         return None;
     }
     Some(dev.stream().expect("CUDA stream"))

@@ -2,7 +2,9 @@
 //! arithmetic in f32, output in the input dtype.
 //!
 //! Parameters (the generated launcher takes them in this order): `x` (read), `y` (written),
-//! `m` rows, `n` columns, `nblocks` (the launched grid; blocks stride over row blocks).
+//! `m` rows, `n` columns, `nblocks` (the launched grid; blocks stride over row blocks),
+//! `keep_l2` (non-zero: read x with the keep-in-L2 hint on NVIDIA, the first pass only in the
+//! looped kernel, whose second pass reads x again).
 
 use crate::common::*;
 use crate::table::{kernel_name, Config, DType};
@@ -31,6 +33,7 @@ fn resident_kernel(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel,
             let m = k.scalar("m", ScalarType::I32);
             let n = k.scalar("n", ScalarType::I32);
             let nblocks = k.scalar("nblocks", ScalarType::I32);
+            let keep_l2 = k.scalar("keep_l2", ScalarType::I32).ne(0);
             let ws = target.wave_size();
             let smax = scratch(k, "red_max", cfg, ws);
             let ssum = scratch(k, "red_sum", cfg, ws);
@@ -40,9 +43,13 @@ fn resident_kernel(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel,
                 let yr = row_rsrc(&y, row, n, valid);
                 let idx: Vec<Val> = (0..s.tiles).map(|j| tile_index(lane, j, &s)).collect();
                 let neg_inf = f32_const(s.width, f64::NEG_INFINITY);
+                let raw = load_row(target, keep_l2, |keep| {
+                    idx.iter().map(|&i| load_raw(&xr, i, &s, keep)).collect()
+                });
                 let xs: Vec<Val> = idx
                     .iter()
-                    .map(|&i| select(i.lt(n), load_f32(&xr, i, &s), neg_inf))
+                    .zip(raw)
+                    .map(|(&i, v)| select(i.lt(n), v.cast(ScalarType::F32), neg_inf))
                     .collect();
                 let mut mv = xs[0];
                 for &v in &xs[1..] {
@@ -79,6 +86,7 @@ fn looped_kernel(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel, B
             let m = k.scalar("m", ScalarType::I32);
             let n = k.scalar("n", ScalarType::I32);
             let nblocks = k.scalar("nblocks", ScalarType::I32);
+            let keep_l2 = k.scalar("keep_l2", ScalarType::I32).ne(0);
             let ws = target.wave_size();
             let smax = scratch(k, "red_max", cfg, ws);
             let ssum = scratch(k, "red_sum", cfg, ws);
@@ -90,7 +98,8 @@ fn looped_kernel(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel, B
                 let yr = row_rsrc(&y, row, n, valid);
                 let init = [c_f32(f32::NEG_INFINITY), c_f32(0.0)];
                 let acc = for_range(start, n, step, &init, |i, c| {
-                    let v = load_f32(&xr, i, &s);
+                    let v = load_row(target, keep_l2, |keep| vec![load_raw(&xr, i, &s, keep)])[0]
+                        .cast(ScalarType::F32);
                     let m_new = c[0].max(horizontal(v, |a, b| a.max(b)));
                     let safe = select(m_new.eq(f64::NEG_INFINITY), c_f32(0.0), m_new);
                     let es = ((v - bcast(safe, &s)) * LOG2E).exp2();

@@ -9,12 +9,13 @@ pub(crate) mod generated {
     include!(concat!(env!("OUT_DIR"), "/flydsl_kernels.rs"));
 }
 
-/// A forward launcher: `(stream, cfg, x, y, m, n, nblocks)`.
+/// A forward launcher: `(stream, cfg, x, y, m, n, nblocks, keep_l2)`.
 pub type FwdFn<T> = unsafe fn(
     &Stream,
     LaunchConfig,
     &DeviceBuffer<T>,
     &mut DeviceBuffer<T>,
+    i32,
     i32,
     i32,
     i32,

@@ -57,7 +57,7 @@ pub mod validate;
 
 pub use api::{
     softmax, softmax_backward, softmax_backward_unchecked, softmax_backward_with,
-    softmax_unchecked, softmax_with, SoftmaxArgs,
+    softmax_unchecked, softmax_with, SoftmaxArgs, KEEP_L2_MIN_BYTES,
 };
 pub use array::{softmax_array, softmax_backward_array};
 pub use element::Element;

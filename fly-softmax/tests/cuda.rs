@@ -1,5 +1,6 @@
 //! The sm90 variants on a real NVIDIA GPU (CUDA backend) against the CPU reference. Skips with
-//! a printed reason when there is no CUDA device or the build has no sm90 code objects.
+//! a printed reason when there is no CUDA device or the build has no sm90 code objects (fails
+//! instead where `FLYDSL_REQUIRE_GPU` is set: `flydsl_testutil::gpu`).
 
 mod common;
 
@@ -9,18 +10,19 @@ use fly_softmax::table::{Kind, Path};
 use fly_softmax::Dispatch;
 use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::{Backend, Device, Target};
+use flydsl_testutil::gpu;
 
 fn cuda_device() -> Option<Device> {
     match Device::enumerate(Backend::Cuda) {
         Ok(list) => match list.into_iter().find(|d| d.target() == Target::Sm90) {
             Some(d) => Some(d),
             None => {
-                println!("skipped: no sm90 CUDA device");
+                gpu::skip("no sm90 CUDA device");
                 None
             }
         },
         Err(e) => {
-            println!("skipped: no CUDA device ({e})");
+            gpu::skip(&format!("no CUDA device ({e})"));
             None
         }
     }
@@ -30,7 +32,7 @@ fn built_for_sm90() -> bool {
     let v = all(Kind::Forward)[0];
     let ok = v.kernel::<f32>().built_targets().any(|t| t == Target::Sm90);
     if !ok {
-        println!("skipped: this build has no sm90 code objects (build with --features sm90)");
+        gpu::skip("this build has no sm90 code objects (build with --features sm90)");
     }
     ok
 }

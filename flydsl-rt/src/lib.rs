@@ -30,6 +30,7 @@ mod backend;
 mod buffer;
 mod device;
 mod error;
+pub mod hints;
 mod launch;
 mod repr;
 mod stream;

@@ -3,7 +3,8 @@
 //! and `llc-22`; regenerate with
 //! `cargo test -p flydsl-rt --test cuda_ptx -- --ignored regenerate_ptx_fixture`).
 //!
-//! On a machine without a CUDA device the GPU test prints `skipped: no CUDA device` and passes,
+//! On a machine without a CUDA device the GPU test prints `skipped: no CUDA device` and passes
+//! (fails where `FLYDSL_REQUIRE_GPU` is set),
 //! so the test binary can be built here and run on the GPU machine, where no `llc` exists.
 
 mod common;
@@ -27,6 +28,14 @@ fn vadd_on_a_cuda_device() {
     let dev = match Device::enumerate(Backend::Cuda) {
         Ok(d) if !d.is_empty() => d[0].clone(),
         Ok(_) | Err(Error::BackendUnavailable { .. }) => {
+            // The device bundle's run sets FLYDSL_REQUIRE_GPU (flydsl-testutil's convention;
+            // flydsl-rt cannot depend on that crate): there a missing GPU is a failure.
+            let required = std::env::var("FLYDSL_REQUIRE_GPU")
+                .is_ok_and(|v| !v.trim().is_empty() && v.trim() != "0");
+            assert!(
+                !required,
+                "FLYDSL_REQUIRE_GPU is set, but there is no CUDA device"
+            );
             println!("skipped: no CUDA device");
             return;
         }

@@ -1,8 +1,8 @@
 //! Tensors past 2^31 elements (and 4 GiB) on a real GPU: RMSNorm and softmax on a bf16
 //! [m, 8192] tensor with m * 8192 > 2^31, checking rows at both ends and past the 2^31-element
 //! boundary against the CPU reference. Needs a GPU with > 20 GiB free; skips with a printed
-//! reason otherwise (the Sim cannot interpret that much work; 64-bit row offsets are checked
-//! there structurally by the kernels' tests).
+//! reason otherwise, or fails when `FLYDSL_REQUIRE_GPU` is set (the Sim cannot interpret that
+//! much work; 64-bit row offsets are checked there structurally by the kernels' tests).
 
 use flydsl_rt::half::bf16;
 use flydsl_rt::{Backend, Device, DeviceBuffer};
@@ -28,7 +28,7 @@ fn val(i: usize) -> bf16 {
 #[test]
 fn rmsnorm_and_softmax_past_2_pow_31_elements() {
     let Some(dev) = gpu() else {
-        println!("skipped: no GPU present (needs > 20 GiB of device memory)");
+        flydsl_testutil::gpu::skip("no GPU present (needs > 20 GiB of device memory)");
         return;
     };
     let n = 8192usize;

@@ -1,9 +1,10 @@
 //! `cargo xtask device-bundle`: build the sm90 test binaries, the bench/verify binary
-//! (xtask itself), the launch-overhead example and fly-norm's forward plan sweep
-//! (`fwd_sweep`) in release mode (stripped), and copy them with the torch peer script and an
-//! entry script into one folder for the GPU machine. `run.sh` there runs the tests, the plan
-//! sweep, then our benches and the torch peers on the same shapes in the same run, and prints
-//! a side-by-side table with ratios.
+//! (xtask itself), the launch-overhead example, fly-norm's forward plan sweep (`fwd_sweep`)
+//! and its torch cross-check (`torch_check`) in release mode (stripped), and copy them with
+//! the torch peer and cross-check scripts and an entry script into one folder for the GPU
+//! machine. `run.sh` there runs the tests and the torch cross-check, the plan sweep, then our
+//! benches and the torch peers on the same shapes in the same run, and prints a side-by-side
+//! table with ratios.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -122,6 +123,8 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             "sm90",
             "--example",
             "fwd_sweep",
+            "--example",
+            "torch_check",
         ],
         false,
     )?);
@@ -140,7 +143,12 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         copy(exe, &bdir.join(name))?;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    for f in ["bench/peers.py", "bench/compare.py", "bench/run.sh"] {
+    for f in [
+        "bench/peers.py",
+        "bench/compare.py",
+        "bench/torch_check.py",
+        "bench/run.sh",
+    ] {
         let src = root.join(f);
         copy(&src, &stage.join(src.file_name().ok_or("bad path")?))?;
     }
