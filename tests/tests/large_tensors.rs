@@ -1,8 +1,10 @@
-//! Tensors past 2^31 elements (and 4 GiB) on a real GPU: RMSNorm and softmax on a bf16
-//! [m, 8192] tensor with m * 8192 > 2^31, checking rows at both ends and past the 2^31-element
-//! boundary against the CPU reference. Needs a GPU with > 20 GiB free; skips with a printed
-//! reason otherwise, or fails when `FLYDSL_REQUIRE_GPU` is set (the Sim cannot interpret that
-//! much work; 64-bit row offsets are checked there structurally by the kernels' tests).
+//! Tensors past 2^31 elements (and 4 GiB) on a real GPU, checking rows at both ends and the
+//! row holding element 2^31 against the CPU reference: RMSNorm and softmax on a bf16
+//! [m, 8192] tensor (the fast paths), and fly-norm's multi-row and generic paths with the
+//! residual add, stats, int8 quant and the backward (both strategies). Needs a GPU with
+//! > 30 GiB free; skips with a printed reason otherwise, or fails when `FLYDSL_REQUIRE_GPU`
+//! is set. The Sim cannot interpret that much work, so this is GPU-only: on AMD the same
+//! kernel descriptions' 64-bit row offsets are unexercised at this size.
 
 use flydsl_rt::half::bf16;
 use flydsl_rt::{Backend, Device, DeviceBuffer};
@@ -74,5 +76,177 @@ fn rmsnorm_and_softmax_past_2_pow_31_elements() {
         let want = flydsl_testutil::softmax::forward(&widen(&host[r * n..(r + 1) * n]), 1, n);
         let got = widen(&out[r * n..(r + 1) * n]);
         flydsl_testutil::compare::assert_close(&format!("softmax row {r}"), &got, &want, 2e-2, 0.0);
+    }
+}
+
+/// Rows to check of an `[m, n]` tensor with m * n > 2^31: the first, the one holding element
+/// 2^31, and the last.
+fn boundary_rows(m: usize, n: usize) -> [usize; 3] {
+    [0, (1usize << 31) / n, m - 1]
+}
+
+/// `what` of rows `rows` of `got` (all rows, `n` per row) against `want(row)`; widens only
+/// those rows (a whole 2^31-element tensor in f64 would take 16 GiB of host memory).
+fn check_rows(
+    what: &str,
+    got: &[bf16],
+    n: usize,
+    rows: &[usize],
+    atol: f64,
+    rtol: f64,
+    want: impl Fn(usize) -> Vec<f64>,
+) {
+    for &r in rows {
+        flydsl_testutil::compare::assert_close(
+            &format!("{what} row {r}"),
+            &widen(&got[r * n..(r + 1) * n]),
+            &want(r),
+            atol,
+            rtol,
+        );
+    }
+}
+
+/// fly-norm past 2^31 elements (bf16) on its other paths: the multi-row path (n = 1024) and
+/// the generic path (n = 1021). LayerNorm with the residual add (x + x), mean and rstd;
+/// RMSNorm with dynamic int8 quant; the RMSNorm backward with both weight-gradient strategies
+/// (dgamma sums all 2^31 elements; dx is checked on the boundary rows). The fast path's
+/// 64-bit offsets are covered by `rmsnorm_and_softmax_past_2_pow_31_elements`.
+#[test]
+fn norm_paths_past_2_pow_31_elements() {
+    use fly_norm::{BwdStrategy, FwdBuffers, FwdOut, Norm, NormArgs, NormBwdArgs};
+    use flydsl_testutil::norm::{layer_norm_fwd, quant, rms_norm_bwd, rms_norm_fwd, Tol};
+    let Some(dev) = gpu() else {
+        flydsl_testutil::gpu::skip("no GPU present (needs > 30 GiB of device memory)");
+        return;
+    };
+    let s = dev.stream().unwrap();
+    let tol = Tol::BF16;
+    for n in [1024usize, 1021] {
+        let m = (1usize << 31) / n + 3;
+        let len = m * n;
+        let rows = boundary_rows(m, n);
+        let host: Vec<bf16> = (0..len).map(val).collect();
+        let row = |r: usize| widen(&host[r * n..(r + 1) * n]);
+        let x = DeviceBuffer::from_slice(&dev, &host).unwrap();
+        let wv = |k: usize| -> Vec<bf16> {
+            (0..n)
+                .map(|j| bf16::from_f32(0.5 + ((j + k) % 7) as f32 * 0.1))
+                .collect()
+        };
+        let (gh, bh) = (wv(0), wv(3));
+        let (gf, bf) = (widen(&gh), widen(&bh));
+        let g = DeviceBuffer::from_slice(&dev, &gh).unwrap();
+        let b = DeviceBuffer::from_slice(&dev, &bh).unwrap();
+
+        // LayerNorm, residual add, mean and rstd.
+        let mut y = DeviceBuffer::<bf16>::zeroed(&dev, len).unwrap();
+        let mut res_out = DeviceBuffer::<bf16>::zeroed(&dev, len).unwrap();
+        let mut mean = DeviceBuffer::<f32>::zeroed(&dev, m).unwrap();
+        let mut rstd = DeviceBuffer::<f32>::zeroed(&dev, m).unwrap();
+        let bufs = FwdBuffers {
+            x: &x,
+            residual: Some((&x, &mut res_out)),
+            gamma: &g,
+            beta: Some(&b),
+            out: FwdOut::Y(&mut y),
+            mean: Some(&mut mean),
+            rstd: Some(&mut rstd),
+        };
+        fly_norm::norm_fwd(&s, Norm::Layer, bufs, NormArgs::new(m, n)).unwrap();
+        let want = |r: usize| {
+            let xr = row(r);
+            layer_norm_fwd::<bf16>(&xr, Some(&xr), &gf, Some(&bf), 1, n, 1e-5)
+        };
+        let what = format!("layer_norm_add n={n}");
+        let got = y.to_vec().unwrap();
+        check_rows(&what, &got, n, &rows, tol.fwd_atol, tol.fwd_rtol, |r| {
+            want(r).y
+        });
+        let got = res_out.to_vec().unwrap();
+        check_rows(
+            &format!("{what} residual_out"),
+            &got,
+            n,
+            &rows,
+            0.0,
+            0.0,
+            |r| want(r).input,
+        );
+        drop((y, res_out));
+        let (mean, rstd_ln) = (mean.to_vec().unwrap(), rstd.to_vec().unwrap());
+        for &r in &rows {
+            let w = want(r);
+            let (gm, gr) = (f64::from(mean[r]), f64::from(rstd_ln[r]));
+            assert!(
+                (gm - w.mean[0]).abs() <= 1e-4 * (1.0 + w.mean[0].abs()),
+                "{what} mean row {r}"
+            );
+            assert!(
+                (gr - w.rstd[0]).abs() <= 1e-4 * w.rstd[0],
+                "{what} rstd row {r}"
+            );
+        }
+
+        // RMSNorm with dynamic int8 quant.
+        let mut q = DeviceBuffer::<i8>::zeroed(&dev, len).unwrap();
+        let mut ys = DeviceBuffer::<f32>::zeroed(&dev, m).unwrap();
+        fly_norm::rms_norm_quant(&s, &x, &g, None, &mut q, &mut ys, NormArgs::new(m, n)).unwrap();
+        let (qh, ysh) = (q.to_vec().unwrap(), ys.to_vec().unwrap());
+        drop(q);
+        for &r in &rows {
+            let yr = rms_norm_fwd::<bf16>(&row(r), None, &gf, 1, n, 1e-5).y;
+            let (wq, ws) = quant(&yr, None, 1, n);
+            let got_s = f64::from(ysh[r]);
+            assert!(
+                (got_s - ws[0]).abs() <= tol.yscale * ws[0],
+                "rms_norm_quant n={n} yscale row {r}: {got_s} against {}",
+                ws[0]
+            );
+            for (j, (&gq, &w)) in qh[r * n..(r + 1) * n].iter().zip(&wq).enumerate() {
+                assert!(
+                    (i32::from(gq) - i32::from(w)).abs() <= tol.q,
+                    "rms_norm_quant n={n} q[{r}, {j}] = {gq}, want {w}"
+                );
+            }
+        }
+        drop(qh);
+
+        // RMSNorm backward (dy = x), rstd from the forward, both strategies.
+        let mut y = DeviceBuffer::<bf16>::zeroed(&dev, len).unwrap();
+        let mut rstd = DeviceBuffer::<f32>::zeroed(&dev, m).unwrap();
+        fly_norm::rms_norm_rstd(&s, &x, &g, &mut y, &mut rstd, NormArgs::new(m, n)).unwrap();
+        drop(y);
+        let rstd_h: Vec<f64> = rstd.to_vec().unwrap().into_iter().map(f64::from).collect();
+        // The reference over every row: dgamma sums all of them.
+        let mut dgamma_want = vec![0.0f64; n];
+        for r in 0..m {
+            let xr = row(r);
+            let w = rms_norm_bwd(&xr, &gf, &xr, &rstd_h[r..r + 1], None, 1, n);
+            for (a, d) in dgamma_want.iter_mut().zip(&w.dgamma) {
+                *a += d;
+            }
+        }
+        let mut dx = DeviceBuffer::<bf16>::zeroed(&dev, len).unwrap();
+        for strategy in [BwdStrategy::Atomic, BwdStrategy::TwoStage] {
+            let mut dg = DeviceBuffer::<bf16>::zeroed(&dev, n).unwrap();
+            let args = NormBwdArgs { m, n, strategy };
+            fly_norm::rms_norm_bwd(&s, &x, &g, &x, &rstd, None, &mut dx, &mut dg, args).unwrap();
+            let what = format!("rms_norm_bwd {strategy:?} n={n}");
+            let got = dx.to_vec().unwrap();
+            check_rows(&what, &got, n, &rows, tol.dx_atol, tol.dx_rtol, |r| {
+                let xr = row(r);
+                rms_norm_bwd(&xr, &gf, &xr, &rstd_h[r..r + 1], None, 1, n).dx
+            });
+            let got = widen(&dg.to_vec().unwrap());
+            // bf16 dgamma: the dw tolerance plus the output's rounding (2^-8 relative).
+            flydsl_testutil::compare::assert_close(
+                &format!("{what} dgamma"),
+                &got,
+                &dgamma_want,
+                tol.dw_atol,
+                tol.dw_rtol + 1.0 / 256.0,
+            );
+        }
     }
 }
