@@ -132,6 +132,30 @@ fn odd_shapes() {
 }
 
 /// The fast paths at common hidden sizes (one wave64 and one wave32 target, M = 2).
+/// The generic path's 128-bit branch: rows of a multiple of the vector width one vector past
+/// what the quant fast paths hold (f32: 8196, 2-byte: 16392) take it with both quant options
+/// (with and without the residual add); the plain options of `OPTS` run the same rows on the
+/// fast paths. On a wave64 and a wave32 target. (`every_plan` runs the generic plan's 128-bit
+/// branch for the plain forward.)
+#[test]
+fn generic_vector_rows() {
+    for t in [Target::Gfx942, Target::Sm90] {
+        let s = sim(t);
+        let ws = t.wave_size();
+        for (ci, &o) in OPTS.iter().enumerate() {
+            let quant = o.quant.is_some();
+            for (n, dt) in [(8196, fly_norm::Dtype::F32), (16392, fly_norm::Dtype::Bf16)] {
+                if quant {
+                    assert_eq!(plan_forward(2, n, dt, true, ws, 64).path, Path::Generic);
+                }
+            }
+            case::<f32, f32>(&s, Norm::Rms, 2, 8196, o, ci as u64);
+            case::<bf16, bf16>(&s, Norm::Layer, 2, 16392, o, 10 + ci as u64);
+            case::<bf16, f32>(&s, Norm::Rms, 2, 16392, o, 20 + ci as u64);
+        }
+    }
+}
+
 #[test]
 fn hidden_sizes() {
     for (t, n) in [
