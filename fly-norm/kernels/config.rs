@@ -21,6 +21,10 @@
 #![allow(dead_code)]
 
 /// Which normalisation.
+///
+/// ```
+/// assert_eq!(fly_norm::Norm::Rms.name(), "rmsnorm");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Norm {
     /// `(x - mean) * rstd * gamma + beta`.
@@ -31,6 +35,10 @@ pub enum Norm {
 
 impl Norm {
     /// Name used in kernel names.
+    ///
+    /// ```
+    /// assert_eq!(fly_norm::Norm::Layer.name(), "layernorm");
+    /// ```
     pub const fn name(self) -> &'static str {
         match self {
             Norm::Layer => "layernorm",
@@ -40,6 +48,11 @@ impl Norm {
 }
 
 /// Element dtypes of activations and weights.
+///
+/// ```
+/// use fly_norm::Dtype;
+/// assert_eq!((Dtype::Bf16.bytes(), Dtype::Bf16.vec()), (2, 8));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Dtype {
     /// `f32`.
@@ -52,8 +65,16 @@ pub enum Dtype {
 
 impl Dtype {
     /// All dtypes.
+    ///
+    /// ```
+    /// assert_eq!(fly_norm::Dtype::ALL.len(), 3);
+    /// ```
     pub const ALL: [Dtype; 3] = [Dtype::F32, Dtype::F16, Dtype::Bf16];
     /// Name used in kernel names.
+    ///
+    /// ```
+    /// assert_eq!(fly_norm::Dtype::F16.name(), "f16");
+    /// ```
     pub const fn name(self) -> &'static str {
         match self {
             Dtype::F32 => "f32",
@@ -62,6 +83,10 @@ impl Dtype {
         }
     }
     /// Bytes per element.
+    ///
+    /// ```
+    /// assert_eq!(fly_norm::Dtype::F32.bytes(), 4);
+    /// ```
     pub const fn bytes(self) -> u32 {
         match self {
             Dtype::F32 => 4,
@@ -69,6 +94,10 @@ impl Dtype {
         }
     }
     /// Elements per 128-bit vector.
+    ///
+    /// ```
+    /// assert_eq!(fly_norm::Dtype::F32.vec(), 4);
+    /// ```
     pub const fn vec(self) -> u32 {
         16 / self.bytes()
     }
@@ -97,6 +126,10 @@ impl Kind {
 }
 
 /// Code shape of a kernel (see the module docs).
+///
+/// ```
+/// assert_eq!(fly_norm::plan_forward(1, 1001, fly_norm::Dtype::F32, false, 32, 1).path, fly_norm::Path::Generic);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Path {
     /// One row per block, `tiles` 128-bit vectors per thread, block size chosen at launch.
@@ -109,6 +142,10 @@ pub enum Path {
 
 impl Path {
     /// Suffix used in kernel names.
+    ///
+    /// ```
+    /// assert_eq!(fly_norm::Path::Fast(4).suffix(), "fast_t4");
+    /// ```
     pub fn suffix(self) -> String {
         match self {
             Path::Fast(t) => format!("fast_t{t}"),

@@ -34,6 +34,14 @@ pub enum BwdStrategy {
 
 impl BwdStrategy {
     /// Whether this strategy uses the two-stage reduction for `m` rows of `n`.
+    ///
+    /// ```
+    /// use fly_norm::BwdStrategy;
+    /// assert!(BwdStrategy::Auto.two_stage(4096, 8192)); // many rows, short enough
+    /// assert!(!BwdStrategy::Auto.two_stage(64, 8192)); // few rows: atomics
+    /// assert!(!BwdStrategy::Auto.two_stage(4096, 16384)); // long rows: atomics
+    /// assert!(BwdStrategy::TwoStage.two_stage(1, 1));
+    /// ```
     pub fn two_stage(self, m: usize, n: usize) -> bool {
         match self {
             BwdStrategy::Auto => m >= 512 && n <= 8192,
@@ -61,6 +69,11 @@ pub struct NormBwdArgs {
 
 impl NormBwdArgs {
     /// `m` rows of `n`, automatic strategy.
+    ///
+    /// ```
+    /// let a = fly_norm::NormBwdArgs::new(8, 1024);
+    /// assert_eq!((a.m, a.n, a.strategy), (8, 1024, fly_norm::BwdStrategy::Auto));
+    /// ```
     pub fn new(m: usize, n: usize) -> NormBwdArgs {
         NormBwdArgs {
             m,
@@ -71,6 +84,18 @@ impl NormBwdArgs {
 }
 
 /// The buffers of a backward call (see [`norm_bwd`]).
+///
+/// ```
+/// use fly_norm::BwdBuffers;
+/// use flydsl_rt::{Device, DeviceBuffer};
+/// let dev = Device::sim(flydsl_rt::Target::Sm90);
+/// let one = |v: f32| DeviceBuffer::from_slice(&dev, &[v]).unwrap();
+/// let (x, g, dy, rstd) = (one(2.0), one(1.0), one(1.0), one(0.5));
+/// let (mut dx, mut dg) = (one(0.0), one(0.0));
+/// // RMSNorm: no mean, no dbeta; dresidual only for the fused-add backward.
+/// let b = BwdBuffers { x: &x, gamma: &g, dy: &dy, mean: None, rstd: &rstd, dresidual: None, dx: &mut dx, dgamma: &mut dg, dbeta: None };
+/// assert!(b.mean.is_none());
+/// ```
 #[derive(Debug)]
 pub struct BwdBuffers<'a, T: Element, W: Element> {
     /// The forward's input `[m, n]` (for fused add: its `residual_out`).

@@ -95,6 +95,16 @@ fn rows_plan(m: usize, t: u32, lanes: usize, cap: usize, ws: usize) -> Plan {
 ///
 /// Activations of more than [`KEEP_L2_MIN_BYTES`] are read with the keep-in-L2 hint
 /// ([`Plan::keep_l2`]).
+///
+/// ```
+/// use fly_norm::{plan_forward, Dtype, Path};
+/// // f32 rows of 8192 on the H200 (wave32, 132 SMs): 8 tiles of 4 in 256 threads.
+/// let p = plan_forward(4096, 8192, Dtype::F32, false, 32, 132);
+/// assert_eq!((p.path, p.cfg.block[0], p.keep_l2), (Path::Fast(8), 256, false));
+/// // Rows that are not a multiple of the vector width: the generic path.
+/// assert_eq!(plan_forward(4, 4000, Dtype::Bf16, true, 64, 304).path, Path::Fast(2));
+/// assert_eq!(plan_forward(4, 4001, Dtype::Bf16, true, 64, 304).path, Path::Generic);
+/// ```
 pub fn plan_forward(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32, cus: u32) -> Plan {
     Plan {
         keep_l2: keeps_l2(m, n, dt),
@@ -108,6 +118,13 @@ pub fn plan_forward(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32, cus: 
 /// (bf16 (32768, 4096): RMSNorm 0.1341 -> 0.1288 ms, LayerNorm on `Fast(4)` 0.1347 ->
 /// 0.1288; f32 (32768, 4096) 0.262 -> 0.252) and 2% at f32 (65536, 1024); at 128 MiB and less
 /// it is within +-2% either way (bf16 (65536, 1024): 0.4..0.9% slower).
+///
+/// ```
+/// use fly_norm::{plan_forward, Dtype, KEEP_L2_MIN_BYTES};
+/// let rows = KEEP_L2_MIN_BYTES / (4096 * 2); // bf16 rows of 4096: exactly the threshold
+/// assert!(!plan_forward(rows, 4096, Dtype::Bf16, false, 32, 132).keep_l2);
+/// assert!(plan_forward(rows + 1, 4096, Dtype::Bf16, false, 32, 132).keep_l2);
+/// ```
 pub const KEEP_L2_MIN_BYTES: usize = 128 << 20;
 
 /// Whether the dispatcher reads `m x n` activations of `dt` with the keep-in-L2 hint.
@@ -260,13 +277,14 @@ pub fn plan_backward(m: usize, n: usize, dt: Dtype, wave: u32, cus: u32) -> Plan
 /// with every block size that covers a row (multiples of the wave size up to the tile count's
 /// block cap), each multi-row tile count with every power-of-two lane count whose groups hold a
 /// row (in blocks of 256 threads and of 2 waves), and the generic path; grids as the dispatcher
-/// sizes them, and the dispatcher's keep-in-L2 setting. [`plan_forward`]'s choice is among them. For benchmarks and tuning (see
-/// [`norm_fwd_with_plan`](crate::norm_fwd_with_plan) and `examples/fwd_sweep.rs`), not a stable
-/// API.
+/// sizes them (one row per block), and the dispatcher's keep-in-L2 setting. For benchmarks and
+/// tuning (see [`norm_fwd_with_plan`](crate::norm_fwd_with_plan) and
+/// `examples/fwd_sweep.rs`), not a stable API.
 ///
 /// ```
 /// use fly_norm::{forward_plans, plan_forward, Dtype, Path};
 /// let plans = forward_plans(65536, 1024, Dtype::Bf16, false, 32);
+/// // The dispatcher's plan is among them (with few rows it caps the grid instead).
 /// assert!(plans.contains(&plan_forward(65536, 1024, Dtype::Bf16, false, 32, 132)));
 /// // 128 vectors a row: 2 tiles in blocks of 64..=256 threads, ...
 /// assert_eq!(plans.iter().filter(|p| p.path == Path::Fast(2)).count(), 7);

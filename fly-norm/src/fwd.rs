@@ -36,6 +36,11 @@ impl Default for NormArgs {
 
 impl NormArgs {
     /// `m` rows of `n` with eps 1e-5.
+    ///
+    /// ```
+    /// let a = fly_norm::NormArgs::new(2, 64);
+    /// assert_eq!((a.m, a.n, a.eps), (2, 64, 1e-5));
+    /// ```
     pub fn new(m: usize, n: usize) -> NormArgs {
         NormArgs {
             m,
@@ -46,6 +51,18 @@ impl NormArgs {
 }
 
 /// What a forward call writes: the normalised rows, or their dynamic / smooth int8 quant.
+///
+/// ```
+/// use fly_norm::FwdOut;
+/// use flydsl_rt::{Device, DeviceBuffer};
+/// let dev = Device::sim(flydsl_rt::Target::Sm90);
+/// let mut y = DeviceBuffer::<f32>::zeroed(&dev, 8).unwrap();
+/// let plain = FwdOut::Y(&mut y);
+/// assert!(matches!(plain, FwdOut::Y(_)));
+/// let (mut q, mut ys) = (DeviceBuffer::<i8>::zeroed(&dev, 8).unwrap(), DeviceBuffer::<f32>::zeroed(&dev, 2).unwrap());
+/// let dynamic: FwdOut<'_, f32> = FwdOut::Quant { q: &mut q, yscale: &mut ys, xscale: None };
+/// assert!(matches!(dynamic, FwdOut::Quant { xscale: None, .. }));
+/// ```
 #[derive(Debug)]
 pub enum FwdOut<'a, T: Element> {
     /// `y` `[m, n]` in the activation dtype.
@@ -63,6 +80,21 @@ pub enum FwdOut<'a, T: Element> {
 }
 
 /// The buffers of a forward call (see [`norm_fwd`]).
+///
+/// ```
+/// use fly_norm::{norm_fwd, FwdBuffers, FwdOut, Norm, NormArgs};
+/// use flydsl_rt::{Device, DeviceBuffer};
+/// let dev = Device::sim(flydsl_rt::Target::Sm90);
+/// let s = dev.stream().unwrap();
+/// let x = DeviceBuffer::from_slice(&dev, &[1.0f32, 3.0]).unwrap();
+/// let g = DeviceBuffer::from_slice(&dev, &[1.0f32, 1.0]).unwrap();
+/// let mut y = DeviceBuffer::<f32>::zeroed(&dev, 2).unwrap();
+/// let mut mean = DeviceBuffer::<f32>::zeroed(&dev, 1).unwrap();
+/// // LayerNorm without bias, writing the row mean.
+/// let b = FwdBuffers { x: &x, residual: None, gamma: &g, beta: None, out: FwdOut::Y(&mut y), mean: Some(&mut mean), rstd: None };
+/// norm_fwd(&s, Norm::Layer, b, NormArgs::new(1, 2)).unwrap();
+/// assert_eq!(mean.to_vec().unwrap(), vec![2.0]);
+/// ```
 #[derive(Debug)]
 pub struct FwdBuffers<'a, T: Element, W: Element> {
     /// Input `[m, n]`.

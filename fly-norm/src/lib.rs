@@ -57,4 +57,9 @@ pub use rmsnorm::{
 };
 
 /// Arguments of the LayerNorm forward functions (`m`, `n`, `eps`).
+///
+/// ```
+/// let a = fly_norm::LayerNormArgs { eps: 1e-6, ..fly_norm::LayerNormArgs::new(4, 128) };
+/// assert_eq!((a.m, a.n, a.eps), (4, 128, 1e-6));
+/// ```
 pub type LayerNormArgs = NormArgs;

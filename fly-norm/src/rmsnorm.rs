@@ -7,6 +7,11 @@ use crate::{
 use flydsl_rt::{DeviceBuffer, Result, Stream};
 
 /// Arguments of the RMSNorm forward functions (the same as LayerNorm's: `m`, `n`, `eps`).
+///
+/// ```
+/// let a = fly_norm::RmsNormArgs { m: 4, n: 128, eps: 1e-6 };
+/// assert_eq!(a, fly_norm::RmsNormArgs { eps: 1e-6, ..fly_norm::RmsNormArgs::new(4, 128) });
+/// ```
 pub type RmsNormArgs = NormArgs;
 
 /// RMSNorm forward.
