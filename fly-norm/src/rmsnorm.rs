@@ -193,6 +193,11 @@ pub fn rms_norm_add_quant<T: Element, W: Element>(
 /// `dresidual` (fused-add backward) is added to `dx`. The strategy (f32 atomics or the
 /// deterministic two-stage sum) follows `args.strategy`.
 ///
+/// After a fused-add (prenorm) forward `r = x + residual`, `y = rmsnorm(r)`: pass `r` (the
+/// forward's `residual_out`) as `x`, the forward's `rstd` (from [`norm_fwd`] with both
+/// `residual` and `rstd` set), and as `dresidual` the gradient reaching `residual_out` from
+/// its other uses; `dx` is then the gradient of both the forward's `x` and its `residual`.
+///
 /// ```
 /// use flydsl_rt::{Device, DeviceBuffer};
 /// let dev = Device::sim(flydsl_rt::Target::Gfx942); // or Device::best()?

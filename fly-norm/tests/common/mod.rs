@@ -80,6 +80,7 @@ pub fn check(what: &str, got: &[f64], want: &[f64], atol: f64, rtol: f64) {
 
 /// Assert int8 outputs within `tol` of the reference.
 pub fn check_q(what: &str, got: &[i8], want: &[i8], tol: i32) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         assert!(
             (g as i32 - w as i32).abs() <= tol,
