@@ -1,8 +1,10 @@
 //! Structural checks of the built code objects: for every kernel and every target built, the
 //! object parses, carries the kernel, uses no scratch, fits the target's LDS, and the
-//! vectorised forward paths use 128-bit accesses (`buffer_load_dwordx4` on AMD, through
-//! `llvm-objdump` when it is installed; `ld.global(.nc).v4` in PTX). Targets not built are
-//! reported and skipped.
+//! vectorised paths (forward fast and multi-row, backward fast) load with 128-bit accesses and
+//! those writing activations (plain forward `y`, backward `dx`) store with them
+//! (`buffer_load_dwordx4` / `buffer_store_dwordx4` on AMD, through `llvm-objdump`, which CI
+//! must have; `ld.global(.nc).v4` / `st.global.v4` in PTX). Targets not built are reported
+//! and skipped.
 
 use fly_norm::kernels::ALL;
 use flydsl_build::ir::codeobj::{parse_hsaco, parse_ptx};
@@ -41,16 +43,25 @@ fn disassemble(tool: &str, target: Target, code: &[u8], name: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// A vectorised forward kernel (fast or multi-row path).
-fn vectorised_fwd(name: &str) -> bool {
-    (name.contains("_fwd_") || name.contains("_fwdq_"))
-        && (name.contains("_fast_") || name.contains("_rows_"))
+/// A vectorised kernel: forward fast or multi-row path, backward fast path.
+fn vectorised(name: &str) -> bool {
+    name.contains("_fast_") || name.contains("_rows_")
+}
+
+/// A vectorised kernel writing activations (`y` or `dx`) with 128-bit stores (the quant
+/// forward writes 4 or 8 bytes of int8 a vector).
+fn vector_stores(name: &str) -> bool {
+    vectorised(name) && !name.contains("_fwdq_")
 }
 
 #[test]
 fn code_objects_are_sound() {
     let tool = objdump();
     if tool.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "llvm-objdump-22 not found (CI installs llvm-22)"
+        );
         println!("note: llvm-objdump not found; AMD instruction checks skipped");
     }
     let mut checked = 0;
@@ -96,11 +107,18 @@ fn code_objects_are_sound() {
                     k.name,
                     meta.group_segment_fixed_size
                 );
-                if let (Some(tool), true) = (&tool, vectorised_fwd(k.name)) {
+                if let (Some(tool), true) = (&tool, vectorised(k.name)) {
                     let asm = disassemble(tool, t, code, k.name);
                     assert!(
                         asm.contains("buffer_load_dwordx4") || asm.contains("buffer_load_b128"),
                         "{} {t}: no 128-bit buffer loads",
+                        k.name
+                    );
+                    assert!(
+                        !vector_stores(k.name)
+                            || asm.contains("buffer_store_dwordx4")
+                            || asm.contains("buffer_store_b128"),
+                        "{} {t}: no 128-bit buffer stores",
                         k.name
                     );
                 }
@@ -120,10 +138,15 @@ fn code_objects_are_sound() {
                     "{} {t}: local memory (spills)",
                     k.name
                 );
-                if vectorised_fwd(k.name) {
+                if vectorised(k.name) {
                     assert!(
                         text.contains("ld.global.v4") || text.contains("ld.global.nc.v4"),
                         "{} {t}: no 128-bit loads",
+                        k.name
+                    );
+                    assert!(
+                        !vector_stores(k.name) || text.contains("st.global.v4"),
+                        "{} {t}: no 128-bit stores",
                         k.name
                     );
                 }
