@@ -68,6 +68,43 @@ fn bwd_family<T: Element + NormDtype, W: Element + Storage>(s: &Stream, norm: No
     }
 }
 
+/// The private memory (spills) a kernel may use on sm_90, in bytes, as ptxas 12.9 compiles
+/// it: the backward's 4-tile kernels of 2-byte rows (rows of 8192 < n <= 16384, where no
+/// spill-free tile count fits; see `bwd_fast_spill_free`), and the 2-byte quant forward's
+/// generic kernel (a few bytes since its 128-bit branch). Everything else: none.
+fn allowed_private_bytes(name: &str) -> u32 {
+    let two_byte = !name.contains("_f32_w");
+    match () {
+        _ if two_byte && name.starts_with("layernorm_bwd_") && name.ends_with("_fast_t4") => 1024,
+        _ if two_byte && name.starts_with("rmsnorm_bwd_") && name.ends_with("_fast_t4") => 320,
+        _ if two_byte && name.contains("_fwdq_") && name.ends_with("_generic") => 32,
+        _ => 0,
+    }
+}
+
+/// Every sm90 kernel as the driver compiles it on the device: registers and private memory
+/// (printed as a table), no spills beyond [`allowed_private_bytes`].
+#[test]
+fn sm90_kernels_spill_only_where_known() {
+    let Some(s) = cuda_stream() else { return };
+    let dev = s.device();
+    let mut over = Vec::new();
+    for k in kernels::ALL {
+        let r = dev
+            .kernel_resources(k)
+            .unwrap_or_else(|e| panic!("{}: {e}", k.name))
+            .expect("the CUDA backend reports resources");
+        println!(
+            "{:<40} regs {:>3}  private {:>5} B  lds {:>5} B  max threads {:>4}",
+            k.name, r.registers, r.private_bytes, r.static_lds_bytes, r.max_threads
+        );
+        if r.private_bytes > allowed_private_bytes(k.name) {
+            over.push(format!("{}: {} B", k.name, r.private_bytes));
+        }
+    }
+    assert!(over.is_empty(), "private memory past the known: {over:?}");
+}
+
 #[test]
 fn every_sm90_variant_on_cuda() {
     let Some(s) = cuda_stream() else { return };

@@ -415,6 +415,27 @@ impl Device {
         self.inner.raw.synchronize()
     }
 
+    /// What the device's compiler gave `kernel`'s variant for this device (loading it if
+    /// needed): registers, private (spill) memory, static LDS, the thread limit. `None` where
+    /// the backend does not report them: the Sim, and HIP, whose code objects are final at
+    /// build time (their resources are in the code object's metadata, see
+    /// `flydsl_ir::codeobj` and `cargo xtask build-all`). On CUDA the driver compiles the PTX
+    /// at load, so this is where sm_90 spills show.
+    ///
+    /// ```
+    /// use flydsl_rt::{Device, KernelVariants};
+    /// static K: KernelVariants = KernelVariants { name: "k", crate_name: "demo", variants: &[] };
+    /// let dev = Device::sim(flydsl_rt::Target::Sm90);
+    /// // No variant for the target: an error naming the missing cargo feature.
+    /// assert!(dev.kernel_resources(&K).is_err());
+    /// ```
+    pub fn kernel_resources(
+        &self,
+        kernel: &'static crate::KernelVariants,
+    ) -> Result<Option<crate::KernelResources>> {
+        crate::launch::resources(self, kernel)
+    }
+
     /// The loaded form of a kernel variant on this device, loading it on first use.
     pub(crate) fn module(
         &self,

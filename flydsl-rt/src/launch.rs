@@ -417,6 +417,30 @@ impl<V, const N: usize> Drop for AddrMap<V, N> {
     }
 }
 
+/// The resources of `kernel`'s variant for `device`, loading it (the body of
+/// [`Device::kernel_resources`](crate::Device::kernel_resources)).
+pub(crate) fn resources(
+    device: &Device,
+    kernel: &'static KernelVariants,
+) -> Result<Option<crate::KernelResources>> {
+    let target = device.target();
+    let missing = || Error::MissingVariant {
+        kernel: kernel.name.to_string(),
+        crate_name: kernel.crate_name.to_string(),
+        target,
+        built: kernel.built_targets().collect(),
+    };
+    let variant = kernel.for_target(target).ok_or_else(missing)?;
+    if device.backend() == Backend::Sim {
+        return Ok(None);
+    }
+    let code = variant.code.ok_or_else(missing)?;
+    let d = decoded(kernel, variant.ir)?;
+    device
+        .module(variant as *const _ as usize, Some(code), d)?
+        .resources()
+}
+
 /// Validate and launch (the body of [`Stream::launch`](crate::Stream::launch)).
 ///
 /// # Safety

@@ -47,4 +47,4 @@ pub use half;
 pub use launch::{KernelArgs, LaunchConfig};
 pub use repr::{DeviceRepr, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ};
 pub use stream::{Event, Stream, StreamId};
-pub use variant::{KernelVariant, KernelVariants};
+pub use variant::{KernelResources, KernelVariant, KernelVariants};

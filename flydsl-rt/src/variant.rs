@@ -14,6 +14,36 @@ pub struct KernelVariant {
     pub ir: &'static [u8],
 }
 
+/// The resources a device's compiler gave a loaded kernel ([`Device::kernel_resources`](crate::Device::kernel_resources)).
+///
+/// ```
+/// let r = flydsl_rt::KernelResources { registers: 32, private_bytes: 0, static_lds_bytes: 64, max_threads: 1024 };
+/// assert!(!r.spills());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelResources {
+    /// Registers per thread.
+    pub registers: u32,
+    /// Private (thread-local) memory per thread, bytes: register spills and stack.
+    pub private_bytes: u32,
+    /// Static LDS (shared memory) per block, bytes.
+    pub static_lds_bytes: u32,
+    /// Most threads per block a launch may use with these resources.
+    pub max_threads: u32,
+}
+
+impl KernelResources {
+    /// Whether the kernel uses private memory (on sm_90: spilled registers).
+    ///
+    /// ```
+    /// let r = flydsl_rt::KernelResources { registers: 128, private_bytes: 200, static_lds_bytes: 0, max_threads: 512 };
+    /// assert!(r.spills());
+    /// ```
+    pub fn spills(&self) -> bool {
+        self.private_bytes > 0
+    }
+}
+
 /// All variants of one kernel: one entry per target, in `Target::ALL` order.
 ///
 /// ```

@@ -380,6 +380,27 @@ pub(crate) struct CudaFunction {
 
 // SAFETY: immutable after loading; usable from any thread.
 unsafe impl Send for CudaFunction {}
+
+impl CudaFunction {
+    /// What the driver's compiler gave the kernel (`cuFuncGetAttribute`).
+    pub(crate) fn resources(&self) -> Result<crate::KernelResources> {
+        use sys::CUfunction_attribute as A;
+        let get = |attr: A| -> Result<u32> {
+            let mut v = 0i32;
+            // SAFETY: `function` is a live function of a loaded module; `v` outlives the call.
+            unsafe { sys::cuFuncGetAttribute(&mut v, attr, self.function) }
+                .result()
+                .map_err(driver("cuFuncGetAttribute"))?;
+            Ok(v.max(0) as u32)
+        };
+        Ok(crate::KernelResources {
+            registers: get(A::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+            private_bytes: get(A::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+            static_lds_bytes: get(A::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+            max_threads: get(A::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+        })
+    }
+}
 // SAFETY: as above.
 unsafe impl Sync for CudaFunction {}
 

@@ -58,6 +58,16 @@ pub(crate) enum RawFunction {
     Cuda(cuda::CudaFunction),
 }
 
+impl RawFunction {
+    /// The loaded kernel's resources, where the backend reports them (CUDA).
+    pub(crate) fn resources(&self) -> Result<Option<crate::KernelResources>> {
+        match self {
+            RawFunction::Cuda(f) => f.resources().map(Some),
+            RawFunction::Sim | RawFunction::Hip(_) => Ok(None),
+        }
+    }
+}
+
 fn mismatch() -> Error {
     Error::BadVariant {
         kernel: String::from("<internal>"),
