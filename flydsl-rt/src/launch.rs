@@ -5,7 +5,7 @@ use crate::buffer::DeviceBuffer;
 use crate::device::{Backend, Device, DeviceId};
 use crate::error::{Error, Result};
 use crate::repr::{as_bytes, DeviceRepr};
-use crate::variant::KernelVariants;
+use crate::variant::{KernelVariant, KernelVariants};
 use flydsl_ir::{KernargLayout, Kernel};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -423,6 +423,22 @@ pub(crate) fn resources(
     device: &Device,
     kernel: &'static KernelVariants,
 ) -> Result<Option<crate::KernelResources>> {
+    let (variant, code) = variant_for(device, kernel)?;
+    if code.is_none() {
+        return Ok(None);
+    }
+    let d = decoded(kernel, variant.ir)?;
+    device
+        .module(variant as *const _ as usize, code, d)?
+        .resources()
+}
+
+/// `kernel`'s variant for `device`'s target and its code object (`None` on the Sim, which
+/// runs the IR), or the error naming the cargo feature that builds it.
+fn variant_for(
+    device: &Device,
+    kernel: &'static KernelVariants,
+) -> Result<(&'static KernelVariant, Option<&'static [u8]>)> {
     let target = device.target();
     let missing = || Error::MissingVariant {
         kernel: kernel.name.to_string(),
@@ -431,14 +447,11 @@ pub(crate) fn resources(
         built: kernel.built_targets().collect(),
     };
     let variant = kernel.for_target(target).ok_or_else(missing)?;
-    if device.backend() == Backend::Sim {
-        return Ok(None);
-    }
-    let code = variant.code.ok_or_else(missing)?;
-    let d = decoded(kernel, variant.ir)?;
-    device
-        .module(variant as *const _ as usize, Some(code), d)?
-        .resources()
+    let code = match device.backend() {
+        Backend::Sim => None,
+        _ => Some(variant.code.ok_or_else(missing)?),
+    };
+    Ok((variant, code))
 }
 
 /// Validate and launch (the body of [`Stream::launch`](crate::Stream::launch)).
@@ -453,17 +466,7 @@ pub(crate) unsafe fn launch(
     args: &KernelArgs,
 ) -> Result<()> {
     let target = device.target();
-    let missing = || Error::MissingVariant {
-        kernel: kernel.name.to_string(),
-        crate_name: kernel.crate_name.to_string(),
-        target,
-        built: kernel.built_targets().collect(),
-    };
-    let variant = kernel.for_target(target).ok_or_else(missing)?;
-    let code = match device.backend() {
-        Backend::Sim => None,
-        _ => Some(variant.code.ok_or_else(missing)?),
-    };
+    let (variant, code) = variant_for(device, kernel)?;
     let d = decoded(kernel, variant.ir)?;
     let bad_variant = |reason: String| Error::BadVariant {
         kernel: kernel.name.to_string(),
