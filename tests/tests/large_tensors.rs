@@ -1,8 +1,8 @@
 //! Tensors past 2^31 elements (and 4 GiB) on a real GPU, checking rows at both ends and the
 //! row holding element 2^31 against the CPU reference: RMSNorm and softmax on a bf16
 //! [m, 8192] tensor (the fast paths), and fly-norm's multi-row and generic paths with the
-//! residual add, stats, int8 quant and the backward (both strategies). Needs a GPU with
-//! > 30 GiB free; skips with a printed reason otherwise, or fails when `FLYDSL_REQUIRE_GPU`
+//! residual add, stats, int8 quant and the backward (both strategies). Needs a GPU with more
+//! than 30 GiB free; skips with a printed reason otherwise, or fails when `FLYDSL_REQUIRE_GPU`
 //! is set. The Sim cannot interpret that much work, so this is GPU-only: on AMD the same
 //! kernel descriptions' 64-bit row offsets are unexercised at this size.
 
