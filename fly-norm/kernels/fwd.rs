@@ -164,21 +164,20 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
     let ws = wave_size() as i32;
     let nwaves = (bdim + (ws - 1)) / ws;
 
-    // The row's vectors of `r`: with the keep-in-L2 hint when `keep_l2` is set (NVIDIA only:
-    // AMD ignores the hint, so there both branches would be the same loads).
+    // The row's vectors of `r`, with the keep-in-L2 hint when `keep_l2` is set.
     let keep_l2 = p.keep_l2.ne(0);
     let row_loads = |r: Rsrc| -> Vec<Val> {
-        let plain = || idx.iter().map(|&i| r.load_vec(i, vec, 16)).collect();
-        if target.is_amd() {
-            plain()
-        } else {
-            let hinted = || {
-                idx.iter()
-                    .map(|&i| r.load_vec_keep_l2(i, vec, 16))
-                    .collect()
-            };
-            if_else(keep_l2, hinted, plain)
-        }
+        keep_l2_if(keep_l2, |hint| {
+            idx.iter()
+                .map(|&i| {
+                    if hint {
+                        r.load_vec_keep_l2(i, vec, 16)
+                    } else {
+                        r.load_vec(i, vec, 16)
+                    }
+                })
+                .collect()
+        })
     };
 
     let row_body = |cx: RowCtx, parity: Val| {

@@ -4,6 +4,9 @@ use crate::config::{
     bwd_fast_spill_free, fast_max_block, fast_tiles, Dtype, Kind, Path, FWD_ROWS_TILES,
     GENERIC_THREADS, ROWS_BLOCK,
 };
+/// Activations of more than this many bytes are read with the keep-in-L2 hint (see
+/// [`plan_forward`] and [`flydsl_rt::hints`]).
+pub use flydsl_rt::hints::KEEP_L2_MIN_BYTES;
 use flydsl_rt::LaunchConfig;
 
 /// Most workgroups launched for row-looping kernels (they loop over further rows).
@@ -94,7 +97,17 @@ fn rows_plan(m: usize, t: u32, lanes: usize, cap: usize, ws: usize) -> Plan {
 ///   (32768, 4096) 0.1288 ms against 0.1363 in 4224 blocks).
 ///
 /// Activations of more than [`KEEP_L2_MIN_BYTES`] are read with the keep-in-L2 hint
-/// ([`Plan::keep_l2`]).
+/// ([`Plan::keep_l2`]): on the H200 the hint saves 4..5% from 256 MiB of `x` (bf16
+/// (32768, 4096): RMSNorm 0.1341 -> 0.1288 ms, LayerNorm on `Fast(4)` 0.1347 -> 0.1288) and is
+/// within +-2% at 128 MiB and less (the sweep, `examples/fwd_sweep.rs`: the same plan with and
+/// without the hint).
+///
+/// ```
+/// use fly_norm::{plan_forward, Dtype, KEEP_L2_MIN_BYTES};
+/// let rows = KEEP_L2_MIN_BYTES / (4096 * 2); // bf16 rows of 4096: exactly the threshold
+/// assert!(!plan_forward(rows, 4096, Dtype::Bf16, false, 32, 132).keep_l2);
+/// assert!(plan_forward(rows + 1, 4096, Dtype::Bf16, false, 32, 132).keep_l2);
+/// ```
 ///
 /// ```
 /// use fly_norm::{plan_forward, Dtype, Path};
@@ -111,21 +124,6 @@ pub fn plan_forward(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32, cus: 
         ..plan_forward_path(m, n, dt, quant, wave, cus)
     }
 }
-
-/// Activations (`x`) larger than this are read with the keep-in-L2 hint (on NVIDIA; see
-/// [`Plan::keep_l2`]). From the H200 sweep (`examples/fwd_sweep.rs`, the same plan with and
-/// without the hint, L2 flushed before each launch): with 256 MiB of x the hint saves 4..5%
-/// (bf16 (32768, 4096): RMSNorm 0.1341 -> 0.1288 ms, LayerNorm on `Fast(4)` 0.1347 ->
-/// 0.1288; f32 (32768, 4096) 0.262 -> 0.252) and 2% at f32 (65536, 1024); at 128 MiB and less
-/// it is within +-2% either way (bf16 (65536, 1024): 0.4..0.9% slower).
-///
-/// ```
-/// use fly_norm::{plan_forward, Dtype, KEEP_L2_MIN_BYTES};
-/// let rows = KEEP_L2_MIN_BYTES / (4096 * 2); // bf16 rows of 4096: exactly the threshold
-/// assert!(!plan_forward(rows, 4096, Dtype::Bf16, false, 32, 132).keep_l2);
-/// assert!(plan_forward(rows + 1, 4096, Dtype::Bf16, false, 32, 132).keep_l2);
-/// ```
-pub const KEEP_L2_MIN_BYTES: usize = 128 << 20;
 
 /// Whether the dispatcher reads `m x n` activations of `dt` with the keep-in-L2 hint.
 fn keeps_l2(m: usize, n: usize, dt: Dtype) -> bool {

@@ -5,7 +5,7 @@
 
 use crate::table::{Config, DType, Path};
 use flydsl_build::dsl::*;
-use flydsl_build::ir::{Const, ScalarType, Target, Type};
+use flydsl_build::ir::{Const, ScalarType, Type};
 
 /// `log2(e)`: softmax runs in the exp2 domain, `exp(x) = exp2(x * log2(e))`.
 pub const LOG2E: f64 = std::f64::consts::LOG2_E;
@@ -109,17 +109,6 @@ pub fn load_raw(r: &Rsrc, idx: Val, s: &Shape, keep: bool) -> Val {
         r.load_vec_keep_l2(idx, s.width, s.align())
     } else {
         r.load_vec(idx, s.width, s.align())
-    }
-}
-
-/// The values `loads(keep)` gives, with `keep` = the run-time flag `keep_l2` on NVIDIA (a
-/// uniform branch between hinted and plain loads); AMD ignores the hint, so there the plain
-/// loads only.
-pub fn load_row(target: Target, keep_l2: Val, loads: impl Fn(bool) -> Vec<Val>) -> Vec<Val> {
-    if target.is_amd() {
-        loads(false)
-    } else {
-        if_else(keep_l2, || loads(true), || loads(false))
     }
 }
 

@@ -43,7 +43,7 @@ fn resident_kernel(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel,
                 let yr = row_rsrc(&y, row, n, valid);
                 let idx: Vec<Val> = (0..s.tiles).map(|j| tile_index(lane, j, &s)).collect();
                 let neg_inf = f32_const(s.width, f64::NEG_INFINITY);
-                let raw = load_row(target, keep_l2, |keep| {
+                let raw = keep_l2_if(keep_l2, |keep| {
                     idx.iter().map(|&i| load_raw(&xr, i, &s, keep)).collect()
                 });
                 let xs: Vec<Val> = idx
@@ -98,7 +98,7 @@ fn looped_kernel(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel, B
                 let yr = row_rsrc(&y, row, n, valid);
                 let init = [c_f32(f32::NEG_INFINITY), c_f32(0.0)];
                 let acc = for_range(start, n, step, &init, |i, c| {
-                    let v = load_row(target, keep_l2, |keep| vec![load_raw(&xr, i, &s, keep)])[0]
+                    let v = keep_l2_if(keep_l2, |keep| vec![load_raw(&xr, i, &s, keep)])[0]
                         .cast(ScalarType::F32);
                     let m_new = c[0].max(horizontal(v, |a, b| a.max(b)));
                     let safe = select(m_new.eq(f64::NEG_INFINITY), c_f32(0.0), m_new);

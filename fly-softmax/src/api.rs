@@ -6,6 +6,7 @@ use crate::plan::Variant;
 use crate::select::{kind_name, resolve, tuned, Dispatch, Resolved};
 use crate::table::Kind;
 use crate::validate::{self, bad};
+use flydsl_rt::hints::KEEP_L2_MIN_BYTES;
 use flydsl_rt::tune::Tuner;
 use flydsl_rt::{DeviceBuffer, Result, Stream};
 use std::cell::RefCell;
@@ -271,12 +272,6 @@ fn no_tuner(op: &str) -> flydsl_rt::Error {
         "internal: tuning requested without a tuner; use Dispatch::Default".into(),
     )
 }
-
-/// The forward reads inputs larger than this with the keep-in-L2 hint (NVIDIA; AMD kernels
-/// ignore it), unless `FLYDSL_KEEP_L2` says otherwise (see [`flydsl_rt::hints`]): the
-/// threshold fly-norm measured on the H200, where the hint saves 3..5% of a streaming row
-/// kernel's time from 256 MiB up and is within noise at 128 MiB and below.
-pub const KEEP_L2_MIN_BYTES: usize = 128 << 20;
 
 /// Launch forward variant `v`.
 ///

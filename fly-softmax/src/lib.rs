@@ -57,8 +57,11 @@ pub mod validate;
 
 pub use api::{
     softmax, softmax_backward, softmax_backward_unchecked, softmax_backward_with,
-    softmax_unchecked, softmax_with, SoftmaxArgs, KEEP_L2_MIN_BYTES,
+    softmax_unchecked, softmax_with, SoftmaxArgs,
 };
 pub use array::{softmax_array, softmax_backward_array};
 pub use element::Element;
+/// The forward reads inputs larger than this with the keep-in-L2 hint (see
+/// [`flydsl_rt::hints`]).
+pub use flydsl_rt::hints::KEEP_L2_MIN_BYTES;
 pub use select::Dispatch;

@@ -125,6 +125,39 @@ impl Tensor {
     }
 }
 
+/// The values `loads(keep)` gives, where `keep` follows the run-time condition `keep_l2`:
+/// `loads(true)` should read with the keep-in-L2 hint ([`Rsrc::load_vec_keep_l2`]) and
+/// `loads(false)` the same values without it. On NVIDIA this is a uniform branch between the
+/// two; AMD lowering ignores the hint, so there it is `loads(false)` alone, with no branch.
+///
+/// ```
+/// use flydsl_build::dsl::*;
+/// use flydsl_build::ir::{ScalarType, Target};
+/// for t in [Target::Sm90, Target::Gfx942] {
+///     let k = KernelBuilder::new("maybe_hinted", t, 64)
+///         .build(|k| {
+///             let x = k.tensor("x", ScalarType::F32);
+///             let y = k.tensor_mut("y", ScalarType::F32);
+///             let keep = k.scalar("keep", ScalarType::I32).ne(0);
+///             let i = thread_id_x() * 4;
+///             let r = x.rsrc();
+///             let v = keep_l2_if(keep, |hint| {
+///                 vec![if hint { r.load_vec_keep_l2(i, 4, 16) } else { r.load_vec(i, 4, 16) }]
+///             });
+///             y.rsrc().store_aligned(i, v[0], 16, false);
+///         })
+///         .unwrap();
+///     assert_eq!(format!("{:?}", k.body).contains("keep_l2: true"), t == Target::Sm90);
+/// }
+/// ```
+pub fn keep_l2_if(keep_l2: Val, loads: impl Fn(bool) -> Vec<Val>) -> Vec<Val> {
+    if super::target().is_amd() {
+        loads(false)
+    } else {
+        super::if_else(keep_l2, || loads(true), || loads(false))
+    }
+}
+
 /// An AMD buffer resource (emulated with bounds checks elsewhere).
 #[derive(Clone, Copy, Debug)]
 pub struct Rsrc {

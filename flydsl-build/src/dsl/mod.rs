@@ -30,7 +30,7 @@ mod wave;
 
 pub use control::{for_range, for_range_, if_, if_else};
 pub use index::Idx;
-pub use mem::{DynLds, DynLdsArray, Lds, Rsrc, Tensor};
+pub use mem::{keep_l2_if, DynLds, DynLdsArray, Lds, Rsrc, Tensor};
 pub use val::{
     block_dim_x, block_id, block_id_x, c_f32, c_i32, c_i64, cnst, grid_dim_x, lane_id, select,
     splat, thread_id, thread_id_x, vec_of, Operand, Val,
