@@ -6,38 +6,12 @@
 
 mod common;
 
-use common::{bwd_case, fwd_case, n_for_bwd, n_for_fwd};
+use common::{bwd_case, cuda_stream, fwd_case, n_for_bwd, n_for_fwd};
 use fly_norm::{kernels, BwdStrategy, Element, Norm, Path};
-use flydsl_rt::{Backend, Device, Stream, Target};
+use flydsl_rt::Stream;
 use flydsl_testutil::compare::Storage;
-use flydsl_testutil::gpu;
 use flydsl_testutil::norm::NormDtype;
 use half::{bf16, f16};
-
-fn cuda_stream() -> Option<Stream> {
-    let devs = match Device::enumerate(Backend::Cuda) {
-        Ok(d) => d,
-        Err(e) => {
-            gpu::skip(&format!("no CUDA backend: {e}"));
-            return None;
-        }
-    };
-    let Some(dev) = devs.into_iter().find(|d| d.target() == Target::Sm90) else {
-        gpu::skip("no sm_90 CUDA device");
-        return None;
-    };
-    if let Some(k) = kernels::ALL
-        .iter()
-        .find(|k| k.for_target(Target::Sm90).and_then(|v| v.code).is_none())
-    {
-        gpu::skip(&format!(
-            "kernel {} has no sm90 code object; build with --features sm90",
-            k.name
-        ));
-        return None;
-    }
-    Some(dev.stream().expect("CUDA stream"))
-}
 
 fn fwd_family<T: Element + NormDtype, W: Element + Storage>(s: &Stream, norm: Norm) {
     let paths = [

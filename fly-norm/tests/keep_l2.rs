@@ -6,11 +6,10 @@
 
 mod common;
 
-use common::{fwd_case, n_for_fwd, sim};
-use fly_norm::{kernels, Element, Norm, Path};
-use flydsl_rt::{Backend, Device, Stream, Target};
+use common::{cuda_stream, fwd_case, n_for_fwd, sim};
+use fly_norm::{Element, Norm, Path};
+use flydsl_rt::{Stream, Target};
 use flydsl_testutil::compare::Storage;
-use flydsl_testutil::gpu;
 use flydsl_testutil::norm::NormDtype;
 use half::{bf16, f16};
 
@@ -29,28 +28,6 @@ fn family<T: Element + NormDtype, W: Element + Storage>(s: &Stream, norm: Norm, 
             fwd_case::case::<T, W>(s, norm, m, n, *o, (pi * 10 + oi) as u64);
         }
     }
-}
-
-fn cuda_stream() -> Option<Stream> {
-    let dev = match Device::enumerate(Backend::Cuda) {
-        Ok(d) => d.into_iter().find(|d| d.target() == Target::Sm90),
-        Err(e) => {
-            gpu::skip(&format!("CUDA part: no CUDA backend: {e}"));
-            return None;
-        }
-    };
-    let Some(dev) = dev else {
-        gpu::skip("CUDA part: no sm_90 CUDA device");
-        return None;
-    };
-    if kernels::ALL
-        .iter()
-        .any(|k| k.for_target(Target::Sm90).and_then(|v| v.code).is_none())
-    {
-        gpu::skip("CUDA part: no sm90 code objects; build with --features sm90");
-        return None;
-    }
-    Some(dev.stream().expect("CUDA stream"))
 }
 
 #[test]

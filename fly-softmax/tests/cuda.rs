@@ -4,45 +4,17 @@
 
 mod common;
 
-use common::{check_bwd, check_fwd};
+use common::{check_bwd, check_fwd, cuda_sm90_device};
 use fly_softmax::plan::all;
 use fly_softmax::table::{Kind, Path};
 use fly_softmax::Dispatch;
 use flydsl_rt::half::{bf16, f16};
-use flydsl_rt::{Backend, Device, Target};
-use flydsl_testutil::gpu;
-
-fn cuda_device() -> Option<Device> {
-    match Device::enumerate(Backend::Cuda) {
-        Ok(list) => match list.into_iter().find(|d| d.target() == Target::Sm90) {
-            Some(d) => Some(d),
-            None => {
-                gpu::skip("no sm90 CUDA device");
-                None
-            }
-        },
-        Err(e) => {
-            gpu::skip(&format!("no CUDA device ({e})"));
-            None
-        }
-    }
-}
-
-fn built_for_sm90() -> bool {
-    let v = all(Kind::Forward)[0];
-    let ok = v.kernel::<f32>().built_targets().any(|t| t == Target::Sm90);
-    if !ok {
-        gpu::skip("this build has no sm90 code objects (build with --features sm90)");
-    }
-    ok
-}
 
 #[test]
 fn sm90_every_variant_on_cuda() {
-    let Some(dev) = cuda_device() else { return };
-    if !built_for_sm90() {
+    let Some(dev) = cuda_sm90_device() else {
         return;
-    }
+    };
     for kind in [Kind::Forward, Kind::Backward] {
         for v in all(kind) {
             if v.config.amd_only() {
@@ -83,10 +55,9 @@ fn sm90_every_variant_on_cuda() {
 
 #[test]
 fn sm90_dispatch_on_cuda_odd_and_large_shapes() {
-    let Some(dev) = cuda_device() else { return };
-    if !built_for_sm90() {
+    let Some(dev) = cuda_sm90_device() else {
         return;
-    }
+    };
     for (m, n) in [
         (0, 7),
         (1, 1),

@@ -5,13 +5,12 @@
 
 mod common;
 
-use common::check_fwd;
+use common::{check_fwd, cuda_sm90_device};
 use fly_softmax::plan::all;
 use fly_softmax::table::{Kind, Path};
 use fly_softmax::Dispatch;
 use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::{Backend, Device, Target};
-use flydsl_testutil::gpu;
 
 #[test]
 fn forward_with_the_hint_forced_on() {
@@ -19,18 +18,7 @@ fn forward_with_the_hint_forced_on() {
     std::env::set_var("FLYDSL_KEEP_L2", "1");
     assert_eq!(flydsl_rt::hints::keep_l2_override(), Some(true));
     let mut devices = vec![Device::sim(Target::Sm90)];
-    let built = all(Kind::Forward)[0]
-        .kernel::<f32>()
-        .built_targets()
-        .any(|t| t == Target::Sm90);
-    match Device::enumerate(Backend::Cuda) {
-        Ok(list) => match list.into_iter().find(|d| d.target() == Target::Sm90) {
-            Some(d) if built => devices.push(d),
-            Some(_) => gpu::skip("CUDA part: this build has no sm90 code objects"),
-            None => gpu::skip("CUDA part: no sm_90 CUDA device"),
-        },
-        Err(e) => gpu::skip(&format!("CUDA part: no CUDA backend: {e}")),
-    }
+    devices.extend(cuda_sm90_device());
     let mut checked = 0;
     for dev in &devices {
         for v in all(Kind::Forward) {

@@ -17,6 +17,34 @@ pub fn sim(t: Target) -> Stream {
     Device::sim(t).stream().expect("sim stream")
 }
 
+/// A stream on the sm_90 CUDA device, or `None` after reporting why there is none (no CUDA
+/// backend or device, or a build without the sm90 code objects) through
+/// `flydsl_testutil::gpu::skip`, which fails where `FLYDSL_REQUIRE_GPU` is set.
+pub fn cuda_stream() -> Option<Stream> {
+    let devs = match Device::enumerate(flydsl_rt::Backend::Cuda) {
+        Ok(d) => d,
+        Err(e) => {
+            flydsl_testutil::gpu::skip(&format!("no CUDA backend: {e}"));
+            return None;
+        }
+    };
+    let Some(dev) = devs.into_iter().find(|d| d.target() == Target::Sm90) else {
+        flydsl_testutil::gpu::skip("no sm_90 CUDA device");
+        return None;
+    };
+    if let Some(k) = fly_norm::kernels::ALL
+        .iter()
+        .find(|k| k.for_target(Target::Sm90).and_then(|v| v.code).is_none())
+    {
+        flydsl_testutil::gpu::skip(&format!(
+            "kernel {} has no sm90 code object; build with --features sm90",
+            k.name
+        ));
+        return None;
+    }
+    Some(dev.stream().expect("CUDA stream"))
+}
+
 /// `n` values of `T` from `randn` (f32, then cast), and their exact f64 values.
 pub fn randn<T: Element + Storage>(rng: &mut Rng, n: usize) -> (Vec<T>, Vec<f64>) {
     let v: Vec<T> = rng

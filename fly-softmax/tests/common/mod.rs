@@ -55,6 +55,33 @@ pub fn backward_raw<T: Dt>(
     dxd.to_vec()
 }
 
+/// The sm_90 CUDA device, or `None` after reporting why it cannot be used (no CUDA backend or
+/// device, or a build without the sm90 code objects) through `flydsl_testutil::gpu::skip`,
+/// which fails where `FLYDSL_REQUIRE_GPU` is set.
+pub fn cuda_sm90_device() -> Option<Device> {
+    use fly_softmax::plan::all;
+    use fly_softmax::table::Kind;
+    use flydsl_rt::{Backend, Target};
+    use flydsl_testutil::gpu;
+    let dev = match Device::enumerate(Backend::Cuda) {
+        Ok(list) => list.into_iter().find(|d| d.target() == Target::Sm90),
+        Err(e) => {
+            gpu::skip(&format!("no CUDA device ({e})"));
+            return None;
+        }
+    };
+    let Some(dev) = dev else {
+        gpu::skip("no sm90 CUDA device");
+        return None;
+    };
+    let v = all(Kind::Forward)[0];
+    if !v.kernel::<f32>().built_targets().any(|t| t == Target::Sm90) {
+        gpu::skip("this build has no sm90 code objects (build with --features sm90)");
+        return None;
+    }
+    Some(dev)
+}
+
 /// Forward on random inputs, checked against the reference; panics naming `what` on mismatch.
 pub fn check_fwd<T: Dt>(what: &str, dev: &Device, m: usize, n: usize, dispatch: Dispatch<'_>) {
     let x: Vec<T> = inputs(m as u64 * 7919 + n as u64, m * n, 2.0);
