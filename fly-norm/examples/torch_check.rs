@@ -37,7 +37,7 @@ use flydsl_rt::{Backend, Device, DeviceBuffer, DeviceRepr, Stream};
 use flydsl_testutil::norm::{NormDtype, Tol};
 use flydsl_testutil::rng::Rng;
 use half::{bf16, f16};
-use std::fmt::Write as _;
+use serde_json::{json, Map, Value};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -124,15 +124,6 @@ impl Raw for i8 {
     }
 }
 
-/// The manifest's name of a dtype.
-fn dt_name(d: Dtype) -> &'static str {
-    match d {
-        Dtype::F32 => "f32",
-        Dtype::F16 => "f16",
-        Dtype::Bf16 => "bf16",
-    }
-}
-
 /// Half an ulp at 1 of a weight dtype (weight gradients are rounded to it).
 fn half_ulp(d: Dtype) -> f64 {
     match d {
@@ -142,42 +133,17 @@ fn half_ulp(d: Dtype) -> f64 {
     }
 }
 
-/// A JSON string literal.
-fn js(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
-            }
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
-}
-
-/// A JSON number (finite; `{:e}` keeps every digit of an f64 and is valid JSON).
-fn jn(v: f64) -> String {
-    format!("{v:e}")
-}
-
 /// The output folder: the raw files and the manifest's case entries.
 struct Writer {
     dir: PathBuf,
-    cases: Vec<String>,
+    cases: Vec<Value>,
     bytes: u64,
     errors: usize,
 }
 
 impl Writer {
-    /// Write `data` (shape `shape`) as `{name}.bin`; returns the manifest's tensor object
-    /// without its closing brace, so that outputs can add their tolerance.
-    fn file<E: Raw>(&mut self, name: &str, data: &[E], shape: &[usize]) -> Result<String> {
+    /// Write `data` (shape `shape`) as `{name}.bin`; returns the manifest's tensor object.
+    fn file<E: Raw>(&mut self, name: &str, data: &[E], shape: &[usize]) -> Result<Value> {
         let mut bytes = Vec::with_capacity(std::mem::size_of_val(data));
         for &v in data {
             v.put(&mut bytes);
@@ -186,13 +152,7 @@ impl Writer {
         let path = self.dir.join(&file);
         std::fs::write(&path, &bytes).map_err(|e| format!("{}: {e}", path.display()))?;
         self.bytes += bytes.len() as u64;
-        let shape: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-        Ok(format!(
-            "{{\"file\": {}, \"dtype\": {}, \"shape\": [{}]",
-            js(&file),
-            js(E::NAME),
-            shape.join(", ")
-        ))
+        Ok(json!({"file": file, "dtype": E::NAME, "shape": shape}))
     }
 }
 
@@ -205,16 +165,14 @@ struct Out<'a, E: DeviceRepr> {
     rtol: f64,
 }
 
-/// Download `o` and return its manifest entry (`"name": {...}`).
-fn output<E: Raw>(w: &mut Writer, case: &str, o: Out<'_, E>) -> Result<String> {
+/// Download `o` and return its manifest entry: its name, and its tensor object with the
+/// tolerance.
+fn output<E: Raw>(w: &mut Writer, case: &str, o: Out<'_, E>) -> Result<(&'static str, Value)> {
     let data = o.buf.to_vec()?;
-    let t = w.file(&format!("{case}_{}", o.name), &data, &o.shape)?;
-    Ok(format!(
-        "{}: {t}, \"atol\": {}, \"rtol\": {}}}",
-        js(o.name),
-        jn(o.atol),
-        jn(o.rtol)
-    ))
+    let mut t = w.file(&format!("{case}_{}", o.name), &data, &o.shape)?;
+    t["atol"] = json!(o.atol);
+    t["rtol"] = json!(o.rtol);
+    Ok((o.name, t))
 }
 
 /// Which forward variant.
@@ -293,7 +251,7 @@ struct Group<T: Element, W: Element> {
     dy: DeviceBuffer<T>,
     dres: DeviceBuffer<T>,
     /// Manifest tensor objects by input name.
-    files: Vec<(&'static str, String)>,
+    files: Vec<(&'static str, Value)>,
 }
 
 /// A per-row statistic's output (`mean`, `rstd`): 1e-4 absolute and relative, as the tests.
@@ -329,40 +287,29 @@ fn case_head<T: Element, W: Element>(
     stats: bool,
     strategy: Option<BwdStrategy>,
     dresidual: bool,
-) -> String {
-    let strategy = match strategy {
-        None => "null".to_string(),
-        Some(BwdStrategy::Atomic) => js("atomic"),
-        Some(BwdStrategy::TwoStage) => js("two_stage"),
-        Some(BwdStrategy::Auto) => js("auto"),
-    };
-    format!(
-        "{{\"name\": {}, \"op\": {}, \"dir\": {}, \"norm\": {}, \"dtype\": {}, \"wdtype\": {}, \
-         \"m\": {}, \"n\": {}, \"eps\": {}, \"path\": {}, \"beta\": {beta}, \
-         \"residual\": {residual}, \"quant\": {}, \"stats\": {stats}, \"strategy\": {strategy}, \
-         \"dresidual\": {dresidual}",
-        js(name),
-        js(op),
-        js(dir),
-        js(g.norm.name()),
-        js(dt_name(T::DTYPE)),
-        js(dt_name(W::DTYPE)),
-        g.m,
-        g.n,
-        jn(g.eps as f64),
-        js(path),
-        js(quant),
-    )
+) -> Value {
+    let strategy = strategy.map(|s| match s {
+        BwdStrategy::Atomic => "atomic",
+        BwdStrategy::TwoStage => "two_stage",
+        BwdStrategy::Auto => "auto",
+    });
+    json!({
+        "name": name, "op": op, "dir": dir, "norm": g.norm.name(),
+        "dtype": T::DTYPE.name(), "wdtype": W::DTYPE.name(), "m": g.m, "n": g.n,
+        "eps": g.eps as f64, "path": path, "beta": beta, "residual": residual, "quant": quant,
+        "stats": stats, "strategy": strategy, "dresidual": dresidual,
+    })
 }
 
-fn inputs_json(g: &Group<impl Element, impl Element>, names: &[&str]) -> String {
-    let v: Vec<String> = g
+/// The manifest's `inputs` object: the group's tensor objects named in `names`.
+fn inputs_json(g: &Group<impl Element, impl Element>, names: &[&str]) -> Value {
+    let inputs: Map<String, Value> = g
         .files
         .iter()
         .filter(|(k, _)| names.contains(k))
-        .map(|(k, t)| format!("{}: {t}}}", js(k)))
+        .map(|(k, t)| (k.to_string(), t.clone()))
         .collect();
-    format!("{{{}}}", v.join(", "))
+    Value::Object(inputs)
 }
 
 /// Run one forward case and return its outputs' manifest entries.
@@ -372,7 +319,7 @@ fn run_fwd<T: Element + Raw, W: Element>(
     g: &Group<T, W>,
     op: Fwd,
     case: &str,
-) -> Result<Vec<String>> {
+) -> Result<Vec<(&'static str, Value)>> {
     let dev = s.device();
     let (m, n) = (g.m, g.n);
     let layer = g.norm == Norm::Layer;
@@ -475,7 +422,7 @@ fn run_bwd<T: Element + Raw, W: Element + Raw>(
     g: &Group<T, W>,
     b: Bwd,
     case: &str,
-) -> Result<Vec<String>> {
+) -> Result<Vec<(&'static str, Value)>> {
     let dev = s.device();
     let (m, n) = (g.m, g.n);
     let layer = g.norm == Norm::Layer;
@@ -589,8 +536,8 @@ fn group<T: Element + NormDtype + Raw, W: Element + Raw>(
     let tag = format!(
         "{}_{}_w{}_{m}x{n}",
         norm.name(),
-        dt_name(T::DTYPE),
-        dt_name(W::DTYPE)
+        T::DTYPE.name(),
+        W::DTYPE.name()
     );
     let mut rng = Rng::new(0x7c00 + c.groups as u64);
     let cast = |v: Vec<f32>| -> Vec<T> { v.into_iter().map(<T as Element>::from_f32).collect() };
@@ -655,8 +602,8 @@ fn group<T: Element + NormDtype + Raw, W: Element + Raw>(
         let name = format!(
             "{} {}/{} {m}x{n}{}",
             op.op(norm),
-            dt_name(T::DTYPE),
-            dt_name(W::DTYPE),
+            T::DTYPE.name(),
+            W::DTYPE.name(),
             match op {
                 Fwd::Quant(true) | Fwd::AddQuant(true) => " smooth",
                 Fwd::Quant(false) | Fwd::AddQuant(false) => " dynamic",
@@ -728,8 +675,8 @@ fn group<T: Element + NormDtype + Raw, W: Element + Raw>(
         );
         let name = format!(
             "{op} {}/{} {m}x{n} {strat}",
-            dt_name(T::DTYPE),
-            dt_name(W::DTYPE)
+            T::DTYPE.name(),
+            W::DTYPE.name()
         );
         let mut inputs = vec!["x", "gamma", "dy"];
         if layer {
@@ -758,23 +705,30 @@ fn group<T: Element + NormDtype + Raw, W: Element + Raw>(
 }
 
 /// Close a case's manifest entry with its inputs and outputs, or its error.
-fn finish(w: &mut Writer, c: &mut Counts, head: String, inputs: String, r: Result<Vec<String>>) {
+fn finish(
+    w: &mut Writer,
+    c: &mut Counts,
+    mut head: Value,
+    inputs: Value,
+    r: Result<Vec<(&'static str, Value)>>,
+) {
     c.cases += 1;
-    let tail = match r {
-        Ok(outs) => format!(
-            ", \"inputs\": {inputs}, \"outputs\": {{{}}}, \"error\": null}}",
-            outs.join(", ")
-        ),
+    head["inputs"] = inputs;
+    match r {
+        Ok(outs) => {
+            let outs: Map<String, Value> =
+                outs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            head["outputs"] = Value::Object(outs);
+            head["error"] = Value::Null;
+        }
         Err(e) => {
             w.errors += 1;
-            println!("torch_check: {head}: failed: {e}");
-            format!(
-                ", \"inputs\": {inputs}, \"outputs\": {{}}, \"error\": {}}}",
-                js(&e.to_string())
-            )
+            println!("torch_check: {}: failed: {e}", head["name"]);
+            head["outputs"] = json!({});
+            head["error"] = json!(e.to_string());
         }
-    };
-    w.cases.push(head + &tail);
+    }
+    w.cases.push(head);
 }
 
 fn skip(why: String) {
@@ -850,16 +804,18 @@ fn check(dev: &Device, opts: &Opts) -> Result<usize> {
         group::<f16, f32>(&s, &mut w, &mut c, Norm::Rms, sh)?;
         group::<bf16, f32>(&s, &mut w, &mut c, Norm::Rms, sh)?;
     }
-    let manifest = format!(
-        "{{\n\"version\": 1,\n\"device\": {},\n\"backend\": {},\n\"target\": {},\n\
-         \"wave_size\": {},\n\"cases\": [\n{}\n]\n}}\n",
-        js(dev.name()),
-        js(&dev.backend().to_string()),
-        js(&dev.target().to_string()),
-        dev.wave_size(),
-        w.cases.join(",\n")
-    );
-    std::fs::write(opts.out.join("manifest.json"), manifest)?;
+    let manifest = json!({
+        "version": 1,
+        "device": dev.name(),
+        "backend": dev.backend().to_string(),
+        "target": dev.target().to_string(),
+        "wave_size": dev.wave_size(),
+        "cases": std::mem::take(&mut w.cases),
+    });
+    std::fs::write(
+        opts.out.join("manifest.json"),
+        serde_json::to_string_pretty(&manifest)?,
+    )?;
     println!(
         "torch_check: {} cases in {} groups on {} ({}, {}): {:.1} MB in {} in {:.1} s; \
          {} failed to run",
