@@ -2,5 +2,9 @@
 //! matmul) for the selected targets and embeds them with their launch glue.
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    flydsl_build::proof::register(flydsl_build::Builder::from_env()).run_or_exit();
+    let mut b = flydsl_build::Builder::from_env();
+    for (name, gen) in flydsl_devtools::proof::ALL {
+        b = b.kernel(name, gen);
+    }
+    b.run_or_exit();
 }

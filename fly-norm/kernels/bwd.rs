@@ -11,8 +11,8 @@
 
 use crate::common::*;
 use crate::config::{fast_max_block, Family, Norm, Path, GENERIC_THREADS};
-use flydsl_build::dsl::*;
-use flydsl_build::ir::{Const, Kernel, ScalarType, Target, Type};
+use flydsl_dsl::ir::{Const, Kernel, ScalarType, Target, Type};
+use flydsl_dsl::*;
 
 use ScalarType::{F32, I32, I64};
 

@@ -13,8 +13,8 @@
 
 use crate::common::st;
 use crate::config::{reduce_name, Dtype, GENERIC_THREADS, REDUCE_COLS as COLS};
-use flydsl_build::dsl::*;
-use flydsl_build::ir::{Kernel, ScalarType, Target};
+use flydsl_dsl::ir::{Kernel, ScalarType, Target};
+use flydsl_dsl::*;
 
 use ScalarType::{F32, I64};
 

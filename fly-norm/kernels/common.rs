@@ -2,8 +2,8 @@
 //! horizontal and cross-lane reductions, and the per-row statistics of both norms.
 
 use crate::config::{Dtype, Norm, MAX_WAVES};
-use flydsl_build::dsl::*;
-use flydsl_build::ir::{ScalarType, Type};
+use flydsl_dsl::ir::{ScalarType, Type};
+use flydsl_dsl::*;
 
 /// The IR scalar type of a dtype.
 pub fn st(d: Dtype) -> ScalarType {

@@ -13,8 +13,8 @@ use crate::config::{
     fast_max_block, fwd_max_registers, fwd_weight_chunk, Family, Kind, Norm, Path, GENERIC_THREADS,
     ROWS_BLOCK,
 };
-use flydsl_build::dsl::*;
-use flydsl_build::ir::{Kernel, ScalarType, Target, Type};
+use flydsl_dsl::ir::{Kernel, ScalarType, Target, Type};
+use flydsl_dsl::*;
 
 use ScalarType::{F32, I32, I64};
 

@@ -7,7 +7,7 @@
 //! and skipped.
 
 use fly_norm::kernels::ALL;
-use flydsl_build::ir::codeobj::{parse_hsaco, parse_ptx};
+use flydsl_devtools::inspect::{parse_hsaco, parse_ptx};
 use flydsl_rt::Target;
 use std::process::Command;
 

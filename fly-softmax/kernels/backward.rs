@@ -15,8 +15,8 @@
 use crate::common::*;
 use crate::table::Path;
 use crate::table::{kernel_name, Config, DType, BWD_BOTH_RESIDENT_MAX, BWD_PACKED_MIN};
-use flydsl_build::dsl::*;
-use flydsl_build::ir::{Kernel, ScalarType, Target, Type};
+use flydsl_dsl::ir::{Kernel, ScalarType, Target, Type};
+use flydsl_dsl::*;
 
 /// Build the backward kernel of `cfg` for `dtype` on `target`.
 pub fn build(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel, BuildError> {

@@ -4,8 +4,8 @@
 //! several waves).
 
 use crate::table::{Config, DType, Path};
-use flydsl_build::dsl::*;
-use flydsl_build::ir::{Const, ScalarType, Type};
+use flydsl_dsl::ir::{Const, ScalarType, Type};
+use flydsl_dsl::*;
 
 /// `log2(e)`: softmax runs in the exp2 domain, `exp(x) = exp2(x * log2(e))`.
 pub const LOG2E: f64 = std::f64::consts::LOG2_E;

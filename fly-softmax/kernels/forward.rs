@@ -8,8 +8,8 @@
 
 use crate::common::*;
 use crate::table::{kernel_name, Config, DType};
-use flydsl_build::dsl::*;
-use flydsl_build::ir::{Kernel, ScalarType, Target};
+use flydsl_dsl::ir::{Kernel, ScalarType, Target};
+use flydsl_dsl::*;
 
 /// Build the forward kernel of `cfg` for `dtype` on `target`.
 pub fn build(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel, BuildError> {

@@ -6,7 +6,7 @@
 use fly_softmax::plan::{all, candidates, variant_by_name, Variant};
 use fly_softmax::table::{DType, Kind};
 use fly_softmax::Element;
-use flydsl_build::inspect::{count_instructions, disassemble};
+use flydsl_devtools::inspect::{count_instructions, disassemble};
 use flydsl_ir::codeobj::{check_kernarg_layout, check_kernarg_layout_ptx, parse_hsaco, parse_ptx};
 use flydsl_ir::Target;
 use flydsl_rt::half::{bf16, f16};
@@ -26,7 +26,7 @@ fn lowered_ir_has_128bit_buffer_accesses_and_64bit_row_offsets() {
         let dev = Device::sim(t);
         for kind in [Kind::Forward, Kind::Backward] {
             let v = candidates::<bf16>(kind, &dev, 8192)[0];
-            let llvm = flydsl_build::lower::lower(&ir_of::<bf16>(&v, t)).expect("lowers");
+            let llvm = flydsl_codegen::lower(&ir_of::<bf16>(&v, t)).expect("lowers");
             let name = v.name::<bf16>();
             assert!(
                 llvm.contains("mul i64"),

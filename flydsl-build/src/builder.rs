@@ -2,9 +2,9 @@
 //! check, and write artifacts plus Rust glue into `OUT_DIR`.
 
 use crate::cache::Cache;
-use crate::dsl::BuildError;
 use crate::glue;
 use crate::toolchain::{Toolchain, ToolchainError};
+use flydsl_dsl::BuildError;
 use flydsl_ir::{Kernel, Target};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
@@ -396,7 +396,7 @@ impl Builder {
     ) -> Result<VariantReport, GenError> {
         let t0 = Instant::now();
         let t = ir.target;
-        let llvm = crate::lower::lower(ir).map_err(|e| GenError::Lower {
+        let llvm = flydsl_codegen::lower(ir).map_err(|e| GenError::Lower {
             kernel: ir.name.clone(),
             target: t,
             msg: e.to_string(),

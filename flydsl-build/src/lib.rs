@@ -1,22 +1,17 @@
-//! flydsl-build: the kernel generator.
+//! flydsl-build: the build-script machinery of the kernel generator.
 //!
-//! A Rust kernel-authoring DSL ([`dsl`]) builds typed kernel IR ([`ir`]); [`lower`] turns it
-//! into LLVM IR for AMDGPU or NVPTX; [`toolchain`] drives `llc` and `rust-lld`; [`cache`]
-//! keeps compiled code objects by content hash; [`inspect`] and [`check`] read them back;
-//! [`Builder`] ties it together for build scripts and writes the Rust launch glue ([`glue`]).
-//! [`layout`] is the CuTe-style layout algebra and [`proof`] holds the proof kernels.
+//! A kernel crate's `build.rs` declares its kernels (closures written with `flydsl_dsl`) on a
+//! [`Builder`], which builds each kernel's IR for every target, lowers it to LLVM IR
+//! (`flydsl_codegen`), compiles it with [`toolchain`] (`llc` + `rust-lld`), keeps the code
+//! objects in a content-hash [`cache`], runs the structural [`check`]s on them and writes the
+//! Rust launch glue ([`glue`]) that the crate `include!`s.
 
 pub use flydsl_ir as ir;
 
 mod builder;
 pub mod cache;
 pub mod check;
-pub mod dsl;
 pub mod glue;
-pub mod inspect;
-pub mod layout;
-pub mod lower;
-pub mod proof;
 pub mod toolchain;
 
 pub use builder::{

@@ -2,7 +2,8 @@
 //! these tests set environment variables, so they run serially in one test).
 
 use flydsl_build::ir::{ScalarType, Target};
-use flydsl_build::{proof, Builder};
+use flydsl_build::Builder;
+use flydsl_devtools::proof;
 
 fn out_dir(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("flydsl-toolchain-{name}-{}", std::process::id()));

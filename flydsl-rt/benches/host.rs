@@ -3,11 +3,11 @@
 //! GPU kernel timings live in `cargo xtask bench` (events, L2 flush, medians).
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use flydsl_build::ir::{ScalarType, Target};
 use flydsl_rt::{Device, DeviceBuffer, KernelArgs, KernelVariant, KernelVariants, LaunchConfig};
+use flydsl_rt::{ScalarType, Target};
 
 fn vadd_table(t: Target) -> &'static KernelVariants {
-    let k = flydsl_build::proof::vadd(t, ScalarType::F32).expect("proof kernel builds");
+    let k = flydsl_devtools::proof::vadd(t, ScalarType::F32).expect("proof kernel builds");
     let ir: &'static [u8] = Box::leak(flydsl_ir::to_bytes(&k).into_boxed_slice());
     let variants: &'static [KernelVariant] = Box::leak(Box::new([KernelVariant {
         target: t,

@@ -1,5 +1,5 @@
 //! The CUDA backend on a real NVIDIA GPU (sm_90), with a PTX vector add embedded at build time
-//! (`tests/data/vadd_sm90.ptx`, produced from the same hand-built IR by `flydsl_build::lower`
+//! (`tests/data/vadd_sm90.ptx`, produced from the same hand-built IR by `flydsl_codegen`
 //! and `llc-22`; regenerate with
 //! `cargo test -p flydsl-rt --test cuda_ptx -- --ignored regenerate_ptx_fixture`).
 //!
@@ -69,7 +69,7 @@ fn vadd_on_a_cuda_device() {
 #[ignore = "regenerates tests/data/vadd_sm90.ptx; needs llc-22"]
 fn regenerate_ptx_fixture() {
     let k = vadd(Target::Sm90, 256);
-    let ll = flydsl_build::lower::lower(&k).unwrap();
+    let ll = flydsl_codegen::lower(&k).unwrap();
     let dir = std::env::temp_dir().join(format!("flydsl-rt-ptx-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("vadd.ll"), ll).unwrap();

@@ -1,5 +1,5 @@
 //! The HIP backend end to end against the fake `libamdhip64` (crate `flydsl-fake-hip`): the
-//! hand-built IR is lowered with `flydsl_build::lower`, compiled with `llc-22` + `rust-lld` to a
+//! hand-built IR is lowered with `flydsl_codegen`, compiled with `llc-22` + `rust-lld` to a
 //! real gfx942 HSACO, loaded through `hipModuleLoadData` and run by the simulator behind the
 //! fake.
 //!
@@ -70,7 +70,7 @@ fn rust_lld() -> PathBuf {
 
 /// Lower, compile and link `k` to an HSACO.
 fn hsaco(llc: &str, k: &Kernel, dir: &Path, tag: &str) -> &'static [u8] {
-    let ll = flydsl_build::lower::lower(k).expect("lower the test kernel");
+    let ll = flydsl_codegen::lower(k).expect("lower the test kernel");
     let (ll_path, o_path, so_path) = (
         dir.join(format!("{tag}.ll")),
         dir.join(format!("{tag}.o")),

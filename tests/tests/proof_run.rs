@@ -6,7 +6,7 @@
 //! agrees with the hardware on the same one-hot inputs. With `FLYDSL_REQUIRE_GPU` set, finding
 //! no GPU at all is a failure rather than a skip.
 
-use flydsl_build::dsl::atoms::host;
+use flydsl_dsl::atoms::host;
 use flydsl_ir::{MmaAtom, Target};
 use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::{Backend, Device, DeviceBuffer, LaunchConfig};
@@ -91,7 +91,7 @@ fn vadd_matches_cpu_on_every_device() {
 }
 
 fn proof_block() -> u32 {
-    flydsl_build::proof::VADD_BLOCK
+    flydsl_devtools::proof::VADD_BLOCK
 }
 
 #[test]
@@ -103,7 +103,7 @@ fn block_sum_matches_cpu_on_every_device() {
             let x = rng.randn(rows * n);
             let dx = DeviceBuffer::from_slice(&dev, &x).unwrap();
             let mut out = DeviceBuffer::<f32>::zeroed(&dev, rows).unwrap();
-            let cfg = LaunchConfig::linear(rows as u32, flydsl_build::proof::SUM_BLOCK);
+            let cfg = LaunchConfig::linear(rows as u32, flydsl_devtools::proof::SUM_BLOCK);
             // SAFETY: every block reads its own row of n elements.
             unsafe { proof::block_sum_f32(&s, cfg, &dx, &mut out, n as i32) }.unwrap();
             let got = out.to_vec().unwrap();
@@ -142,7 +142,7 @@ fn dynamic_lds_segment_reverse_on_every_device() {
             let dx = DeviceBuffer::from_slice(&dev, &x).unwrap();
             let mut dy = DeviceBuffer::<f32>::zeroed(&dev, segs * n).unwrap();
             let bytes = reverse_lds_bytes(n);
-            let cfg = LaunchConfig::linear(segs as u32, flydsl_build::proof::REVERSE_BLOCK)
+            let cfg = LaunchConfig::linear(segs as u32, flydsl_devtools::proof::REVERSE_BLOCK)
                 .with_dynamic_lds(bytes);
             // SAFETY: each block touches its own segment of n elements and n elements of each
             // dynamic array, which `bytes` covers.
@@ -183,7 +183,7 @@ fn dynamic_lds_too_small_is_an_out_of_bounds_error_in_sim() {
         let dx = DeviceBuffer::from_slice(&dev, &x).unwrap();
         let mut dy = DeviceBuffer::<f32>::zeroed(&dev, n).unwrap();
         // One byte short: the last permutation entry lies past the region.
-        let cfg = LaunchConfig::linear(1, flydsl_build::proof::REVERSE_BLOCK)
+        let cfg = LaunchConfig::linear(1, flydsl_devtools::proof::REVERSE_BLOCK)
             .with_dynamic_lds(reverse_lds_bytes(n) - 1);
         // SAFETY: the Sim checks every access; the launch fails instead of touching memory.
         let err = unsafe { proof::segment_reverse_f32(&s, cfg, &dx, &mut dy, n as i32) }

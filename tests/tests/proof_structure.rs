@@ -4,7 +4,9 @@
 //! the disassembly / PTX.
 
 use flydsl_build::check::check_code_object;
-use flydsl_build::inspect::{count_instructions, count_ptx_instructions, disassemble, ObjectInput};
+use flydsl_devtools::inspect::{
+    count_instructions, count_ptx_instructions, disassemble, ObjectInput,
+};
 use flydsl_ir::Target;
 use flydsl_tests::proof;
 
