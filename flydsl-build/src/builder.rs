@@ -117,7 +117,8 @@ pub struct BuildReport {
 ///
 /// ```no_run
 /// // build.rs of a kernel crate
-/// use flydsl_build::{Builder, dsl::*, ir::{ScalarType::F32, Target}};
+/// use flydsl_build::{Builder, ir::{ScalarType::F32, Target}};
+/// use flydsl_dsl::*; // in the kernel crate's kernels/ files
 /// fn main() {
 ///     Builder::from_env()
 ///         .kernel("scale_f32", |t: Target| {

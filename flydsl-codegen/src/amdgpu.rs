@@ -1,12 +1,103 @@
 //! AMDGPU target hooks: function attributes and module flags, thread geometry, fast
 //! transcendentals, barriers, cross-lane ops and buffer resources.
 
-use super::func::Func;
+use super::func::{Func, TargetHooks};
 use super::{ty, LowerError};
 use flydsl_ir::{
-    Block, Dim, Kernel, MemFlags, OpKind, ScalarType, ShuffleMode, Special, Target, Type, UnOp,
-    ValueId,
+    AddrSpace, Block, Dim, Kernel, MemFlags, OpKind, ScalarType, ShuffleMode, Special, Target,
+    Type, UnOp, ValueId,
 };
+
+/// The AMDGPU [`TargetHooks`] (gfx942, gfx950, gfx1201, gfx1250).
+pub(crate) struct Amdgpu;
+
+impl TargetHooks for Amdgpu {
+    fn module_header(&self) -> String {
+        module_header()
+    }
+    fn define_kernel(&self) -> &'static str {
+        "define amdgpu_kernel void"
+    }
+    fn fn_attributes(&self, k: &Kernel) -> String {
+        fn_attributes(k)
+    }
+    fn module_metadata(&self, f: &mut Func, _sym: &str) -> String {
+        module_metadata(f)
+    }
+    fn special(&self, f: &mut Func, s: Special) -> Result<String, LowerError> {
+        special(f, s)
+    }
+    fn fast_f32(&self, f: &mut Func, op: UnOp, x: &str) -> String {
+        fast_f32(f, op, x)
+    }
+    fn barrier(&self, f: &mut Func) {
+        barrier(f)
+    }
+    fn shuffle(
+        &self,
+        f: &mut Func,
+        mode: ShuffleMode,
+        v: ValueId,
+        lane: ValueId,
+    ) -> Result<String, LowerError> {
+        shuffle(f, mode, v, lane)
+    }
+    fn read_first_lane(&self, f: &mut Func, v: ValueId) -> Result<String, LowerError> {
+        read_first_lane(f, v)
+    }
+    /// The hint changes speed only; AMD lowers it as a plain load.
+    fn load_keep_l2(&self, _: &mut Func, _: &str, _: &str, _: u32) -> Option<String> {
+        None
+    }
+    fn atomic_scope(
+        &self,
+        f: &mut Func,
+        a: AddrSpace,
+    ) -> Result<(&'static str, String), LowerError> {
+        match a {
+            // Device buffers are coarse-grained allocations (hipMalloc), which lets LLVM use
+            // the hardware float atomic instead of a compare-and-swap loop.
+            AddrSpace::Global => {
+                let m = f.metadata("!{}");
+                Ok((
+                    " syncscope(\"agent\")",
+                    format!(", !amdgpu.no.fine.grained.memory {m}, !amdgpu.no.remote.memory {m}"),
+                ))
+            }
+            AddrSpace::Shared => Ok((" syncscope(\"workgroup\")", String::new())),
+            AddrSpace::Constant => Err(f.err("atomic on constant memory")),
+        }
+    }
+    fn rsrc_type(&self) -> &'static str {
+        "ptr addrspace(8)"
+    }
+    fn make_rsrc(&self, f: &mut Func, p: &str, n: &str, e: ScalarType, _rt: Type) -> String {
+        make_rsrc(f, p, n, e)
+    }
+    fn buffer_load(
+        &self,
+        f: &mut Func,
+        r: &str,
+        idx: &str,
+        e: ScalarType,
+        flags: MemFlags,
+        rt: Type,
+    ) -> Result<String, LowerError> {
+        buffer_load(f, r, idx, e, flags, rt)
+    }
+    fn buffer_store(
+        &self,
+        f: &mut Func,
+        r: &str,
+        idx: &str,
+        e: ScalarType,
+        flags: MemFlags,
+        v: &str,
+        vt: Type,
+    ) -> Result<(), LowerError> {
+        buffer_store(f, r, idx, e, flags, v, vt)
+    }
+}
 
 /// Module header.
 pub(crate) fn module_header() -> String {

@@ -9,31 +9,9 @@
 //!   result rounded back (RNE).
 
 use super::func::Func;
-use super::{amdgpu, fp8, nvptx, ty, vector, LowerError};
+use super::ty::suffix;
+use super::{fp8, ty, vector, LowerError};
 use flydsl_ir::{BinOp, CastKind, CmpPred, Const, ScalarType, Type, UnOp, ValueId};
-
-/// Element type and lane count of a scalar or vector value type.
-pub(crate) fn shape(f: &Func, t: Type) -> Result<(ScalarType, u32), LowerError> {
-    match t {
-        Type::Scalar(s) | Type::Vector(s, _) => Ok((s, t.lanes())),
-        _ => Err(f.err(format!("expected a scalar or vector value, got {t}"))),
-    }
-}
-
-/// LLVM intrinsic name suffix of a scalar/vector register type (`f32`, `v4bf16`, `i8`).
-pub(crate) fn suffix(elem_llvm: &str, lanes: u32) -> String {
-    let e = match elem_llvm {
-        "half" => "f16".to_string(),
-        "bfloat" => "bf16".to_string(),
-        "float" => "f32".to_string(),
-        other => other.to_string(),
-    };
-    if lanes == 1 {
-        e
-    } else {
-        format!("v{lanes}{e}")
-    }
-}
 
 /// Literal of zero for an element spelling.
 fn zero_of(elem: &str, lanes: u32) -> String {
@@ -49,7 +27,7 @@ fn zero_of(elem: &str, lanes: u32) -> String {
 
 /// Lower a constant.
 pub(crate) fn constant(f: &mut Func, c: Const, rt: Type) -> Result<String, LowerError> {
-    let (e, n) = shape(f, rt)?;
+    let (e, n) = f.shape(rt)?;
     if e.is_fp8() {
         let Const::Float(v) = c else {
             return Err(f.err(format!("integer constant for {e}")));
@@ -81,7 +59,7 @@ pub(crate) fn binary(
     b: ValueId,
     rt: Type,
 ) -> Result<String, LowerError> {
-    let (e, n) = shape(f, rt)?;
+    let (e, n) = f.shape(rt)?;
     if e.is_fp8() {
         return Err(f.err("fp8 is a storage type: convert before arithmetic"));
     }
@@ -142,7 +120,7 @@ pub(crate) fn binary(
 
 /// Lower a unary op.
 pub(crate) fn unary(f: &mut Func, op: UnOp, a: ValueId, rt: Type) -> Result<String, LowerError> {
-    let (e, n) = shape(f, rt)?;
+    let (e, n) = f.shape(rt)?;
     if e.is_fp8() {
         return Err(f.err("fp8 is a storage type: convert before arithmetic"));
     }
@@ -176,11 +154,7 @@ fn fast(f: &mut Func, op: UnOp, x: &str, e: ScalarType, n: u32) -> Result<String
     let el = ty::scalar(e);
     vector::map_lanes(f, x, el, n, el, |f, s| {
         let s32 = to_f32(f, &s, e, 1)?;
-        let r = if f.amd() {
-            amdgpu::fast_f32(f, op, &s32)
-        } else {
-            nvptx::fast_f32(f, op, &s32)
-        };
+        let r = f.hooks().fast_f32(f, op, &s32);
         from_f32(f, &r, e, 1)
     })
 }
@@ -193,7 +167,7 @@ pub(crate) fn fma(
     c: ValueId,
     rt: Type,
 ) -> Result<String, LowerError> {
-    let (e, n) = shape(f, rt)?;
+    let (e, n) = f.shape(rt)?;
     if !e.is_float() || e.is_fp8() {
         return Err(f.err(format!("fma is not defined for {e}")));
     }
@@ -206,7 +180,7 @@ pub(crate) fn fma(
 pub(crate) fn cmp(f: &mut Func, p: CmpPred, a: ValueId, b: ValueId) -> Result<String, LowerError> {
     let (ta, x) = (f.ty(a)?, f.get(a)?);
     let y = f.get(b)?;
-    let (e, n) = shape(f, ta)?;
+    let (e, n) = f.shape(ta)?;
     use CmpPred::*;
     if e.is_float() {
         let (x, y, t) = if e.is_fp8() {
@@ -288,8 +262,8 @@ pub(crate) fn from_f32(f: &mut Func, x: &str, e: ScalarType, n: u32) -> Result<S
 /// Lower a cast.
 pub(crate) fn cast(f: &mut Func, k: CastKind, a: ValueId, rt: Type) -> Result<String, LowerError> {
     let (x, ft) = f.get_t(a)?;
-    let (fe, n) = shape(f, ft)?;
-    let (te, tn) = shape(f, rt)?;
+    let (fe, n) = f.shape(ft)?;
+    let (te, tn) = f.shape(rt)?;
     if k == CastKind::Bitcast {
         return bitcast(f, &x, ft, rt);
     }

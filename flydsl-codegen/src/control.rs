@@ -6,7 +6,7 @@
 //! forgotten when it closes, so a use outside its region is a [`LowerError`], not bad SSA.
 
 use super::func::Func;
-use super::{amdgpu, arith, memory, mma, nvptx, vector, LowerError};
+use super::{arith, memory, mma, vector, LowerError};
 use flydsl_ir::{Block, Op, OpKind, Type, ValueId};
 
 /// Short op name, as the verifier prints it.
@@ -67,11 +67,7 @@ fn lower_op(f: &mut Func, op: &Op) -> Result<(), LowerError> {
             flags,
         } => memory::buffer_store(f, *rsrc, *index, *value, *flags),
         OpKind::Barrier => {
-            if f.amd() {
-                amdgpu::barrier(f)
-            } else {
-                nvptx::barrier(f)
-            }
+            f.hooks().barrier(f);
             Ok(())
         }
         OpKind::Yield(_) => Err(f.err("yield outside a region")),
@@ -88,13 +84,7 @@ fn lower_op(f: &mut Func, op: &Op) -> Result<(), LowerError> {
 fn lower_value_op(f: &mut Func, kind: &OpKind, rt: Type) -> Result<String, LowerError> {
     match kind {
         OpKind::Const(c) => arith::constant(f, *c, rt),
-        OpKind::Special(s) => {
-            if f.amd() {
-                amdgpu::special(f, *s)
-            } else {
-                Ok(nvptx::special(f, *s))
-            }
-        }
+        OpKind::Special(s) => f.hooks().special(f, *s),
         OpKind::Binary(op, a, b) => arith::binary(f, *op, *a, *b, rt),
         OpKind::Unary(op, a) => arith::unary(f, *op, *a, rt),
         OpKind::Fma(a, b, c) => arith::fma(f, *a, *b, *c, rt),
@@ -115,20 +105,8 @@ fn lower_value_op(f: &mut Func, kind: &OpKind, rt: Type) -> Result<String, Lower
             memory::buffer_load(f, *rsrc, *index, *flags, rt)
         }
         OpKind::AtomicAdd { ptr, index, value } => memory::atomic_add(f, *ptr, *index, *value),
-        OpKind::Shuffle(mode, v, lane) => {
-            if f.amd() {
-                amdgpu::shuffle(f, *mode, *v, *lane)
-            } else {
-                nvptx::shuffle(f, *mode, *v, *lane)
-            }
-        }
-        OpKind::ReadFirstLane(v) => {
-            if f.amd() {
-                amdgpu::read_first_lane(f, *v)
-            } else {
-                nvptx::read_first_lane(f, *v)
-            }
-        }
+        OpKind::Shuffle(mode, v, lane) => f.hooks().shuffle(f, *mode, *v, *lane),
+        OpKind::ReadFirstLane(v) => f.hooks().read_first_lane(f, *v),
         OpKind::Mma(atom, a, b, c) => mma::lower(f, *atom, *a, *b, *c),
         OpKind::MmaScaled(atom, a, b, c, sa, sb) => {
             mma::lower_scaled(f, *atom, [*a, *b, *c, *sa, *sb])

@@ -141,13 +141,13 @@ pub(crate) fn encode(f: &mut Func, x: &str, e: ScalarType, n: u32) -> Result<Str
         "fmul {ft} {af}, {}",
         w.cf(two_pow(fm.m as i32 + fm.bias - 1))
     ));
-    let rname = format!("llvm.roundeven.{}", super::arith::suffix("float", n));
+    let rname = format!("llvm.roundeven.{}", ty::suffix("float", n));
     let r = w.f.call(&ft, &rname, &[(&ft, &q)]);
     let sub = w.f.inst(format!("fptoui {ft} {r} to {it}"));
     let min_normal = ((127 + 1 - fm.bias) as i64) << 23;
     let is_sub = w.icmp("ult", &abs, &w.c(min_normal));
     let mag0 = w.sel(&is_sub, &sub, &norm);
-    let uname = format!("llvm.umin.{}", super::arith::suffix("i32", n));
+    let uname = format!("llvm.umin.{}", ty::suffix("i32", n));
     let maxc = w.c(fm.max_code as i64);
     let mag1 = w.f.call(&it, &uname, &[(&it, &mag0), (&it, &maxc)]);
     // Saturate everything at or above the largest finite value (infinities included).

@@ -1,9 +1,78 @@
 //! The function emitter: SSA temporaries, basic blocks, the scoped map from IR values to LLVM
-//! operands, intrinsic declarations, metadata and the final module assembly.
+//! operands, intrinsic declarations, metadata and the final module assembly; and
+//! [`TargetHooks`], everything the lowering asks of a vendor's target, implemented once per
+//! vendor (`amdgpu`, `nvptx`) and chosen once per kernel by [`crate::lower`].
 
-use super::{amdgpu, nvptx, ty, LowerError};
-use flydsl_ir::{Kernel, ParamKind, ScalarType, Target, Type, ValueId};
+use super::{ty, LowerError};
+use flydsl_ir::{
+    AddrSpace, Kernel, MemFlags, ParamKind, ScalarType, ShuffleMode, Special, Target, Type, UnOp,
+    ValueId,
+};
 use std::collections::{BTreeSet, HashMap};
+
+/// What the lowering asks of a vendor's target. Every op whose lowering differs by vendor
+/// goes through one of these methods; nothing else in the lowering branches on the vendor.
+pub(crate) trait TargetHooks: Sync {
+    /// Module header: target triple and datalayout.
+    fn module_header(&self) -> String;
+    /// The `define` keyword and return type of a kernel function.
+    fn define_kernel(&self) -> &'static str;
+    /// The kernel function's attributes (empty for none).
+    fn fn_attributes(&self, k: &Kernel) -> String;
+    /// Module-level metadata of the kernel whose symbol is `sym`.
+    fn module_metadata(&self, f: &mut Func, sym: &str) -> String;
+    /// A thread-geometry query.
+    fn special(&self, f: &mut Func, s: Special) -> Result<String, LowerError>;
+    /// The hardware fast form of `op` on an f32 operand.
+    fn fast_f32(&self, f: &mut Func, op: UnOp, x: &str) -> String;
+    /// A workgroup barrier with workgroup-scope memory ordering.
+    fn barrier(&self, f: &mut Func);
+    /// A cross-lane shuffle.
+    fn shuffle(
+        &self,
+        f: &mut Func,
+        mode: ShuffleMode,
+        v: ValueId,
+        lane: ValueId,
+    ) -> Result<String, LowerError>;
+    /// The value of the first active lane.
+    fn read_first_lane(&self, f: &mut Func, v: ValueId) -> Result<String, LowerError>;
+    /// A global load of `bytes` bytes (LLVM memory type `mt`) with the keep-in-L2 hint, or
+    /// `None` where the target lowers the hint as a plain load.
+    fn load_keep_l2(&self, f: &mut Func, addr: &str, mt: &str, bytes: u32) -> Option<String>;
+    /// Sync scope and trailing metadata of an atomic read-modify-write on address space `a`.
+    fn atomic_scope(
+        &self,
+        f: &mut Func,
+        a: AddrSpace,
+    ) -> Result<(&'static str, String), LowerError>;
+    /// The LLVM type of a buffer resource.
+    fn rsrc_type(&self) -> &'static str;
+    /// A buffer resource over `n` elements of `e` from pointer `p` (IR result type `rt`).
+    fn make_rsrc(&self, f: &mut Func, p: &str, n: &str, e: ScalarType, rt: Type) -> String;
+    /// A buffer load of type `rt` at element `idx` of resource `r`; out-of-range reads zero.
+    fn buffer_load(
+        &self,
+        f: &mut Func,
+        r: &str,
+        idx: &str,
+        e: ScalarType,
+        flags: MemFlags,
+        rt: Type,
+    ) -> Result<String, LowerError>;
+    /// A buffer store of `v` (type `vt`) at element `idx` of `r`; out-of-range is dropped.
+    #[allow(clippy::too_many_arguments)]
+    fn buffer_store(
+        &self,
+        f: &mut Func,
+        r: &str,
+        idx: &str,
+        e: ScalarType,
+        flags: MemFlags,
+        v: &str,
+        vt: Type,
+    ) -> Result<(), LowerError>;
+}
 
 /// State of the one kernel function being emitted.
 pub(crate) struct Func<'k> {
@@ -11,6 +80,8 @@ pub(crate) struct Func<'k> {
     pub k: &'k Kernel,
     /// Its target.
     pub target: Target,
+    /// The target's vendor hooks.
+    hooks: &'static dyn TargetHooks,
     /// Body text (instructions and labels).
     body: String,
     /// Next temporary number.
@@ -36,11 +107,12 @@ pub(crate) struct Func<'k> {
 }
 
 impl<'k> Func<'k> {
-    /// A fresh emitter for `k`.
-    pub fn new(k: &'k Kernel) -> Func<'k> {
+    /// A fresh emitter for `k`, lowering vendor-specific ops through `hooks`.
+    pub fn new(k: &'k Kernel, hooks: &'static dyn TargetHooks) -> Func<'k> {
         Func {
             k,
             target: k.target,
+            hooks,
             body: String::new(),
             tmp: 0,
             labels: 0,
@@ -55,9 +127,17 @@ impl<'k> Func<'k> {
         }
     }
 
-    /// True when lowering for an AMD GPU.
-    pub fn amd(&self) -> bool {
-        self.target.is_amd()
+    /// The target's vendor hooks.
+    pub fn hooks(&self) -> &'static dyn TargetHooks {
+        self.hooks
+    }
+
+    /// Element type and lane count of a scalar or vector value type.
+    pub fn shape(&self, t: Type) -> Result<(ScalarType, u32), LowerError> {
+        match t {
+            Type::Scalar(s) | Type::Vector(s, _) => Ok((s, t.lanes())),
+            _ => Err(self.err(format!("expected a scalar or vector value, got {t}"))),
+        }
     }
 
     /// An error about the current op.
@@ -82,7 +162,7 @@ impl<'k> Func<'k> {
 
     /// LLVM spelling of an IR type on this target.
     pub fn lty(&self, t: Type) -> String {
-        ty::llvm_type(t, self.target)
+        ty::llvm_type(t, self.hooks.rsrc_type())
     }
 
     /// Append one line to the body.
@@ -320,19 +400,10 @@ impl<'k> Func<'k> {
     pub fn finish_module(mut self, params: &[String]) -> String {
         let name = ty::symbol(&self.k.name);
         let mut out = String::new();
-        let (header, define, attrs, fn_md) = if self.amd() {
-            let attrs = amdgpu::fn_attributes(self.k);
-            let md = amdgpu::module_metadata(&mut self);
-            (
-                amdgpu::module_header(),
-                "define amdgpu_kernel void",
-                attrs,
-                md,
-            )
-        } else {
-            let md = nvptx::module_metadata(&mut self, &name);
-            (nvptx::module_header(), "define void", String::new(), md)
-        };
+        let hooks = self.hooks;
+        let attrs = hooks.fn_attributes(self.k);
+        let fn_md = hooks.module_metadata(&mut self, &name);
+        let (header, define) = (hooks.module_header(), hooks.define_kernel());
         out.push_str(&format!("; kernel `{}` for {}\n", self.k.name, self.target));
         out.push_str(&header);
         out.push('\n');

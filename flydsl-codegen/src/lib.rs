@@ -5,14 +5,16 @@
 //!
 //! The work is split into small modules with one job each:
 //!
-//! - `func`: the function emitter (SSA names, blocks, scoped value map, declarations);
+//! - `func`: the function emitter (SSA names, blocks, scoped value map, declarations) and
+//!   `TargetHooks`, the one trait through which everything vendor-specific is lowered;
 //! - `ty`: LLVM spellings of IR types and constants;
 //! - `arith`: elementwise arithmetic, compares, selects and casts;
 //! - `vector`: splat / extract / insert / build / slice;
 //! - `fp8`: branch-free fp8 <-> f32 conversions emitted inline;
 //! - `memory`: loads, stores, pointer arithmetic, LDS, atomics and buffer resources;
 //! - `control`: the walk over blocks, `If` and `For`;
-//! - `amdgpu` / `nvptx`: target hooks (geometry, fast math, barriers, shuffles, buffers,
+//! - `amdgpu` / `nvptx`: the two `TargetHooks` implementations (geometry, fast math,
+//!   barriers, shuffles, buffers and their NVPTX emulation, cache hints, atomic scopes,
 //!   function attributes and module boilerplate);
 //! - `mma`: matrix-core atoms.
 //!
@@ -70,7 +72,12 @@ impl From<VerifyError> for LowerError {
 /// [`LowerError`]. The explicit function arguments follow `kernel.kernarg_layout()` exactly.
 pub fn lower(kernel: &Kernel) -> Result<String, LowerError> {
     flydsl_ir::verify(kernel)?;
-    let mut f = func::Func::new(kernel);
+    let hooks: &'static dyn func::TargetHooks = if kernel.target.is_amd() {
+        &amdgpu::Amdgpu
+    } else {
+        &nvptx::Nvptx
+    };
+    let mut f = func::Func::new(kernel, hooks);
     let params = f.bind_params()?;
     f.start_block("entry");
     f.emit_entry_fixups();

@@ -2,7 +2,7 @@
 //! resources (native on AMD, emulated with an exact bounds check on NVPTX).
 
 use super::func::Func;
-use super::{amdgpu, arith::shape, ty, LowerError};
+use super::{ty, LowerError};
 use flydsl_ir::{AddrSpace, MemFlags, ScalarType, Type, ValueId};
 
 /// The `!nontemporal` suffix when the hint is set.
@@ -90,7 +90,7 @@ pub(crate) fn load(
 }
 
 /// Load a value of type `rt` from an address.
-fn load_at(
+pub(crate) fn load_at(
     f: &mut Func,
     addr: &str,
     a: AddrSpace,
@@ -99,8 +99,8 @@ fn load_at(
     rt: Type,
 ) -> String {
     let mt = ty::mem_type(rt);
-    if flags.keep_l2 && a == AddrSpace::Global && !f.amd() && !rt.is_bool() {
-        if let Some(v) = nvptx_load_keep_l2(f, addr, &mt, rt.size_bytes()) {
+    if flags.keep_l2 && a == AddrSpace::Global && !rt.is_bool() {
+        if let Some(v) = f.hooks().load_keep_l2(f, addr, &mt, rt.size_bytes()) {
             return v;
         }
     }
@@ -118,57 +118,8 @@ fn load_at(
     }
 }
 
-/// NVPTX load of `bytes` (4, 8 or 16; else `None`, a plain load) from a global address with
-/// an `L2::evict_last` cache policy ([`MemFlags::keep_l2`]), as `mt`. LLVM has no intrinsic
-/// for cache-hinted loads, so it is inline PTX: `createpolicy` (pure, so LLVM may share one
-/// between loads) and `ld.global.L2::cache_hint`, which LLVM treats as an opaque memory read
-/// that stays where it is placed (inside the bounds guard of an emulated buffer load).
-fn nvptx_load_keep_l2(f: &mut Func, addr: &str, mt: &str, bytes: u32) -> Option<String> {
-    let n = match bytes {
-        4 => 1,
-        8 => 2,
-        16 => 4,
-        _ => return None,
-    };
-    let pol = f.inst(
-        "call i64 asm \"createpolicy.fractional.L2::evict_last.b64 $0, 1.0;\", \"=l\"() \
-         nounwind memory(none)",
-    );
-    let outs: Vec<String> = (0..n).map(|i| format!("${i}")).collect();
-    let (vec, dst, rty) = match n {
-        1 => ("", outs[0].clone(), "i32".to_string()),
-        _ => (
-            if n == 2 { ".v2" } else { ".v4" },
-            format!("{{{}}}", outs.join(", ")),
-            format!("{{ {} }}", vec!["i32"; n].join(", ")),
-        ),
-    };
-    let cons = format!("{}l,l", "=r,".repeat(n));
-    let r = f.inst(format!(
-        "call {rty} asm \"ld.global.L2::cache_hint{vec}.b32 {dst}, [${n}], ${};\", \"{cons}\"\
-         (ptr addrspace(1) {addr}, i64 {pol}) nounwind memory(read)",
-        n + 1
-    ));
-    let words = if n == 1 {
-        r
-    } else {
-        let mut v = "poison".to_string();
-        for i in 0..n {
-            let w = f.inst(format!("extractvalue {rty} {r}, {i}"));
-            v = f.inst(format!("insertelement <{n} x i32> {v}, i32 {w}, i32 {i}"));
-        }
-        v
-    };
-    let wt = if n == 1 {
-        "i32".to_string()
-    } else {
-        format!("<{n} x i32>")
-    };
-    Some(f.inst(format!("bitcast {wt} {words} to {mt}")))
-}
-
 /// Store an operand of type `vt` at an address.
-fn store_at(
+pub(crate) fn store_at(
     f: &mut Func,
     addr: &str,
     a: AddrSpace,
@@ -222,21 +173,7 @@ pub(crate) fn atomic_add(
         ScalarType::I32 => ("add", "i32"),
         _ => return Err(f.err(format!("atomic add of {vt}: f32 or i32 only"))),
     };
-    let scope = match (a, f.amd()) {
-        (AddrSpace::Global, true) => " syncscope(\"agent\")",
-        (AddrSpace::Shared, true) => " syncscope(\"workgroup\")",
-        (AddrSpace::Global, false) => "",
-        (AddrSpace::Shared, false) => " syncscope(\"block\")",
-        (AddrSpace::Constant, _) => return Err(f.err("atomic on constant memory")),
-    };
-    // AMD: device buffers are coarse-grained allocations (hipMalloc), which lets LLVM use
-    // the hardware float atomic instead of a compare-and-swap loop.
-    let md = if f.amd() && a == AddrSpace::Global {
-        let m = f.metadata("!{}");
-        format!(", !amdgpu.no.fine.grained.memory {m}, !amdgpu.no.remote.memory {m}")
-    } else {
-        String::new()
-    };
+    let (scope, md) = f.hooks().atomic_scope(f, a)?;
     let sp = ty::addrspace(a);
     Ok(f.inst(format!(
         "atomicrmw {op} ptr addrspace({sp}) {addr}, {t} {v}{scope} monotonic, align 4{md}"
@@ -254,12 +191,7 @@ pub(crate) fn make_rsrc(
     let Type::BufferRsrc(e) = rt else {
         return Err(f.err(format!("make_rsrc gives {rt}, not a resource")));
     };
-    if f.amd() {
-        return Ok(amdgpu::make_rsrc(f, &p, &n, e));
-    }
-    let t = f.lty(rt);
-    let r0 = f.inst(format!("insertvalue {t} poison, ptr addrspace(1) {p}, 0"));
-    Ok(f.inst(format!("insertvalue {t} {r0}, i64 {n}, 1")))
+    Ok(f.hooks().make_rsrc(f, &p, &n, e, rt))
 }
 
 /// The resource's element type and operand.
@@ -269,21 +201,6 @@ fn rsrc_parts(f: &Func, rsrc: ValueId) -> Result<(String, ScalarType), LowerErro
         Type::BufferRsrc(e) => Ok((r, e)),
         _ => Err(f.err(format!("expected a buffer resource, got {t}"))),
     }
-}
-
-/// NVPTX emulation: "the whole access lies in [0, num_elems)". Returns the in-range
-/// condition, the base pointer and the i64 index; the address is formed only in the guarded
-/// block, so no out-of-range address is ever dereferenced.
-fn emulated_guard(f: &mut Func, r: &str, idx: &str, lanes: u32) -> (String, String, String) {
-    let t = "{ ptr addrspace(1), i64 }";
-    let base = f.inst(format!("extractvalue {t} {r}, 0"));
-    let n = f.inst(format!("extractvalue {t} {r}, 1"));
-    let i = f.inst(format!("sext i32 {idx} to i64"));
-    let end = f.inst(format!("add i64 {i}, {lanes}"));
-    let lo = f.inst(format!("icmp sge i64 {i}, 0"));
-    let hi = f.inst(format!("icmp sle i64 {end}, {n}"));
-    let ok = f.inst(format!("and i1 {lo}, {hi}"));
-    (ok, base, i)
 }
 
 /// Lower `BufferLoad`: out-of-range accesses read zero.
@@ -296,27 +213,9 @@ pub(crate) fn buffer_load(
 ) -> Result<String, LowerError> {
     let (r, e) = rsrc_parts(f, rsrc)?;
     let idx = f.get(index)?;
-    let (_, lanes) = shape(f, rt)?;
-    if f.amd() {
-        return amdgpu::buffer_load(f, &r, &idx, e, flags, rt);
-    }
-    let (ok, base, i) = emulated_guard(f, &r, &idx, lanes);
-    let pre = f.cur_block.clone();
-    let (lin, ljoin) = (f.new_label("bufld"), f.new_label("bufldend"));
-    f.cond_br(&ok, &lin, &ljoin);
-    f.start_block(&lin);
-    let addr = f.inst(format!(
-        "getelementptr {}, ptr addrspace(1) {base}, i64 {i}",
-        ty::mem_scalar(e)
-    ));
-    let v = load_at(f, &addr, AddrSpace::Global, e, flags, rt);
-    let end = f.cur_block.clone();
-    f.br(&ljoin);
-    f.start_block(&ljoin);
-    let tl = f.lty(rt);
-    Ok(f.inst(format!(
-        "phi {tl} [ {v}, %{end} ], [ zeroinitializer, %{pre} ]"
-    )))
+    // Checked here so that both targets report a non-value type the same way.
+    f.shape(rt)?;
+    f.hooks().buffer_load(f, &r, &idx, e, flags, rt)
 }
 
 /// Lower `BufferStore`: out-of-range stores are dropped.
@@ -330,20 +229,6 @@ pub(crate) fn buffer_store(
     let (r, e) = rsrc_parts(f, rsrc)?;
     let idx = f.get(index)?;
     let (v, vt) = f.get_t(value)?;
-    let (_, lanes) = shape(f, vt)?;
-    if f.amd() {
-        return amdgpu::buffer_store(f, &r, &idx, e, flags, &v, vt);
-    }
-    let (ok, base, i) = emulated_guard(f, &r, &idx, lanes);
-    let (lin, ljoin) = (f.new_label("bufst"), f.new_label("bufstend"));
-    f.cond_br(&ok, &lin, &ljoin);
-    f.start_block(&lin);
-    let addr = f.inst(format!(
-        "getelementptr {}, ptr addrspace(1) {base}, i64 {i}",
-        ty::mem_scalar(e)
-    ));
-    store_at(f, &addr, AddrSpace::Global, e, flags, &v, vt);
-    f.br(&ljoin);
-    f.start_block(&ljoin);
-    Ok(())
+    f.shape(vt)?;
+    f.hooks().buffer_store(f, &r, &idx, e, flags, &v, vt)
 }

@@ -1,9 +1,98 @@
 //! NVPTX (sm_90) target hooks: module boilerplate, special registers, approximate
 //! transcendentals, barriers and warp shuffles.
 
-use super::func::Func;
+use super::func::{Func, TargetHooks};
+use super::memory::{load_at, store_at};
 use super::{ty, LowerError};
-use flydsl_ir::{Dim, ScalarType, ShuffleMode, Special, Type, UnOp, ValueId};
+use flydsl_ir::{
+    AddrSpace, Dim, Kernel, MemFlags, ScalarType, ShuffleMode, Special, Type, UnOp, ValueId,
+};
+
+/// The NVPTX [`TargetHooks`] (sm_90). Buffer resources are emulated: a resource is the base
+/// pointer and the valid element count, and every access is guarded by a bounds check.
+pub(crate) struct Nvptx;
+
+impl TargetHooks for Nvptx {
+    fn module_header(&self) -> String {
+        module_header()
+    }
+    fn define_kernel(&self) -> &'static str {
+        "define void"
+    }
+    fn fn_attributes(&self, _k: &Kernel) -> String {
+        String::new()
+    }
+    fn module_metadata(&self, f: &mut Func, sym: &str) -> String {
+        module_metadata(f, sym)
+    }
+    fn special(&self, f: &mut Func, s: Special) -> Result<String, LowerError> {
+        Ok(special(f, s))
+    }
+    fn fast_f32(&self, f: &mut Func, op: UnOp, x: &str) -> String {
+        fast_f32(f, op, x)
+    }
+    fn barrier(&self, f: &mut Func) {
+        barrier(f)
+    }
+    fn shuffle(
+        &self,
+        f: &mut Func,
+        mode: ShuffleMode,
+        v: ValueId,
+        lane: ValueId,
+    ) -> Result<String, LowerError> {
+        shuffle(f, mode, v, lane)
+    }
+    fn read_first_lane(&self, f: &mut Func, v: ValueId) -> Result<String, LowerError> {
+        read_first_lane(f, v)
+    }
+    fn load_keep_l2(&self, f: &mut Func, addr: &str, mt: &str, bytes: u32) -> Option<String> {
+        load_keep_l2(f, addr, mt, bytes)
+    }
+    fn atomic_scope(
+        &self,
+        f: &mut Func,
+        a: AddrSpace,
+    ) -> Result<(&'static str, String), LowerError> {
+        match a {
+            AddrSpace::Global => Ok(("", String::new())),
+            AddrSpace::Shared => Ok((" syncscope(\"block\")", String::new())),
+            AddrSpace::Constant => Err(f.err("atomic on constant memory")),
+        }
+    }
+    /// The emulated resource: base pointer and valid element count.
+    fn rsrc_type(&self) -> &'static str {
+        "{ ptr addrspace(1), i64 }"
+    }
+    fn make_rsrc(&self, f: &mut Func, p: &str, n: &str, _e: ScalarType, rt: Type) -> String {
+        let t = f.lty(rt);
+        let r0 = f.inst(format!("insertvalue {t} poison, ptr addrspace(1) {p}, 0"));
+        f.inst(format!("insertvalue {t} {r0}, i64 {n}, 1"))
+    }
+    fn buffer_load(
+        &self,
+        f: &mut Func,
+        r: &str,
+        idx: &str,
+        e: ScalarType,
+        flags: MemFlags,
+        rt: Type,
+    ) -> Result<String, LowerError> {
+        buffer_load(f, r, idx, e, flags, rt)
+    }
+    fn buffer_store(
+        &self,
+        f: &mut Func,
+        r: &str,
+        idx: &str,
+        e: ScalarType,
+        flags: MemFlags,
+        v: &str,
+        vt: Type,
+    ) -> Result<(), LowerError> {
+        buffer_store(f, r, idx, e, flags, v, vt)
+    }
+}
 
 /// Module header: triple and the NVPTX 64-bit datalayout.
 pub(crate) fn module_header() -> String {
@@ -139,4 +228,122 @@ pub(crate) fn read_first_lane(f: &mut Func, v: ValueId) -> Result<String, LowerE
             }
         }
     })
+}
+
+/// NVPTX load of `bytes` (4, 8 or 16; else `None`, a plain load) from a global address with
+/// an `L2::evict_last` cache policy ([`MemFlags::keep_l2`]), as `mt`. LLVM has no intrinsic
+/// for cache-hinted loads, so it is inline PTX: `createpolicy` (pure, so LLVM may share one
+/// between loads) and `ld.global.L2::cache_hint`, which LLVM treats as an opaque memory read
+/// that stays where it is placed (inside the bounds guard of an emulated buffer load).
+fn load_keep_l2(f: &mut Func, addr: &str, mt: &str, bytes: u32) -> Option<String> {
+    let n = match bytes {
+        4 => 1,
+        8 => 2,
+        16 => 4,
+        _ => return None,
+    };
+    let pol = f.inst(
+        "call i64 asm \"createpolicy.fractional.L2::evict_last.b64 $0, 1.0;\", \"=l\"() \
+         nounwind memory(none)",
+    );
+    let outs: Vec<String> = (0..n).map(|i| format!("${i}")).collect();
+    let (vec, dst, rty) = match n {
+        1 => ("", outs[0].clone(), "i32".to_string()),
+        _ => (
+            if n == 2 { ".v2" } else { ".v4" },
+            format!("{{{}}}", outs.join(", ")),
+            format!("{{ {} }}", vec!["i32"; n].join(", ")),
+        ),
+    };
+    let cons = format!("{}l,l", "=r,".repeat(n));
+    let r = f.inst(format!(
+        "call {rty} asm \"ld.global.L2::cache_hint{vec}.b32 {dst}, [${n}], ${};\", \"{cons}\"\
+         (ptr addrspace(1) {addr}, i64 {pol}) nounwind memory(read)",
+        n + 1
+    ));
+    let words = if n == 1 {
+        r
+    } else {
+        let mut v = "poison".to_string();
+        for i in 0..n {
+            let w = f.inst(format!("extractvalue {rty} {r}, {i}"));
+            v = f.inst(format!("insertelement <{n} x i32> {v}, i32 {w}, i32 {i}"));
+        }
+        v
+    };
+    let wt = if n == 1 {
+        "i32".to_string()
+    } else {
+        format!("<{n} x i32>")
+    };
+    Some(f.inst(format!("bitcast {wt} {words} to {mt}")))
+}
+
+/// NVPTX emulation: "the whole access lies in [0, num_elems)". Returns the in-range
+/// condition, the base pointer and the i64 index; the address is formed only in the guarded
+/// block, so no out-of-range address is ever dereferenced.
+fn emulated_guard(f: &mut Func, r: &str, idx: &str, lanes: u32) -> (String, String, String) {
+    let t = "{ ptr addrspace(1), i64 }";
+    let base = f.inst(format!("extractvalue {t} {r}, 0"));
+    let n = f.inst(format!("extractvalue {t} {r}, 1"));
+    let i = f.inst(format!("sext i32 {idx} to i64"));
+    let end = f.inst(format!("add i64 {i}, {lanes}"));
+    let lo = f.inst(format!("icmp sge i64 {i}, 0"));
+    let hi = f.inst(format!("icmp sle i64 {end}, {n}"));
+    let ok = f.inst(format!("and i1 {lo}, {hi}"));
+    (ok, base, i)
+}
+
+/// Emulated `BufferLoad`: out-of-range accesses read zero.
+fn buffer_load(
+    f: &mut Func,
+    r: &str,
+    idx: &str,
+    e: ScalarType,
+    flags: MemFlags,
+    rt: Type,
+) -> Result<String, LowerError> {
+    let (_, lanes) = f.shape(rt)?;
+    let (ok, base, i) = emulated_guard(f, r, idx, lanes);
+    let pre = f.cur_block.clone();
+    let (lin, ljoin) = (f.new_label("bufld"), f.new_label("bufldend"));
+    f.cond_br(&ok, &lin, &ljoin);
+    f.start_block(&lin);
+    let addr = f.inst(format!(
+        "getelementptr {}, ptr addrspace(1) {base}, i64 {i}",
+        ty::mem_scalar(e)
+    ));
+    let v = load_at(f, &addr, AddrSpace::Global, e, flags, rt);
+    let end = f.cur_block.clone();
+    f.br(&ljoin);
+    f.start_block(&ljoin);
+    let tl = f.lty(rt);
+    Ok(f.inst(format!(
+        "phi {tl} [ {v}, %{end} ], [ zeroinitializer, %{pre} ]"
+    )))
+}
+
+/// Emulated `BufferStore`: out-of-range stores are dropped.
+fn buffer_store(
+    f: &mut Func,
+    r: &str,
+    idx: &str,
+    e: ScalarType,
+    flags: MemFlags,
+    v: &str,
+    vt: Type,
+) -> Result<(), LowerError> {
+    let (_, lanes) = f.shape(vt)?;
+    let (ok, base, i) = emulated_guard(f, r, idx, lanes);
+    let (lin, ljoin) = (f.new_label("bufst"), f.new_label("bufstend"));
+    f.cond_br(&ok, &lin, &ljoin);
+    f.start_block(&lin);
+    let addr = f.inst(format!(
+        "getelementptr {}, ptr addrspace(1) {base}, i64 {i}",
+        ty::mem_scalar(e)
+    ));
+    store_at(f, &addr, AddrSpace::Global, e, flags, v, vt);
+    f.br(&ljoin);
+    f.start_block(&ljoin);
+    Ok(())
 }

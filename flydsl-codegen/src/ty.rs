@@ -3,7 +3,7 @@
 //! fp8 values have no LLVM type: they travel as `i8` (their bit pattern). `i1` values live
 //! in registers as `i1` and in memory as one byte.
 
-use flydsl_ir::{AddrSpace, Const, ScalarType, Target, Type};
+use flydsl_ir::{AddrSpace, Const, ScalarType, Type};
 
 /// Name of the one LDS / shared-memory block global of a kernel.
 pub(crate) const LDS_SYMBOL: &str = "__flydsl_lds";
@@ -54,20 +54,28 @@ pub(crate) fn addrspace(a: AddrSpace) -> u32 {
     }
 }
 
-/// LLVM type of an IR value on `target`.
-pub(crate) fn llvm_type(t: Type, target: Target) -> String {
+/// LLVM intrinsic name suffix of a scalar/vector register type (`f32`, `v4bf16`, `i8`).
+pub(crate) fn suffix(elem_llvm: &str, lanes: u32) -> String {
+    let e = match elem_llvm {
+        "half" => "f16".to_string(),
+        "bfloat" => "bf16".to_string(),
+        "float" => "f32".to_string(),
+        other => other.to_string(),
+    };
+    if lanes == 1 {
+        e
+    } else {
+        format!("v{lanes}{e}")
+    }
+}
+
+/// LLVM type of an IR value; `rsrc` is the target's spelling of a buffer resource.
+pub(crate) fn llvm_type(t: Type, rsrc: &str) -> String {
     match t {
         Type::Scalar(s) => scalar(s).to_string(),
         Type::Vector(s, n) => shaped(scalar(s), n as u32),
         Type::Ptr(a, _) => format!("ptr addrspace({})", addrspace(a)),
-        Type::BufferRsrc(_) => {
-            if target.is_amd() {
-                "ptr addrspace(8)".to_string()
-            } else {
-                // Emulated resource: base pointer and valid element count.
-                "{ ptr addrspace(1), i64 }".to_string()
-            }
-        }
+        Type::BufferRsrc(_) => rsrc.to_string(),
     }
 }
 

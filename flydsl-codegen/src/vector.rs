@@ -1,7 +1,6 @@
 //! Vector construction and access: splat, extract, insert, build, slice, and a lane-by-lane
 //! helper for operations that only exist on scalars.
 
-use super::arith::shape;
 use super::func::Func;
 use super::{ty, LowerError};
 use flydsl_ir::{Type, ValueId};
@@ -17,7 +16,7 @@ pub(crate) fn splat_operand(f: &mut Func, s: &str, elem: &str, n: u32) -> String
 
 /// Lower `Splat`.
 pub(crate) fn splat_value(f: &mut Func, a: ValueId, rt: Type) -> Result<String, LowerError> {
-    let (e, n) = shape(f, rt)?;
+    let (e, n) = f.shape(rt)?;
     let s = f.get(a)?;
     if n == 1 {
         return Ok(s);
@@ -28,7 +27,7 @@ pub(crate) fn splat_value(f: &mut Func, a: ValueId, rt: Type) -> Result<String, 
 /// Lower `Extract`.
 pub(crate) fn extract(f: &mut Func, v: ValueId, i: u32) -> Result<String, LowerError> {
     let (x, t) = f.get_t(v)?;
-    let (_, n) = shape(f, t)?;
+    let (_, n) = f.shape(t)?;
     if i >= n || n == 1 {
         return Err(f.err(format!("extract {i} of {t}")));
     }
@@ -39,7 +38,7 @@ pub(crate) fn extract(f: &mut Func, v: ValueId, i: u32) -> Result<String, LowerE
 /// Lower `Insert`.
 pub(crate) fn insert(f: &mut Func, v: ValueId, s: ValueId, i: u32) -> Result<String, LowerError> {
     let (x, t) = f.get_t(v)?;
-    let (e, n) = shape(f, t)?;
+    let (e, n) = f.shape(t)?;
     if i >= n || n == 1 {
         return Err(f.err(format!("insert at {i} into {t}")));
     }
@@ -53,7 +52,7 @@ pub(crate) fn insert(f: &mut Func, v: ValueId, s: ValueId, i: u32) -> Result<Str
 
 /// Lower `Build`.
 pub(crate) fn build(f: &mut Func, vals: &[ValueId], rt: Type) -> Result<String, LowerError> {
-    let (e, n) = shape(f, rt)?;
+    let (e, n) = f.shape(rt)?;
     if vals.len() as u32 != n || n < 2 {
         return Err(f.err(format!("build of {} scalars into {rt}", vals.len())));
     }
@@ -74,8 +73,8 @@ pub(crate) fn build_operands(f: &mut Func, ops: &[String], elem: &str) -> String
 /// Lower `Slice`.
 pub(crate) fn slice(f: &mut Func, v: ValueId, start: u32, rt: Type) -> Result<String, LowerError> {
     let (x, t) = f.get_t(v)?;
-    let (_, n) = shape(f, t)?;
-    let (_, m) = shape(f, rt)?;
+    let (_, n) = f.shape(t)?;
+    let (_, m) = f.shape(rt)?;
     if start + m > n || n == 1 {
         return Err(f.err(format!("slice {start}..+{m} of {t}")));
     }
