@@ -5,7 +5,7 @@
 //! loads / stores accordingly. The maps follow the vendor documentation
 //! (`shared/facts/matrix-layouts.md`); the Sim implements the same maps independently.
 
-use super::Val;
+use crate::val::Val;
 use flydsl_ir::{MmaAtom, Target};
 
 /// A coordinate whose parts are computed at run time from the lane id.
@@ -115,7 +115,7 @@ impl AtomLayout {
                 .flatten()
                 .reduce(|x, y| x + y);
             match (acc, b) {
-                (None, b) => super::c_i32(b as i32),
+                (None, b) => crate::val::c_i32(b as i32),
                 (Some(x), 0) => x,
                 (Some(x), b) => x + b,
             }

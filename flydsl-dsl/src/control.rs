@@ -1,6 +1,7 @@
 //! Structured control flow: run-time loops and branches with carried / yielded values.
 
-use super::{emit0, with, Val};
+use crate::context::with;
+use crate::val::{emit0, Val};
 use flydsl_ir::{Block, OpKind, Type};
 
 fn region(args: &[Type], f: impl FnOnce(&[Val]) -> Vec<Val>) -> (Block, Vec<Type>) {

@@ -1,8 +1,8 @@
 //! [`Idx`]: layout-algebra index expressions whose static parts fold in Rust and whose
 //! dynamic parts become IR (the bridge between `crate::layout` and the DSL).
 
-use super::{c_i32, Val};
 use crate::layout::IndexExpr;
+use crate::val::{c_i32, Val};
 
 /// An index that is either known at generation time or a run-time [`Val`] (i32 or i64).
 ///
@@ -46,8 +46,8 @@ impl Idx {
     fn bin(&self, o: &Self, f: fn(i64, i64) -> i64, g: fn(Val, Val) -> Val) -> Idx {
         match (*self, *o) {
             (Idx::Lit(a), Idx::Lit(b)) => Idx::Lit(f(a, b)),
-            (Idx::Dyn(a), Idx::Lit(b)) => Idx::Dyn(g(a, super::Operand::I(b).to_val(a.ty()))),
-            (Idx::Lit(a), Idx::Dyn(b)) => Idx::Dyn(g(super::Operand::I(a).to_val(b.ty()), b)),
+            (Idx::Dyn(a), Idx::Lit(b)) => Idx::Dyn(g(a, crate::val::Operand::I(b).to_val(a.ty()))),
+            (Idx::Lit(a), Idx::Dyn(b)) => Idx::Dyn(g(crate::val::Operand::I(a).to_val(b.ty()), b)),
             (Idx::Dyn(a), Idx::Dyn(b)) => Idx::Dyn(g(a, b)),
         }
     }

@@ -1,6 +1,6 @@
 //! Memory: global tensors, AMD buffer resources and LDS arrays.
 
-use super::{c_i32, emit, emit0, Operand, Val};
+use crate::val::{c_i32, emit, emit0, Operand, Val};
 use flydsl_ir::{MemFlags, OpKind, ScalarType, Type};
 
 fn index(i: impl Into<Operand>) -> Val {
@@ -151,10 +151,10 @@ impl Tensor {
 /// }
 /// ```
 pub fn keep_l2_if(keep_l2: Val, loads: impl Fn(bool) -> Vec<Val>) -> Vec<Val> {
-    if super::target().is_amd() {
+    if crate::context::target().is_amd() {
         loads(false)
     } else {
-        super::if_else(keep_l2, || loads(true), || loads(false))
+        crate::control::if_else(keep_l2, || loads(true), || loads(false))
     }
 }
 

@@ -1,6 +1,6 @@
 //! [`Val`]: a run-time value of the kernel being built, with arithmetic operators.
 
-use super::{emit, with};
+use crate::context::with;
 use flydsl_ir::{
     BinOp, CastKind, CmpPred, Const, Dim, OpKind, ScalarType, Special, Type, UnOp, ValueId,
 };
@@ -334,4 +334,16 @@ pub fn grid_dim_x() -> Val {
 /// Lane index within the wave.
 pub fn lane_id() -> Val {
     special(Special::LaneId)
+}
+
+/// Emit one op with one result of type `ty`.
+pub(crate) fn emit(kind: OpKind, ty: Type) -> Val {
+    with(|s| Val::from_id(s.push(kind, &[ty])[0], ty))
+}
+
+/// Emit one op with no results.
+pub(crate) fn emit0(kind: OpKind) {
+    with(|s| {
+        s.push(kind, &[]);
+    })
 }

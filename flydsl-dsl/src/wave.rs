@@ -1,6 +1,7 @@
 //! Wave-level operations: barriers, shuffles, matrix atoms, reductions.
 
-use super::{emit, emit0, target, Operand, Val};
+use crate::context::target;
+use crate::val::{emit, emit0, Operand, Val};
 use flydsl_ir::{MmaAtom, OpKind, ScalarType, ShuffleMode, Type};
 
 /// Threads per wave of the kernel's target (a compile-time constant).
@@ -78,7 +79,7 @@ pub fn wave_reduce(v: Val, f: impl Fn(Val, Val) -> Val) -> Val {
 pub fn block_reduce(
     v: Val,
     threads: u32,
-    scratch: super::Lds,
+    scratch: crate::mem::Lds,
     identity: impl Into<Operand>,
     f: impl Fn(Val, Val) -> Val,
 ) -> Val {
@@ -88,14 +89,14 @@ pub fn block_reduce(
     if waves == 1 {
         return w;
     }
-    let tid = super::thread_id_x();
+    let tid = crate::val::thread_id_x();
     let wave = tid / ws as i32;
-    let lane = super::lane_id();
-    super::if_(lane.eq(0), || scratch.store(wave, w));
+    let lane = crate::val::lane_id();
+    crate::control::if_(lane.eq(0), || scratch.store(wave, w));
     barrier();
     let idx = lane.min(waves as i32 - 1);
     let part = scratch.load(idx);
-    let part = super::select(lane.lt(waves as i32), part, identity);
+    let part = crate::val::select(lane.lt(waves as i32), part, identity);
     let r = wave_reduce(part, &f);
     // Keep the slots stable until every wave has read them (the caller may reuse `scratch`).
     barrier();
