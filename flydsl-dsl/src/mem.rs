@@ -174,8 +174,8 @@ impl Rsrc {
         self.load_with(i, n, flags(Type::vec(self.elem(), n), align, false))
     }
     /// [`Rsrc::load_vec`] with the keep-in-L2 hint ([`MemFlags::keep_l2`]): for data read
-    /// now that should outlast other lines in the L2 (on the H200 the forward norms read
-    /// large activations 3..4% faster with it). Same result as `load_vec`.
+    /// now that should outlast other lines in the L2 (what it gains is measured in
+    /// `bench/h200-table.md`, keep-in-L2 A/B). Same result as `load_vec`.
     ///
     /// ```
     /// use flydsl_dsl::*;
