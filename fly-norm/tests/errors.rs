@@ -86,7 +86,7 @@ fn weight_dtype_not_allowed() {
         NormArgs::new(2, 4),
     ));
     assert!(
-        m.contains("not supported") && m.contains("F32") && m.contains("Bf16"),
+        m.contains("not supported") && m.contains("f32 weights") && m.contains("bf16 activations"),
         "{m}"
     );
     let m = msg(rms_norm(
@@ -264,7 +264,7 @@ fn bad_forward_plans() {
         lanes,
         keep_l2: false,
     };
-    for p in forward_plans(m, n, Dtype::F32, false, 32) {
+    for p in forward_plans(m, n, DType::F32, false, 32) {
         run(p).unwrap_or_else(|e| panic!("{p:?}: {e}"));
     }
     // f32 rows of 1024: 256 vectors.
