@@ -74,7 +74,8 @@ impl Kind {
     }
 }
 
-/// Code shape of a kernel (see the module docs).
+/// How a kernel walks a row: its code path (see the module docs; the word means the same in
+/// every kernel crate, and the dispatcher picks it from `n` and the dtype).
 ///
 /// ```
 /// assert_eq!(fly_norm::plan_forward(1, 1001, fly_norm::DType::F32, false, 32, 1).path, fly_norm::Path::Generic);

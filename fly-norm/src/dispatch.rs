@@ -82,25 +82,18 @@ fn rows_plan(m: usize, t: u32, lanes: usize, cap: usize, ws: usize) -> Plan {
 /// everything else is generic.
 ///
 /// Three choices of the plain forward (not the quant one) on wave32 devices come from the H200
-/// sweep (`examples/fwd_sweep.rs`, every plan timed on the same inputs); wave64 devices,
-/// where they are unmeasured, keep the rule above:
-/// - the multi-row path runs blocks of 2 waves rather than 256 threads: at (65536, 1024)
-///   LayerNorm 88.0 -> 90.0% of copy, RMSNorm 89.7 -> 90.9% (bf16);
+/// sweep (`examples/fwd_sweep.rs`, every plan timed on the same inputs; the measurements are in
+/// `bench/fly-norm-dispatch.md`); wave64 devices, where they are unmeasured, keep the rule
+/// above:
+/// - the multi-row path runs blocks of 2 waves rather than 256 threads;
 /// - 2-byte rows of 257..=512 vectors (2049..=4096 elements) take the tile count that keeps
-///   the block at <= 128 threads: at (32768, 4096) bf16 with the keep-in-L2 hint, `Fast(4)` in
-///   128 threads runs LayerNorm in 0.1288 ms against 0.1346 for `Fast(8)` in 64 and 0.1405 for
-///   `Fast(2)` in 256 (RMSNorm: all three within 0.4%);
+///   the block at <= 128 threads;
 /// - the fast path's grid stops at 32 blocks per compute unit (each block loops over its rows)
-///   when there are at most 64 rows per compute unit: at (8192, 2048) 4224 blocks instead of
-///   8192 run bf16 LayerNorm in 0.0212 ms against 0.0224, RMSNorm 0.0196 against 0.0202, f32
-///   LayerNorm 0.0359 against 0.0375; with more rows one row per block is faster (at
-///   (32768, 4096) 0.1288 ms against 0.1363 in 4224 blocks).
+///   when there are at most 64 rows per compute unit; with more rows, one row per block.
 ///
 /// Activations of more than [`KEEP_L2_MIN_BYTES`] are read with the keep-in-L2 hint
-/// ([`Plan::keep_l2`]): on the H200 the hint saves 4..5% from 256 MiB of `x` (bf16
-/// (32768, 4096): RMSNorm 0.1341 -> 0.1288 ms, LayerNorm on `Fast(4)` 0.1347 -> 0.1288) and is
-/// within +-2% at 128 MiB and less (the sweep, `examples/fwd_sweep.rs`: the same plan with and
-/// without the hint).
+/// ([`Plan::keep_l2`]): it pays from 256 MiB of `x` and is within noise at 128 MiB and less
+/// (`bench/fly-norm-dispatch.md`).
 ///
 /// ```
 /// use fly_norm::{plan_forward, DType, KEEP_L2_MIN_BYTES};
@@ -196,9 +189,8 @@ fn plan_forward_path(m: usize, n: usize, dt: DType, quant: bool, wave: u32, cus:
 /// thread, see `bwd_fast_spill_free` in `kernels/config.rs`); only rows too long for those
 /// take a spilling one. So 2-byte rows of 4096 < n <= 8192 take 2 tiles in blocks of up
 /// to 512 threads rather than 4 tiles (32 elements a thread) in blocks of <= 256. (The
-/// generic path is slower still at those lengths: on the H200 at (4096, 16384) bf16 the
-/// spilling 4 tiles run RMSNorm at 1833 GB/s and LayerNorm at 670; a generic path with
-/// 128-bit loads, whose weight-gradient atomics no longer coalesce, ran them at 393 and 213.)
+/// generic path is slower still at those lengths, its weight-gradient atomics no longer
+/// coalescing: `bench/fly-norm-dispatch.md`.)
 ///
 /// The grid is persistent (each block loops over rows, accumulating its weight-gradient
 /// columns in registers) and every block writes one f32 partial row per weight gradient, which

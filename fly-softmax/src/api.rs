@@ -50,7 +50,9 @@ impl SoftmaxArgs {
 /// The configuration is the tuner's cached winner or the default (see [`Dispatch::Tuned`]
 /// with [`Tuner::global`]: `FLYDSL_AUTOTUNE=1` searches once per shape class).
 ///
-/// Non-finite rows: ALL_NEG_INF_DOC
+/// Non-finite rows: a row of all -inf comes back as NaN in every element, as `torch.softmax`
+/// gives (the row max is -inf, and -inf - (-inf) is NaN). Other
+/// rows are unaffected.
 ///
 /// Errors: `n == 0`, a buffer length other than `m * n`, `m`/`n` beyond
 /// [`validate::MAX_M`]/[`validate::MAX_N`], buffers on another device, a device whose target

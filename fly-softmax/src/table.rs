@@ -161,8 +161,9 @@ use Path::{LoopScalar as LS, LoopVector as LV, Scalar as S, Vector as V};
 /// - block threads: at a fixed class, fewer threads means more elements per thread; 128..512
 ///   threads (16..64 elements per thread) are compiled for the classes the performance goals
 ///   name (2048..16384); 64 threads would need 128 f32 registers per thread at 8192 and is not;
-/// - waves-per-EU: these kernels need 30..130 VGPRs, below the budget of a 1- or 2-wave hint,
-///   so those hints compile to identical code; only 2 and 4 at class 8192 and 4 at 16384 are
+/// - waves-per-EU: these kernels need fewer VGPRs than the budget of a 1- or 2-wave hint
+///   (their counts: `bench/resources.txt`), so those hints compile to identical code; only 2
+///   and 4 at class 8192 and 4 at 16384 are
 ///   kept (AMD only: NVIDIA has no such hint);
 /// - threads per row: the short-row classes (64..2048) compile 8..128 threads per row with
 ///   several rows per block;

@@ -188,6 +188,11 @@ fn sanitize(name: &str) -> String {
 /// t.emit(&mut src).unwrap();
 /// assert!(src.contains("pub(crate) static SCALE: ::flydsl_rt::PerElement<ScaleFns>"));
 /// assert!(src.contains("key: Path::Fast, kernel: &SCALE_FAST_F32, launch: scale_fast_f32"));
+/// // Entries of one table index the same number of element types.
+/// let mixed = DispatchTable::new("T", "M")
+///     .entry(&[DType::F32], "0", "a")
+///     .entry(&[DType::F32, DType::F32], "1", "b");
+/// assert!(mixed.emit(&mut String::new()).is_err());
 /// ```
 #[derive(Clone, Debug)]
 pub struct DispatchTable {
