@@ -443,10 +443,10 @@ impl Io {
     }
 }
 
-type Call = fn(&flydsl_rt::Stream, &mut Io, f32) -> flydsl_rt::Result<()>;
+type FwdCall = fn(&flydsl_rt::Stream, &mut Io, f32) -> flydsl_rt::Result<()>;
 
 /// Every public forward entry point: its name, its buffer arguments, and a call with `eps`.
-fn forward_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
+fn forward_calls() -> Vec<(&'static str, &'static [&'static str], FwdCall)> {
     fn a(eps: f32) -> NormArgs {
         NormArgs {
             eps,
@@ -572,12 +572,11 @@ fn forward_calls() -> Vec<(&'static str, &'static [&'static str], Call)> {
     ]
 }
 
-/// Every public backward entry point (m = 3, n = 8, or `m` rows when given).
-fn backward_calls() -> Vec<(
-    &'static str,
-    &'static [&'static str],
-    fn(&flydsl_rt::Stream, &mut Io, usize) -> flydsl_rt::Result<()>,
-)> {
+type BwdCall = fn(&flydsl_rt::Stream, &mut Io, usize) -> flydsl_rt::Result<()>;
+
+/// Every public backward entry point: its name, its buffer arguments, and a call on `m` rows
+/// of 8.
+fn backward_calls() -> Vec<(&'static str, &'static [&'static str], BwdCall)> {
     vec![
         (
             "fly_norm::rms_norm_bwd",
