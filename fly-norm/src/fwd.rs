@@ -74,7 +74,9 @@ pub enum FwdOut<'a, T: Element> {
     Quant {
         /// int8 output.
         q: &'a mut DeviceBuffer<i8>,
-        /// Per-row scales: `q * yscale ~ y`.
+        /// Per-row scales: `q * yscale ~ y`. The `yscale` of a row holding a NaN or an
+        /// infinity is non-finite, and that row's `q` is unspecified (see
+        /// [`layer_norm_quant`](crate::layer_norm_quant)).
         yscale: &'a mut DeviceBuffer<f32>,
         /// Per-column smoothing scales, or `None` for dynamic quant.
         xscale: Option<&'a DeviceBuffer<f32>>,
