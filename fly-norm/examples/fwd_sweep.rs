@@ -409,7 +409,7 @@ fn main() {
         return;
     }
     let target = dev.target();
-    if let Some(k) = fly_norm::kernels::ALL.iter().find(|k| {
+    if let Some(k) = fly_norm::kernels::ALL_KERNELS.iter().find(|k| {
         dev.backend() != Backend::Sim && k.for_target(target).and_then(|v| v.code).is_none()
     }) {
         println!(

@@ -30,7 +30,7 @@
 use fly_norm::{
     layer_norm, layer_norm_add, layer_norm_add_quant, layer_norm_bwd, layer_norm_quant,
     layer_norm_stats, norm_fwd, plan_backward, plan_forward, rms_norm, rms_norm_add,
-    rms_norm_add_quant, rms_norm_bwd, rms_norm_quant, rms_norm_rstd, BwdStrategy, Dtype, Element,
+    rms_norm_add_quant, rms_norm_bwd, rms_norm_quant, rms_norm_rstd, BwdStrategy, DType, Element,
     FwdBuffers, FwdOut, Norm, NormArgs, NormBwdArgs,
 };
 use flydsl_rt::{Backend, Device, DeviceBuffer, DeviceRepr, Stream};
@@ -125,11 +125,11 @@ impl Raw for i8 {
 }
 
 /// Half an ulp at 1 of a weight dtype (weight gradients are rounded to it).
-fn half_ulp(d: Dtype) -> f64 {
+fn half_ulp(d: DType) -> f64 {
     match d {
-        Dtype::F32 => 0.0,
-        Dtype::F16 => 1.0 / 2048.0,
-        Dtype::Bf16 => 1.0 / 256.0,
+        DType::F32 => 0.0,
+        DType::F16 => 1.0 / 2048.0,
+        DType::BF16 => 1.0 / 256.0,
     }
 }
 
@@ -569,7 +569,7 @@ fn group<T: Element + NormDtype + Raw, W: Element + Raw>(
             w.file(&format!("{tag}_dresidual"), &dres, &[m, n])?,
         ));
     }
-    let tol = if W::DTYPE == Dtype::F32 {
+    let tol = if W::DTYPE == DType::F32 {
         T::TOL_F32_WEIGHT
     } else {
         T::TOL
@@ -759,7 +759,7 @@ fn main() {
         ));
     }
     let target = dev.target();
-    if let Some(k) = fly_norm::kernels::ALL.iter().find(|k| {
+    if let Some(k) = fly_norm::kernels::ALL_KERNELS.iter().find(|k| {
         dev.backend() != Backend::Sim && k.for_target(target).and_then(|v| v.code).is_none()
     }) {
         return skip(format!(

@@ -12,7 +12,7 @@
 //! Parameters: `part` (f32), `out` (weight dtype), scalars `g`, `n`.
 
 use crate::common::st;
-use crate::config::{reduce_name, Dtype, GENERIC_THREADS, REDUCE_COLS as COLS};
+use crate::config::{reduce_name, DType, GENERIC_THREADS, REDUCE_COLS as COLS};
 use flydsl_dsl::ir::{Kernel, ScalarType, Target};
 use flydsl_dsl::*;
 
@@ -24,7 +24,7 @@ const SLICES: u32 = GENERIC_THREADS / (COLS / 4);
 const UNROLL: u32 = 4;
 
 /// Build the column-sum kernel writing `out` for `target`.
-pub fn build(out: Dtype, target: Target) -> Result<Kernel, BuildError> {
+pub fn build(out: DType, target: Target) -> Result<Kernel, BuildError> {
     KernelBuilder::new(&reduce_name(out), target, GENERIC_THREADS).build(|k| {
         let part = k.tensor("part", F32);
         let o = k.tensor_mut("out", st(out));

@@ -1,16 +1,16 @@
 //! Building blocks shared by the norm kernels: dtype mapping, wide vector loads/stores,
 //! horizontal and cross-lane reductions, and the per-row statistics of both norms.
 
-use crate::config::{Dtype, Norm, MAX_WAVES};
+use crate::config::{DType, Norm, MAX_WAVES};
 use flydsl_dsl::ir::{ScalarType, Type};
 use flydsl_dsl::*;
 
 /// The IR scalar type of a dtype.
-pub fn st(d: Dtype) -> ScalarType {
+pub fn st(d: DType) -> ScalarType {
     match d {
-        Dtype::F32 => ScalarType::F32,
-        Dtype::F16 => ScalarType::F16,
-        Dtype::Bf16 => ScalarType::BF16,
+        DType::F32 => ScalarType::F32,
+        DType::F16 => ScalarType::F16,
+        DType::BF16 => ScalarType::BF16,
     }
 }
 

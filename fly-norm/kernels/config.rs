@@ -47,88 +47,38 @@ impl Norm {
     }
 }
 
-/// Element dtypes of activations and weights.
-///
-/// ```
-/// use fly_norm::Dtype;
-/// assert_eq!((Dtype::Bf16.bytes(), Dtype::Bf16.vec()), (2, 8));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Dtype {
-    /// `f32`.
-    F32,
-    /// `half::f16`.
-    F16,
-    /// `half::bf16`.
-    Bf16,
-}
+/// Element dtypes of activations and weights: the workspace's one dtype enum
+/// (`flydsl_rt::DType`, which is `flydsl_ir::DType`; the including crate root imports it).
+pub(crate) use crate::DType;
 
-impl Dtype {
-    /// All dtypes.
-    ///
-    /// ```
-    /// assert_eq!(fly_norm::Dtype::ALL.len(), 3);
-    /// ```
-    pub const ALL: [Dtype; 3] = [Dtype::F32, Dtype::F16, Dtype::Bf16];
-    /// Name used in kernel names.
-    ///
-    /// ```
-    /// assert_eq!(fly_norm::Dtype::F16.name(), "f16");
-    /// ```
-    pub const fn name(self) -> &'static str {
-        match self {
-            Dtype::F32 => "f32",
-            Dtype::F16 => "f16",
-            Dtype::Bf16 => "bf16",
-        }
-    }
-    /// Bytes per element.
-    ///
-    /// ```
-    /// assert_eq!(fly_norm::Dtype::F32.bytes(), 4);
-    /// ```
-    pub const fn bytes(self) -> u32 {
-        match self {
-            Dtype::F32 => 4,
-            _ => 2,
-        }
-    }
-    /// Elements per 128-bit vector.
-    ///
-    /// ```
-    /// assert_eq!(fly_norm::Dtype::F32.vec(), 4);
-    /// ```
-    pub const fn vec(self) -> u32 {
-        16 / self.bytes()
-    }
-}
-
-/// Direction / output kind of a kernel family.
+/// What a kernel family computes: its direction and outputs (the word means the same in
+/// every kernel crate).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
     /// Forward writing `y` in the activation dtype.
-    Fwd,
+    Forward,
     /// Forward writing int8 `q` and f32 per-row `yscale` (dynamic or smooth quant).
-    FwdQuant,
+    ForwardQuant,
     /// Backward: `dx`, and per-block f32 partial rows (or f32 atomics) for dgamma/dbeta.
-    Bwd,
+    Backward,
 }
 
 impl Kind {
     /// Name used in kernel names.
     pub const fn name(self) -> &'static str {
         match self {
-            Kind::Fwd => "fwd",
-            Kind::FwdQuant => "fwdq",
-            Kind::Bwd => "bwd",
+            Kind::Forward => "fwd",
+            Kind::ForwardQuant => "fwdq",
+            Kind::Backward => "bwd",
         }
     }
 }
 
-/// Code shape of a kernel (see the module docs).
+/// How a kernel walks a row: its code path (see the module docs; the word means the same in
+/// every kernel crate, and the dispatcher picks it from `n` and the dtype).
 ///
 /// ```
-/// assert_eq!(fly_norm::plan_forward(1, 1001, fly_norm::Dtype::F32, false, 32, 1).path, fly_norm::Path::Generic);
+/// assert_eq!(fly_norm::plan_forward(1, 1001, fly_norm::DType::F32, false, 32, 1).path, fly_norm::Path::Generic);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Path {
@@ -174,9 +124,9 @@ pub const MAX_BLOCK: u32 = 1024;
 /// The tile counts of the fast path of `kind`.
 pub const fn fast_tiles(kind: Kind) -> &'static [u32] {
     match kind {
-        Kind::Fwd => &FWD_FAST_TILES,
-        Kind::FwdQuant => &FWD_QUANT_FAST_TILES,
-        Kind::Bwd => &BWD_FAST_TILES,
+        Kind::Forward => &FWD_FAST_TILES,
+        Kind::ForwardQuant => &FWD_QUANT_FAST_TILES,
+        Kind::Backward => &BWD_FAST_TILES,
     }
 }
 
@@ -191,12 +141,12 @@ pub const fn fast_tiles(kind: Kind) -> &'static [u32] {
 /// 4096 < n <= 8192), which fit the 128 registers of the 512-thread bound (LayerNorm bf16: 124,
 /// ptxas 12.9); f32 keeps 2 tiles at 256 (its longer rows take 4 spill-free tiles, and ptxas
 /// gives its LayerNorm 2 tiles 64 registers at the 256 bound but 81 at 512).
-pub const fn fast_max_block(kind: Kind, dt: Dtype, tiles: u32) -> u32 {
+pub const fn fast_max_block(kind: Kind, dt: DType, tiles: u32) -> u32 {
     match kind {
         // The last tile count, or the largest one before the spilling ones.
-        Kind::Bwd if tiles >= 4 || !bwd_fast_spill_free(dt, 2 * tiles) => 512,
-        Kind::Bwd => 256,
-        Kind::FwdQuant if tiles >= 4 => 512,
+        Kind::Backward if tiles >= 4 || !bwd_fast_spill_free(dt, 2 * tiles) => 512,
+        Kind::Backward => 256,
+        Kind::ForwardQuant if tiles >= 4 => 512,
         _ if tiles >= 8 => 512,
         _ => 256,
     }
@@ -207,7 +157,7 @@ pub const fn fast_max_block(kind: Kind, dt: Dtype, tiles: u32) -> u32 {
 /// element live across the row reduction, so 4 tiles of 2-byte elements (32 per thread) spill
 /// about 1 KB a thread inside the row loop (RMSNorm about 200 B); 4 tiles of f32 (16) do not.
 /// The dispatcher prefers a spill-free tile count in a larger block to a spilling one.
-pub const fn bwd_fast_spill_free(dt: Dtype, tiles: u32) -> bool {
+pub const fn bwd_fast_spill_free(dt: DType, tiles: u32) -> bool {
     tiles * dt.vec() <= 16
 }
 /// Register cap of the forward of `fam` on `path` on sm_90 (`.maxnreg`; AMD ignores it), or
@@ -231,23 +181,23 @@ pub const fn bwd_fast_spill_free(dt: Dtype, tiles: u32) -> bool {
 ///   needs no cap.
 pub const fn fwd_max_registers(fam: Family, path: Path) -> Option<u32> {
     match (fam.kind, path) {
-        (Kind::Fwd, Path::Fast(4)) => Some(64),
-        (Kind::Fwd, Path::Fast(2)) => match (fam.norm, fam.dt, fam.wdt) {
-            (Norm::Rms, Dtype::F32, _)
-            | (Norm::Rms, Dtype::F16, Dtype::F16)
-            | (Norm::Rms, Dtype::Bf16, Dtype::Bf16) => Some(32),
+        (Kind::Forward, Path::Fast(4)) => Some(64),
+        (Kind::Forward, Path::Fast(2)) => match (fam.norm, fam.dt, fam.wdt) {
+            (Norm::Rms, DType::F32, _)
+            | (Norm::Rms, DType::F16, DType::F16)
+            | (Norm::Rms, DType::BF16, DType::BF16) => Some(32),
             _ => Some(40),
         },
-        (Kind::Fwd, Path::Rows(4)) => match (fam.norm, fam.dt, fam.wdt) {
-            (Norm::Rms, Dtype::F32, _)
-            | (Norm::Rms, Dtype::F16, Dtype::F16)
-            | (Norm::Rms, Dtype::Bf16, Dtype::Bf16) => Some(64),
+        (Kind::Forward, Path::Rows(4)) => match (fam.norm, fam.dt, fam.wdt) {
+            (Norm::Rms, DType::F32, _)
+            | (Norm::Rms, DType::F16, DType::F16)
+            | (Norm::Rms, DType::BF16, DType::BF16) => Some(64),
             _ => None,
         },
         _ => None,
     }
 }
-/// How many tiles' weights the plain forward (kind [`Kind::Fwd`]) of `fam` on `path` reads
+/// How many tiles' weights the plain forward (kind [`Kind::Forward`]) of `fam` on `path` reads
 /// at a time: each group's loads issue only after the previous group's weights have arrived
 /// (its indices carry a run-time zero taken from that group's output), so fewer weight
 /// registers are live, at the price of one more L1 round trip per group. Only the multi-row
@@ -260,8 +210,8 @@ pub const fn fwd_max_registers(fam: Family, path: Path) -> Option<u32> {
 /// (75 -> 82, 6 -> 5). Everything else takes all its tiles at once.
 pub const fn fwd_weight_chunk(fam: Family, path: Path) -> u32 {
     match (fam.kind, path) {
-        (Kind::Fwd, Path::Rows(4)) => match (fam.norm, fam.dt, fam.wdt) {
-            (Norm::Layer, _, _) | (Norm::Rms, Dtype::F16 | Dtype::Bf16, Dtype::F32) => 2,
+        (Kind::Forward, Path::Rows(4)) => match (fam.norm, fam.dt, fam.wdt) {
+            (Norm::Layer, _, _) | (Norm::Rms, DType::F16 | DType::BF16, DType::F32) => 2,
             _ => 4,
         },
         (_, Path::Fast(t) | Path::Rows(t)) => t,
@@ -281,9 +231,9 @@ pub struct Family {
     /// Direction.
     pub kind: Kind,
     /// Activation dtype.
-    pub dt: Dtype,
+    pub dt: DType,
     /// Weight dtype.
-    pub wdt: Dtype,
+    pub wdt: DType,
 }
 
 impl Family {
@@ -291,11 +241,11 @@ impl Family {
     pub fn paths(self) -> Vec<Path> {
         let mut v = Vec::new();
         match self.kind {
-            Kind::Fwd | Kind::FwdQuant => {
+            Kind::Forward | Kind::ForwardQuant => {
                 v.extend(fast_tiles(self.kind).iter().map(|&t| Path::Fast(t)));
                 v.extend(FWD_ROWS_TILES.iter().map(|&t| Path::Rows(t)));
             }
-            Kind::Bwd => v.extend(BWD_FAST_TILES.iter().map(|&t| Path::Fast(t))),
+            Kind::Backward => v.extend(BWD_FAST_TILES.iter().map(|&t| Path::Fast(t))),
         }
         v.push(Path::Generic);
         v
@@ -311,25 +261,14 @@ impl Family {
             path.suffix()
         )
     }
-    /// The name of the generated table of this family's launchers.
-    pub fn table_name(self) -> String {
-        format!(
-            "{}_{}_{}_w{}",
-            self.norm.name(),
-            self.kind.name(),
-            self.dt.name(),
-            self.wdt.name()
-        )
-        .to_ascii_uppercase()
-    }
 }
 
 /// The weight dtypes allowed with activation dtype `dt` for `norm`: the same dtype, plus f32
 /// weights with f16/bf16 activations for RMSNorm.
-pub fn weight_dtypes(norm: Norm, dt: Dtype) -> Vec<Dtype> {
+pub fn weight_dtypes(norm: Norm, dt: DType) -> Vec<DType> {
     let mut v = vec![dt];
-    if norm == Norm::Rms && dt != Dtype::F32 {
-        v.push(Dtype::F32);
+    if norm == Norm::Rms && dt != DType::F32 {
+        v.push(DType::F32);
     }
     v
 }
@@ -338,8 +277,8 @@ pub fn weight_dtypes(norm: Norm, dt: Dtype) -> Vec<Dtype> {
 pub fn families() -> Vec<Family> {
     let mut v = Vec::new();
     for norm in [Norm::Layer, Norm::Rms] {
-        for kind in [Kind::Fwd, Kind::FwdQuant, Kind::Bwd] {
-            for dt in Dtype::ALL {
+        for kind in [Kind::Forward, Kind::ForwardQuant, Kind::Backward] {
+            for dt in DType::ALL {
                 for wdt in weight_dtypes(norm, dt) {
                     v.push(Family {
                         norm,
@@ -355,11 +294,6 @@ pub fn families() -> Vec<Family> {
 }
 
 /// Name of the column-reduce kernel writing dtype `out` (sums `g` f32 rows of length `n`).
-pub fn reduce_name(out: Dtype) -> String {
+pub fn reduce_name(out: DType) -> String {
     format!("norm_colsum_{}", out.name())
-}
-
-/// Name of the generated table entry of the column-reduce kernel writing `out`.
-pub fn reduce_table_name(out: Dtype) -> String {
-    reduce_name(out).to_ascii_uppercase() + "_FN"
 }

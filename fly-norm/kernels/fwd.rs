@@ -45,7 +45,7 @@ impl Params {
         let res_out = k.tensor_mut("residual_out", dt);
         let gamma = k.tensor("gamma", wt);
         let beta = k.tensor("beta", wt);
-        let (y, q) = if fam.kind == Kind::FwdQuant {
+        let (y, q) = if fam.kind == Kind::ForwardQuant {
             let q = k.tensor_mut("q", ScalarType::I8);
             let ys = k.tensor_mut("yscale", F32);
             let xs = k.tensor("xscale", F32);

@@ -1,12 +1,13 @@
 //! The general backward entry point of both norms: validation, strategy choice, the
 //! per-row kernel and the deterministic column sum.
 
-use crate::config::{weight_dtypes, Family, Kind, Norm};
+use crate::config::Norm;
 use crate::dispatch::plan_backward;
-use crate::error::{self, invalid};
-use crate::kernels::{bwd_launcher, colsum_launcher};
-use crate::Element;
-use flydsl_rt::{Device, DeviceBuffer, DeviceId, LaunchConfig, Result, Stream, StreamId};
+use crate::fwd::check_weights;
+use crate::kernels;
+use crate::validate;
+use flydsl_rt::validate::Call;
+use flydsl_rt::{Device, DeviceBuffer, DeviceId, Element, LaunchConfig, Result, Stream, StreamId};
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
@@ -118,57 +119,56 @@ pub struct BwdBuffers<'a, T: Element, W: Element> {
     pub dbeta: Option<&'a mut DeviceBuffer<W>>,
 }
 
-fn op(norm: Norm) -> &'static str {
-    match norm {
-        Norm::Layer => "layer_norm_bwd",
-        Norm::Rms => "rms_norm_bwd",
-    }
-}
-
+/// Validate a backward call: shape, weight dtype, the norm's operands, and every buffer's
+/// device and length.
 fn validate<T: Element, W: Element>(
+    call: Call<'_>,
+    stream: &Stream,
     norm: Norm,
     b: &BwdBuffers<'_, T, W>,
     a: &NormBwdArgs,
 ) -> Result<()> {
-    let op = op(norm);
-    let mn = error::shape(op, a.m, a.n)?;
-    if !weight_dtypes(norm, T::DTYPE).contains(&W::DTYPE) {
-        return Err(invalid(
-            op,
-            format!(
-                "weights of {:?} with activations of {:?} are not supported",
-                W::DTYPE,
-                T::DTYPE
-            ),
-        ));
-    }
-    error::len(op, "x", b.x, mn, "m * n")?;
-    error::len(op, "gamma", b.gamma, a.n, "n")?;
-    error::len(op, "dy", b.dy, mn, "m * n")?;
-    error::len(op, "rstd", b.rstd, a.m, "m")?;
-    error::len(op, "dx", b.dx, mn, "m * n")?;
-    error::len(op, "dgamma", b.dgamma, a.n, "n")?;
+    let mn = validate::shape(call, a.m, a.n)?;
+    check_weights::<T, W>(call, norm)?;
+    call.buffer("x", b.x, stream, mn, "m * n")?;
+    call.buffer("gamma", b.gamma, stream, a.n, "n")?;
+    call.buffer("dy", b.dy, stream, mn, "m * n")?;
+    call.buffer("rstd", b.rstd, stream, a.m, "m")?;
+    call.buffer("dx", b.dx, stream, mn, "m * n")?;
+    call.buffer("dgamma", b.dgamma, stream, a.n, "n")?;
     match (norm, b.mean) {
-        (Norm::Layer, Some(mean)) => error::len(op, "mean", mean, a.m, "m")?,
+        (Norm::Layer, Some(mean)) => call.buffer("mean", mean, stream, a.m, "m")?,
         (Norm::Layer, None) => {
-            return Err(invalid(
-                op,
-                "LayerNorm backward needs the forward's per-row mean".into(),
+            return Err(call.error(
+                "mean",
+                "None",
+                "the LayerNorm backward needs the forward's per-row mean",
+                "pass the mean written by layer_norm_stats",
             ))
         }
         (Norm::Rms, Some(_)) => {
-            return Err(invalid(op, "RMSNorm has no mean: pass mean = None".into()))
+            return Err(call.error(
+                "mean",
+                "a buffer",
+                "RMSNorm has no mean",
+                "pass mean = None",
+            ))
         }
         (Norm::Rms, None) => {}
     }
     if let Some(db) = &b.dbeta {
         if norm == Norm::Rms {
-            return Err(invalid(op, "RMSNorm has no bias: pass dbeta = None".into()));
+            return Err(call.error(
+                "dbeta",
+                "a buffer",
+                "RMSNorm has no bias",
+                "pass dbeta = None",
+            ));
         }
-        error::len(op, "dbeta", db, a.n, "n")?;
+        call.buffer("dbeta", db, stream, a.n, "n")?;
     }
     if let Some(dr) = b.dresidual {
-        error::len(op, "dresidual", dr, mn, "m * n")?;
+        call.buffer("dresidual", dr, stream, mn, "m * n")?;
     }
     Ok(())
 }
@@ -178,7 +178,8 @@ fn validate<T: Element, W: Element>(
 /// in the weight dtype. Uses a cached f32 workspace per device (allocated or grown on the
 /// first calls) and does not wait for the kernels, except that a call on another stream than
 /// the device's previous backward call first waits for the device (the streams share the
-/// workspace).
+/// workspace). A call that fails leaves every output unchanged: all arguments (devices,
+/// lengths, operands) and the kernels' availability are checked before the first write.
 ///
 /// ```
 /// use fly_norm::{norm_bwd, BwdBuffers, Norm, NormBwdArgs};
@@ -201,9 +202,20 @@ pub fn norm_bwd<T: Element, W: Element>(
     bufs: BwdBuffers<'_, T, W>,
     args: NormBwdArgs,
 ) -> Result<()> {
-    validate(norm, &bufs, &args)?;
-    // SAFETY: every length was checked against (m, n) above.
-    unsafe { norm_bwd_unchecked(stream, norm, bufs, args) }
+    backward(Call::new("fly_norm::norm_bwd"), stream, norm, bufs, args)
+}
+
+/// [`norm_bwd`] for the public function `call` names.
+pub(crate) fn backward<T: Element, W: Element>(
+    call: Call<'_>,
+    stream: &Stream,
+    norm: Norm,
+    bufs: BwdBuffers<'_, T, W>,
+    args: NormBwdArgs,
+) -> Result<()> {
+    validate(call, stream, norm, &bufs, &args)?;
+    // SAFETY: every buffer's device and length was checked against (m, n) above.
+    unsafe { run(call, stream, norm, bufs, args) }
 }
 
 /// [`norm_bwd`] without validation.
@@ -234,6 +246,30 @@ pub unsafe fn norm_bwd_unchecked<T: Element, W: Element>(
     bufs: BwdBuffers<'_, T, W>,
     args: NormBwdArgs,
 ) -> Result<()> {
+    // SAFETY: forwarded from this function's contract.
+    unsafe {
+        run(
+            Call::new("fly_norm::norm_bwd_unchecked"),
+            stream,
+            norm,
+            bufs,
+            args,
+        )
+    }
+}
+
+/// The backward of validated arguments: checks that the device can run both kernels, then
+/// zeroes or launches.
+///
+/// # Safety
+/// As [`norm_bwd_unchecked`].
+unsafe fn run<T: Element, W: Element>(
+    call: Call<'_>,
+    stream: &Stream,
+    norm: Norm,
+    bufs: BwdBuffers<'_, T, W>,
+    args: NormBwdArgs,
+) -> Result<()> {
     let dev = stream.device();
     let BwdBuffers {
         x,
@@ -246,6 +282,25 @@ pub unsafe fn norm_bwd_unchecked<T: Element, W: Element>(
         dgamma,
         dbeta,
     } = bufs;
+    let plan = plan_backward(
+        args.m.max(1),
+        args.n,
+        T::DTYPE,
+        dev.wave_size(),
+        dev.compute_units(),
+    );
+    let missing = || {
+        call.fail(format!(
+            "no {} backward kernel for {} activations and {} weights on {:?}; this is a \
+             fly-norm bug",
+            norm.name(),
+            T::DTYPE,
+            W::DTYPE,
+            plan.path
+        ))
+    };
+    let f = kernels::backward::<T, W>(norm, plan.path).ok_or_else(missing)?;
+    let sum = kernels::colsum::<W>().ok_or_else(missing)?;
     if args.m == 0 {
         dgamma.memset_zero()?;
         if let Some(db) = dbeta {
@@ -253,13 +308,9 @@ pub unsafe fn norm_bwd_unchecked<T: Element, W: Element>(
         }
         return Ok(());
     }
-    let plan = plan_backward(
-        args.m,
-        args.n,
-        T::DTYPE,
-        dev.wave_size(),
-        dev.compute_units(),
-    );
+    // Both kernels must run on this device before anything is written.
+    call.kernel(stream, f.kernel)?;
+    call.kernel(stream, sum.kernel)?;
     let two = args.strategy.two_stage(args.m, args.n);
     let rows = if two { plan.cfg.grid[0] as usize } else { 1 };
     let part_len = rows * args.n;
@@ -285,42 +336,25 @@ pub unsafe fn norm_bwd_unchecked<T: Element, W: Element>(
     }
     let no_t = DeviceBuffer::<T>::alloc(dev, 0)?;
     let no_f = DeviceBuffer::<f32>::alloc(dev, 0)?;
-    let fam = Family {
-        norm,
-        kind: Kind::Bwd,
-        dt: T::DTYPE,
-        wdt: W::DTYPE,
-    };
-    let missing = || {
-        invalid(
-            op(norm),
-            format!(
-                "no kernel for {fam:?} on {:?}; this is a fly-norm bug",
-                plan.path
-            ),
-        )
-    };
-    let f = bwd_launcher::<T, W>(fam, plan.path).ok_or_else(missing)?;
     let (m, n, mode) = (args.m as i32, args.n as i32, if two { 0 } else { 1 });
     let mean = mean.unwrap_or(&no_f);
     let dres = dresidual.unwrap_or(&no_t);
     // SAFETY: forwarded from this function's contract; the partial rows hold `grid` (two-stage)
     // or 1 (atomic) rows of n.
     unsafe {
-        f(
+        (f.launch)(
             stream, plan.cfg, x, gamma, dy, mean, rstd, dres, dx, dg_part, db_part, m, n, mode,
         )?
     };
-    let sum = colsum_launcher::<W>(W::DTYPE).ok_or_else(missing)?;
     let cfg = LaunchConfig::linear(
         args.n.div_ceil(crate::config::REDUCE_COLS as usize) as u32,
         crate::config::GENERIC_THREADS,
     );
     // SAFETY: `part` holds `rows * n` f32 and the output n elements.
-    unsafe { sum(stream, cfg, dg_part, dgamma, rows as i32, n)? };
+    unsafe { (sum.launch)(stream, cfg, dg_part, dgamma, rows as i32, n)? };
     if let Some(db) = dbeta {
         // SAFETY: as above.
-        unsafe { sum(stream, cfg, db_part, db, rows as i32, n)? };
+        unsafe { (sum.launch)(stream, cfg, db_part, db, rows as i32, n)? };
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! The dispatcher: which kernel path and launch geometry serve a shape on a device.
 
 use crate::config::{
-    bwd_fast_spill_free, fast_max_block, fast_tiles, Dtype, Kind, Path, FWD_ROWS_TILES,
+    bwd_fast_spill_free, fast_max_block, fast_tiles, DType, Kind, Path, FWD_ROWS_TILES,
     GENERIC_THREADS, ROWS_BLOCK,
 };
 /// Activations of more than this many bytes are read with the keep-in-L2 hint (see
@@ -15,21 +15,21 @@ const MAX_GRID: usize = 1 << 20;
 /// A chosen kernel path and its launch geometry.
 ///
 /// ```
-/// use fly_norm::{plan_forward, Dtype, Path};
+/// use fly_norm::{plan_forward, DType, Path};
 /// // bf16 rows of 8192 on a wave64 device: one row per block, 4 tiles of 8 elements per thread.
-/// let p = plan_forward(4096, 8192, Dtype::Bf16, false, 64, 304);
+/// let p = plan_forward(4096, 8192, DType::BF16, false, 64, 304);
 /// assert_eq!(p.path, Path::Fast(4));
 /// assert_eq!(p.cfg.block, [256, 1, 1]);
 /// // Odd rows take the generic path.
-/// assert_eq!(plan_forward(8, 1021, Dtype::F32, false, 32, 132).path, Path::Generic);
+/// assert_eq!(plan_forward(8, 1021, DType::F32, false, 32, 132).path, Path::Generic);
 /// // 2-byte rows of 4096: 4 tiles in 128 threads, read with the keep-in-L2 hint (256 MiB).
-/// let p = plan_forward(32768, 4096, Dtype::Bf16, false, 32, 132);
+/// let p = plan_forward(32768, 4096, DType::BF16, false, 32, 132);
 /// assert_eq!((p.path, p.cfg.block, p.keep_l2), (Path::Fast(4), [128, 1, 1], true));
 /// // Few rows: at most 32 blocks per compute unit, each looping over its rows.
-/// let p = plan_forward(8192, 2048, Dtype::Bf16, false, 32, 132);
+/// let p = plan_forward(8192, 2048, DType::BF16, false, 32, 132);
 /// assert_eq!((p.path, p.cfg.grid, p.keep_l2), (Path::Fast(2), [4224, 1, 1], false));
 /// // Short rows: one wave per row, blocks of 2 waves.
-/// let p = plan_forward(65536, 1024, Dtype::Bf16, false, 32, 132);
+/// let p = plan_forward(65536, 1024, DType::BF16, false, 32, 132);
 /// assert_eq!((p.path, p.cfg.block, p.lanes), (Path::Rows(4), [64, 1, 1], 32));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,43 +82,36 @@ fn rows_plan(m: usize, t: u32, lanes: usize, cap: usize, ws: usize) -> Plan {
 /// everything else is generic.
 ///
 /// Three choices of the plain forward (not the quant one) on wave32 devices come from the H200
-/// sweep (`examples/fwd_sweep.rs`, every plan timed on the same inputs); wave64 devices,
-/// where they are unmeasured, keep the rule above:
-/// - the multi-row path runs blocks of 2 waves rather than 256 threads: at (65536, 1024)
-///   LayerNorm 88.0 -> 90.0% of copy, RMSNorm 89.7 -> 90.9% (bf16);
+/// sweep (`examples/fwd_sweep.rs`, every plan timed on the same inputs; the measurements are in
+/// `bench/fly-norm-dispatch.md`); wave64 devices, where they are unmeasured, keep the rule
+/// above:
+/// - the multi-row path runs blocks of 2 waves rather than 256 threads;
 /// - 2-byte rows of 257..=512 vectors (2049..=4096 elements) take the tile count that keeps
-///   the block at <= 128 threads: at (32768, 4096) bf16 with the keep-in-L2 hint, `Fast(4)` in
-///   128 threads runs LayerNorm in 0.1288 ms against 0.1346 for `Fast(8)` in 64 and 0.1405 for
-///   `Fast(2)` in 256 (RMSNorm: all three within 0.4%);
+///   the block at <= 128 threads;
 /// - the fast path's grid stops at 32 blocks per compute unit (each block loops over its rows)
-///   when there are at most 64 rows per compute unit: at (8192, 2048) 4224 blocks instead of
-///   8192 run bf16 LayerNorm in 0.0212 ms against 0.0224, RMSNorm 0.0196 against 0.0202, f32
-///   LayerNorm 0.0359 against 0.0375; with more rows one row per block is faster (at
-///   (32768, 4096) 0.1288 ms against 0.1363 in 4224 blocks).
+///   when there are at most 64 rows per compute unit; with more rows, one row per block.
 ///
 /// Activations of more than [`KEEP_L2_MIN_BYTES`] are read with the keep-in-L2 hint
-/// ([`Plan::keep_l2`]): on the H200 the hint saves 4..5% from 256 MiB of `x` (bf16
-/// (32768, 4096): RMSNorm 0.1341 -> 0.1288 ms, LayerNorm on `Fast(4)` 0.1347 -> 0.1288) and is
-/// within +-2% at 128 MiB and less (the sweep, `examples/fwd_sweep.rs`: the same plan with and
-/// without the hint).
+/// ([`Plan::keep_l2`]): it pays from 256 MiB of `x` and is within noise at 128 MiB and less
+/// (`bench/fly-norm-dispatch.md`).
 ///
 /// ```
-/// use fly_norm::{plan_forward, Dtype, KEEP_L2_MIN_BYTES};
+/// use fly_norm::{plan_forward, DType, KEEP_L2_MIN_BYTES};
 /// let rows = KEEP_L2_MIN_BYTES / (4096 * 2); // bf16 rows of 4096: exactly the threshold
-/// assert!(!plan_forward(rows, 4096, Dtype::Bf16, false, 32, 132).keep_l2);
-/// assert!(plan_forward(rows + 1, 4096, Dtype::Bf16, false, 32, 132).keep_l2);
+/// assert!(!plan_forward(rows, 4096, DType::BF16, false, 32, 132).keep_l2);
+/// assert!(plan_forward(rows + 1, 4096, DType::BF16, false, 32, 132).keep_l2);
 /// ```
 ///
 /// ```
-/// use fly_norm::{plan_forward, Dtype, Path};
+/// use fly_norm::{plan_forward, DType, Path};
 /// // f32 rows of 8192 on the H200 (wave32, 132 SMs): 8 tiles of 4 in 256 threads.
-/// let p = plan_forward(4096, 8192, Dtype::F32, false, 32, 132);
+/// let p = plan_forward(4096, 8192, DType::F32, false, 32, 132);
 /// assert_eq!((p.path, p.cfg.block[0], p.keep_l2), (Path::Fast(8), 256, false));
 /// // Rows that are not a multiple of the vector width: the generic path.
-/// assert_eq!(plan_forward(4, 4000, Dtype::Bf16, true, 64, 304).path, Path::Fast(2));
-/// assert_eq!(plan_forward(4, 4001, Dtype::Bf16, true, 64, 304).path, Path::Generic);
+/// assert_eq!(plan_forward(4, 4000, DType::BF16, true, 64, 304).path, Path::Fast(2));
+/// assert_eq!(plan_forward(4, 4001, DType::BF16, true, 64, 304).path, Path::Generic);
 /// ```
-pub fn plan_forward(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32, cus: u32) -> Plan {
+pub fn plan_forward(m: usize, n: usize, dt: DType, quant: bool, wave: u32, cus: u32) -> Plan {
     Plan {
         keep_l2: keeps_l2(m, n, dt),
         ..plan_forward_path(m, n, dt, quant, wave, cus)
@@ -126,13 +119,17 @@ pub fn plan_forward(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32, cus: 
 }
 
 /// Whether the dispatcher reads `m x n` activations of `dt` with the keep-in-L2 hint.
-fn keeps_l2(m: usize, n: usize, dt: Dtype) -> bool {
+fn keeps_l2(m: usize, n: usize, dt: DType) -> bool {
     m.saturating_mul(n).saturating_mul(dt.bytes() as usize) > KEEP_L2_MIN_BYTES
 }
 
 /// [`plan_forward`]'s path and geometry.
-fn plan_forward_path(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32, cus: u32) -> Plan {
-    let kind = if quant { Kind::FwdQuant } else { Kind::Fwd };
+fn plan_forward_path(m: usize, n: usize, dt: DType, quant: bool, wave: u32, cus: u32) -> Plan {
+    let kind = if quant {
+        Kind::ForwardQuant
+    } else {
+        Kind::Forward
+    };
     let ws = wave as usize;
     let vec = dt.vec() as usize;
     if multiple_of(n, vec) {
@@ -192,9 +189,8 @@ fn plan_forward_path(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32, cus:
 /// thread, see `bwd_fast_spill_free` in `kernels/config.rs`); only rows too long for those
 /// take a spilling one. So 2-byte rows of 4096 < n <= 8192 take 2 tiles in blocks of up
 /// to 512 threads rather than 4 tiles (32 elements a thread) in blocks of <= 256. (The
-/// generic path is slower still at those lengths: on the H200 at (4096, 16384) bf16 the
-/// spilling 4 tiles run RMSNorm at 1833 GB/s and LayerNorm at 670; a generic path with
-/// 128-bit loads, whose weight-gradient atomics no longer coalesce, ran them at 393 and 213.)
+/// generic path is slower still at those lengths, its weight-gradient atomics no longer
+/// coalescing: `bench/fly-norm-dispatch.md`.)
 ///
 /// The grid is persistent (each block loops over rows, accumulating its weight-gradient
 /// columns in registers) and every block writes one f32 partial row per weight gradient, which
@@ -206,24 +202,24 @@ fn plan_forward_path(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32, cus:
 /// extra blocks would only run after the first ones, each adding a partial row.
 ///
 /// ```
-/// use fly_norm::{plan_backward, Dtype, Path};
-/// let p = plan_backward(32768, 8192, Dtype::Bf16, 32, 132);
+/// use fly_norm::{plan_backward, DType, Path};
+/// let p = plan_backward(32768, 8192, DType::BF16, 32, 132);
 /// assert_eq!(p.path, Path::Fast(2));
 /// assert_eq!(p.cfg.block, [512, 1, 1]);
 /// // 1 block per SM, the rows split evenly: 249 per block.
 /// assert_eq!(p.cfg.grid, [132, 1, 1]);
-/// let p = plan_backward(4096, 8192, Dtype::Bf16, 32, 132);
+/// let p = plan_backward(4096, 8192, DType::BF16, 32, 132);
 /// assert_eq!(p.cfg.grid, [128, 1, 1]); // 32 rows per block
 /// // f32 rows of 8192: 4 tiles of 4 elements (spill-free), 512 threads, 1 block per SM.
-/// let p = plan_backward(4096, 8192, Dtype::F32, 32, 132);
+/// let p = plan_backward(4096, 8192, DType::F32, 32, 132);
 /// assert_eq!((p.path, p.cfg.block, p.cfg.grid), (Path::Fast(4), [512, 1, 1], [128, 1, 1]));
 /// // 2 tiles in 256 threads: 4 blocks per SM (16 KiB of loads per block row).
-/// let p = plan_backward(32768, 4096, Dtype::Bf16, 32, 132);
+/// let p = plan_backward(32768, 4096, DType::BF16, 32, 132);
 /// assert_eq!((p.path, p.cfg.block, p.cfg.grid), (Path::Fast(2), [256, 1, 1], [521, 1, 1]));
 /// // 2-byte rows past 8192 take the (spilling) 4-tile kernel.
-/// assert_eq!(plan_backward(4096, 16384, Dtype::Bf16, 32, 132).path, Path::Fast(4));
+/// assert_eq!(plan_backward(4096, 16384, DType::BF16, 32, 132).path, Path::Fast(4));
 /// ```
-pub fn plan_backward(m: usize, n: usize, dt: Dtype, wave: u32, cus: u32) -> Plan {
+pub fn plan_backward(m: usize, n: usize, dt: DType, wave: u32, cus: u32) -> Plan {
     let ws = wave as usize;
     let vec = dt.vec() as usize;
     let elem = dt.bytes() as usize;
@@ -245,9 +241,13 @@ pub fn plan_backward(m: usize, n: usize, dt: Dtype, wave: u32, cus: u32) -> Plan
             let fits = |t: u32| {
                 (!spill_free || bwd_fast_spill_free(dt, t))
                     && v.div_ceil(t as usize)
-                        <= cap.unwrap_or(fast_max_block(Kind::Bwd, dt, t) as usize)
+                        <= cap.unwrap_or(fast_max_block(Kind::Backward, dt, t) as usize)
             };
-            if let Some(t) = fast_tiles(Kind::Bwd).iter().copied().find(|&t| fits(t)) {
+            if let Some(t) = fast_tiles(Kind::Backward)
+                .iter()
+                .copied()
+                .find(|&t| fits(t))
+            {
                 let block = round_up(v.div_ceil(t as usize), ws);
                 return Plan {
                     path: Path::Fast(t),
@@ -280,18 +280,22 @@ pub fn plan_backward(m: usize, n: usize, dt: Dtype, wave: u32, cus: u32) -> Plan
 /// `examples/fwd_sweep.rs`), not a stable API.
 ///
 /// ```
-/// use fly_norm::{forward_plans, plan_forward, Dtype, Path};
-/// let plans = forward_plans(65536, 1024, Dtype::Bf16, false, 32);
+/// use fly_norm::{forward_plans, plan_forward, DType, Path};
+/// let plans = forward_plans(65536, 1024, DType::BF16, false, 32);
 /// // The dispatcher's plan is among them (with few rows it caps the grid instead).
-/// assert!(plans.contains(&plan_forward(65536, 1024, Dtype::Bf16, false, 32, 132)));
+/// assert!(plans.contains(&plan_forward(65536, 1024, DType::BF16, false, 32, 132)));
 /// // 128 vectors a row: 2 tiles in blocks of 64..=256 threads, ...
 /// assert_eq!(plans.iter().filter(|p| p.path == Path::Fast(2)).count(), 7);
 /// // ... and one wave per row with 4 tiles a lane.
 /// assert!(plans.iter().any(|p| p.path == Path::Rows(4) && p.lanes == 32));
 /// ```
 #[doc(hidden)]
-pub fn forward_plans(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32) -> Vec<Plan> {
-    let kind = if quant { Kind::FwdQuant } else { Kind::Fwd };
+pub fn forward_plans(m: usize, n: usize, dt: DType, quant: bool, wave: u32) -> Vec<Plan> {
+    let kind = if quant {
+        Kind::ForwardQuant
+    } else {
+        Kind::Forward
+    };
     let ws = wave.max(1) as usize;
     let vec = dt.vec() as usize;
     let mut v = Vec::new();
@@ -347,11 +351,15 @@ pub fn forward_plans(m: usize, n: usize, dt: Dtype, quant: bool, wave: u32) -> V
 pub(crate) fn check_forward_plan(
     plan: &Plan,
     n: usize,
-    dt: Dtype,
+    dt: DType,
     quant: bool,
     wave: u32,
 ) -> Option<String> {
-    let kind = if quant { Kind::FwdQuant } else { Kind::Fwd };
+    let kind = if quant {
+        Kind::ForwardQuant
+    } else {
+        Kind::Forward
+    };
     let ws = wave.max(1);
     let vec = dt.vec() as usize;
     let (grid, block) = (plan.cfg.grid, plan.cfg.block);

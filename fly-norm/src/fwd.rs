@@ -1,11 +1,11 @@
 //! The general forward entry point of both norms: validation, dispatch and launch.
 
-use crate::config::{weight_dtypes, Family, Kind, Norm};
+use crate::config::{weight_dtypes, Norm};
 use crate::dispatch::{check_forward_plan, plan_forward, Plan};
-use crate::error::{self, invalid};
-use crate::kernels::{fwd_launcher, fwd_quant_launcher};
-use crate::Element;
-use flydsl_rt::{DeviceBuffer, Result, Stream};
+use crate::kernels;
+use crate::validate;
+use flydsl_rt::validate::Call;
+use flydsl_rt::{DeviceBuffer, Element, Result, Stream};
 
 /// Shape and epsilon of a forward call (default eps 1e-5).
 ///
@@ -20,7 +20,9 @@ pub struct NormArgs {
     pub m: usize,
     /// Elements per row (>= 1).
     pub n: usize,
-    /// Added to the variance (LayerNorm) or mean square (RMSNorm); finite and > 0.
+    /// Added to the variance (LayerNorm) or mean square (RMSNorm): finite and at least
+    /// [`MIN_EPS`](crate::MIN_EPS), the smallest normal f32 (GPUs flush subnormals to zero, so
+    /// a smaller eps would act as 0).
     pub eps: f32,
 }
 
@@ -72,7 +74,9 @@ pub enum FwdOut<'a, T: Element> {
     Quant {
         /// int8 output.
         q: &'a mut DeviceBuffer<i8>,
-        /// Per-row scales: `q * yscale ~ y`.
+        /// Per-row scales: `q * yscale ~ y`. The `yscale` of a row holding a NaN or an
+        /// infinity is non-finite, and that row's `q` is unspecified (see
+        /// [`layer_norm_quant`](crate::layer_norm_quant)).
         yscale: &'a mut DeviceBuffer<f32>,
         /// Per-column smoothing scales, or `None` for dynamic quant.
         xscale: Option<&'a DeviceBuffer<f32>>,
@@ -114,78 +118,87 @@ pub struct FwdBuffers<'a, T: Element, W: Element> {
     pub rstd: Option<&'a mut DeviceBuffer<f32>>,
 }
 
-fn op(norm: Norm) -> &'static str {
-    match norm {
-        Norm::Layer => "layer_norm",
-        Norm::Rms => "rms_norm",
+/// The weight dtype rule of `norm` with activations `T`.
+pub(crate) fn check_weights<T: Element, W: Element>(call: Call<'_>, norm: Norm) -> Result<()> {
+    let allowed = weight_dtypes(norm, T::DTYPE);
+    if allowed.contains(&W::DTYPE) {
+        return Ok(());
     }
+    let names: Vec<&str> = allowed.iter().map(|d| d.name()).collect();
+    Err(call.error(
+        "gamma",
+        format_args!("weights of {}", W::DTYPE),
+        format_args!(
+            "with {} activations the weights must be {} (not supported: {} weights with {} activations)",
+            T::DTYPE,
+            names.join(" or "),
+            W::DTYPE,
+            T::DTYPE
+        ),
+        format_args!("pass weights of {}", names.join(" or ")),
+    ))
 }
 
-/// Validate a forward call; `Ok(false)` means there is nothing to do (`m == 0`).
+/// Validate a forward call: shape, eps, weight dtype, and every buffer's device and length.
+/// `Ok(false)` means there is nothing to do (`m == 0`).
 fn validate<T: Element, W: Element>(
+    call: Call<'_>,
+    stream: &Stream,
     norm: Norm,
     b: &FwdBuffers<'_, T, W>,
     a: &NormArgs,
 ) -> Result<bool> {
-    let op = op(norm);
-    let mn = error::shape(op, a.m, a.n)?;
-    error::eps(op, a.eps)?;
-    if !weight_dtypes(norm, T::DTYPE).contains(&W::DTYPE) {
-        return Err(invalid(
-            op,
-            format!(
-                "weights of {:?} with activations of {:?} are not supported; use {:?} weights{}",
-                W::DTYPE,
-                T::DTYPE,
-                T::DTYPE,
-                if norm == Norm::Rms && T::DTYPE != crate::Dtype::F32 {
-                    " or f32 weights"
-                } else {
-                    ""
-                }
-            ),
-        ));
-    }
-    error::len(op, "x", b.x, mn, "m * n")?;
-    error::len(op, "gamma", b.gamma, a.n, "n")?;
+    let mn = validate::shape(call, a.m, a.n)?;
+    validate::eps(call, a.eps)?;
+    check_weights::<T, W>(call, norm)?;
+    call.buffer("x", b.x, stream, mn, "m * n")?;
+    call.buffer("gamma", b.gamma, stream, a.n, "n")?;
     if let Some(beta) = b.beta {
         if norm == Norm::Rms {
-            return Err(invalid(op, "RMSNorm has no bias: pass beta = None".into()));
+            return Err(call.error(
+                "beta",
+                "a buffer",
+                "RMSNorm has no bias",
+                "pass beta = None",
+            ));
         }
-        error::len(op, "beta", beta, a.n, "n")?;
+        call.buffer("beta", beta, stream, a.n, "n")?;
     }
     if let Some((r, ro)) = &b.residual {
-        error::len(op, "residual", r, mn, "m * n")?;
-        error::len(op, "residual_out", ro, mn, "m * n")?;
+        call.buffer("residual", r, stream, mn, "m * n")?;
+        call.buffer("residual_out", ro, stream, mn, "m * n")?;
     }
     match &b.out {
-        FwdOut::Y(y) => error::len(op, "y", y, mn, "m * n")?,
+        FwdOut::Y(y) => call.buffer("y", y, stream, mn, "m * n")?,
         FwdOut::Quant { q, yscale, xscale } => {
-            error::len(op, "q", q, mn, "m * n")?;
-            error::len(op, "yscale", yscale, a.m, "m")?;
+            call.buffer("q", q, stream, mn, "m * n")?;
+            call.buffer("yscale", yscale, stream, a.m, "m")?;
             if let Some(xs) = xscale {
-                error::len(op, "xscale", xs, a.n, "n")?;
+                call.buffer("xscale", xs, stream, a.n, "n")?;
             }
         }
     }
     if let Some(mean) = &b.mean {
         if norm == Norm::Rms {
-            return Err(invalid(
-                op,
-                "RMSNorm has no mean output: pass mean = None".into(),
+            return Err(call.error(
+                "mean",
+                "a buffer",
+                "RMSNorm has no mean output",
+                "pass mean = None",
             ));
         }
-        error::len(op, "mean", mean, a.m, "m")?;
+        call.buffer("mean", mean, stream, a.m, "m")?;
     }
     if let Some(rstd) = &b.rstd {
-        error::len(op, "rstd", rstd, a.m, "m")?;
+        call.buffer("rstd", rstd, stream, a.m, "m")?;
     }
     Ok(a.m > 0)
 }
 
-/// Forward LayerNorm or RMSNorm with every option: validates the buffers (lengths, weight
-/// dtype, eps, n >= 1), picks the kernel path for the shape and device, and launches it.
-/// `m == 0` is a no-op.
+/// Forward LayerNorm or RMSNorm with every option: validates the arguments (every buffer on
+/// the stream's device with its length, the weight dtype, eps, `n >= 1`), picks the kernel
+/// path for the shape and device, and launches it. `m == 0` is a no-op. A call that fails
+/// leaves every output unchanged.
 ///
 /// ```
 /// use fly_norm::{norm_fwd, FwdBuffers, FwdOut, Norm, NormArgs};
@@ -207,12 +220,43 @@ pub fn norm_fwd<T: Element, W: Element>(
     bufs: FwdBuffers<'_, T, W>,
     args: NormArgs,
 ) -> Result<()> {
-    if !validate(norm, &bufs, &args)? {
+    forward(Call::new("fly_norm::norm_fwd"), stream, norm, bufs, args)
+}
+
+/// [`norm_fwd`] for the public function `call` names.
+pub(crate) fn forward<T: Element, W: Element>(
+    call: Call<'_>,
+    stream: &Stream,
+    norm: Norm,
+    bufs: FwdBuffers<'_, T, W>,
+    args: NormArgs,
+) -> Result<()> {
+    if !validate(call, stream, norm, &bufs, &args)? {
         return Ok(());
     }
+    let plan = dispatch(stream, &bufs, &args);
     // SAFETY: every buffer length was checked against (m, n) above, which is what the kernels
-    // index with; the buffers outlive the call (launches are ordered before later copies).
-    unsafe { norm_fwd_unchecked(stream, norm, bufs, args) }
+    // index with, and the dispatcher's plan fits the shape; the buffers outlive the call
+    // (launches are ordered before later copies).
+    unsafe { launch(call, stream, norm, bufs, args, plan) }
+}
+
+/// The dispatcher's plan of a forward call.
+fn dispatch<T: Element, W: Element>(
+    stream: &Stream,
+    bufs: &FwdBuffers<'_, T, W>,
+    args: &NormArgs,
+) -> Plan {
+    let dev = stream.device();
+    let quant = matches!(bufs.out, FwdOut::Quant { .. });
+    plan_forward(
+        args.m,
+        args.n,
+        T::DTYPE,
+        quant,
+        dev.wave_size(),
+        dev.compute_units(),
+    )
 }
 
 /// [`norm_fwd`] without validation.
@@ -245,18 +289,10 @@ pub unsafe fn norm_fwd_unchecked<T: Element, W: Element>(
     if args.m == 0 {
         return Ok(());
     }
-    let dev = stream.device();
-    let quant = matches!(bufs.out, FwdOut::Quant { .. });
-    let plan = plan_forward(
-        args.m,
-        args.n,
-        T::DTYPE,
-        quant,
-        dev.wave_size(),
-        dev.compute_units(),
-    );
+    let plan = dispatch(stream, &bufs, &args);
+    let call = Call::new("fly_norm::norm_fwd_unchecked");
     // SAFETY: forwarded from this function's contract; the dispatcher's plan fits the shape.
-    unsafe { launch(stream, norm, bufs, args, plan) }
+    unsafe { launch(call, stream, norm, bufs, args, plan) }
 }
 
 /// [`norm_fwd`] on an explicit [`Plan`] instead of the dispatcher's, for benchmarks and tuning
@@ -276,7 +312,7 @@ pub unsafe fn norm_fwd_unchecked<T: Element, W: Element>(
 /// let x = DeviceBuffer::from_slice(&dev, &vec![1.0f32; m * n]).unwrap();
 /// let g = DeviceBuffer::from_slice(&dev, &vec![1.0f32; n]).unwrap();
 /// let mut y = DeviceBuffer::<f32>::zeroed(&dev, m * n).unwrap();
-/// let plan = forward_plans(m, n, fly_norm::Dtype::F32, false, dev.wave_size())
+/// let plan = forward_plans(m, n, fly_norm::DType::F32, false, dev.wave_size())
 ///     .into_iter()
 ///     .find(|p| p.path == Path::Fast(8))
 ///     .unwrap();
@@ -297,23 +333,30 @@ pub fn norm_fwd_with_plan<T: Element, W: Element>(
     args: NormArgs,
     plan: Plan,
 ) -> Result<()> {
-    if !validate(norm, &bufs, &args)? {
+    let call = Call::new("fly_norm::norm_fwd_with_plan");
+    if !validate(call, stream, norm, &bufs, &args)? {
         return Ok(());
     }
     let quant = matches!(bufs.out, FwdOut::Quant { .. });
     let wave = stream.device().wave_size();
     if let Some(why) = check_forward_plan(&plan, args.n, T::DTYPE, quant, wave) {
-        return Err(invalid(op(norm), format!("plan {plan:?}: {why}")));
+        return Err(call.error(
+            "plan",
+            format_args!("{plan:?}"),
+            why,
+            "pass a plan of fly_norm::forward_plans for this shape, dtype and device",
+        ));
     }
     // SAFETY: the buffers were validated against (m, n) and the plan against the shape.
-    unsafe { launch(stream, norm, bufs, args, plan) }
+    unsafe { launch(call, stream, norm, bufs, args, plan) }
 }
 
-/// Launch the forward on `plan`.
+/// Launch the forward on `plan` (after checking that the device can run its kernel).
 ///
 /// # Safety
 /// As [`norm_fwd_unchecked`], and `plan` must fit the shape (see `check_forward_plan`).
 unsafe fn launch<T: Element, W: Element>(
+    call: Call<'_>,
     stream: &Stream,
     norm: Norm,
     bufs: FwdBuffers<'_, T, W>,
@@ -344,31 +387,22 @@ unsafe fn launch<T: Element, W: Element>(
     let rstd = rstd.unwrap_or(&mut no_rstd);
     let (m, n, eps, lanes) = (args.m as i32, args.n as i32, args.eps, plan.lanes as i32);
     let keep_l2 = flydsl_rt::hints::keep_l2_override().unwrap_or(plan.keep_l2) as i32;
-    let kind = match out {
-        FwdOut::Y(_) => Kind::Fwd,
-        FwdOut::Quant { .. } => Kind::FwdQuant,
-    };
-    let fam = Family {
-        norm,
-        kind,
-        dt: T::DTYPE,
-        wdt: W::DTYPE,
-    };
     let missing = || {
-        invalid(
-            op(norm),
-            format!(
-                "no kernel for {fam:?} on path {:?}; this is a fly-norm bug",
-                plan.path
-            ),
-        )
+        call.fail(format!(
+            "no {} kernel for {} activations and {} weights on path {:?}; this is a fly-norm bug",
+            norm.name(),
+            T::DTYPE,
+            W::DTYPE,
+            plan.path
+        ))
     };
     match out {
         FwdOut::Y(y) => {
-            let f = fwd_launcher::<T, W>(fam, plan.path).ok_or_else(missing)?;
+            let l = kernels::forward::<T, W>(norm, plan.path).ok_or_else(missing)?;
+            call.kernel(stream, l.kernel)?;
             // SAFETY: forwarded from this function's contract.
             unsafe {
-                f(
+                (l.launch)(
                     stream, plan.cfg, x, res, res_out, gamma, beta, y, mean, rstd, m, n, eps,
                     lanes, keep_l2,
                 )
@@ -377,10 +411,11 @@ unsafe fn launch<T: Element, W: Element>(
         FwdOut::Quant { q, yscale, xscale } => {
             let no_xs = empty_f()?;
             let xs = xscale.unwrap_or(&no_xs);
-            let f = fwd_quant_launcher::<T, W>(fam, plan.path).ok_or_else(missing)?;
+            let l = kernels::forward_quant::<T, W>(norm, plan.path).ok_or_else(missing)?;
+            call.kernel(stream, l.kernel)?;
             // SAFETY: forwarded from this function's contract.
             unsafe {
-                f(
+                (l.launch)(
                     stream, plan.cfg, x, res, res_out, gamma, beta, q, yscale, xs, mean, rstd, m,
                     n, eps, lanes, keep_l2,
                 )

@@ -1,7 +1,8 @@
 //! Convenience forms over host arrays: copy to the stream's device, run, copy back.
 
-use crate::{Element, NormArgs};
-use flydsl_rt::{DeviceBuffer, Result, Stream};
+use crate::{FwdBuffers, FwdOut, Norm, NormArgs};
+use flydsl_rt::validate::Call;
+use flydsl_rt::{DeviceBuffer, Element, Result, Stream};
 use ndarray::{Array2, ArrayView1, ArrayView2};
 
 /// RMSNorm of the rows of a host matrix.
@@ -23,7 +24,17 @@ pub fn rms_norm<T: Element, W: Element>(
     let xd = DeviceBuffer::from_array(dev, x)?;
     let gd = DeviceBuffer::from_array(dev, gamma)?;
     let mut y = DeviceBuffer::<T>::alloc(dev, m * n)?;
-    crate::rms_norm(stream, &xd, &gd, &mut y, NormArgs { m, n, eps })?;
+    let b = FwdBuffers {
+        x: &xd,
+        residual: None,
+        gamma: &gd,
+        beta: None,
+        out: FwdOut::Y(&mut y),
+        mean: None,
+        rstd: None,
+    };
+    let call = Call::new("fly_norm::host::rms_norm");
+    crate::fwd::forward(call, stream, Norm::Rms, b, NormArgs { m, n, eps })?;
     y.to_array((m, n))
 }
 
@@ -48,13 +59,16 @@ pub fn layer_norm<T: Element, W: Element>(
     let gd = DeviceBuffer::from_array(dev, gamma)?;
     let bd = beta.map(|b| DeviceBuffer::from_array(dev, b)).transpose()?;
     let mut y = DeviceBuffer::<T>::alloc(dev, m * n)?;
-    crate::layer_norm(
-        stream,
-        &xd,
-        &gd,
-        bd.as_ref(),
-        &mut y,
-        NormArgs { m, n, eps },
-    )?;
+    let b = FwdBuffers {
+        x: &xd,
+        residual: None,
+        gamma: &gd,
+        beta: bd.as_ref(),
+        out: FwdOut::Y(&mut y),
+        mean: None,
+        rstd: None,
+    };
+    let call = Call::new("fly_norm::host::layer_norm");
+    crate::fwd::forward(call, stream, Norm::Layer, b, NormArgs { m, n, eps })?;
     y.to_array((m, n))
 }

@@ -1,22 +1,26 @@
 //! The embedded kernels: every variant's static table ([`flydsl_rt::KernelVariants`]: IR for
 //! the Sim on every target, code objects for the targets this build enabled), the generated
-//! typed launchers, and the dispatch table that maps a kernel family and path to its launcher.
+//! typed launchers, and the generated dispatch tables that map a dtype pair, norm and path to
+//! a launcher typed by the launcher types below.
 //!
 //! ```
 //! // Every kernel carries IR for all five targets.
-//! for k in fly_norm::kernels::ALL {
+//! for k in fly_norm::kernels::ALL_KERNELS {
 //!     assert_eq!(k.variants.len(), 5, "{}", k.name);
 //! }
 //! ```
 
 #![allow(missing_docs, clippy::too_many_arguments)]
 
-use crate::config::{Dtype, Family, Kind, Norm, Path};
-use flydsl_rt::{DeviceBuffer, DeviceRepr, LaunchConfig, Result, Stream};
+use crate::config::{Norm, Path};
+use flydsl_rt::{
+    DeviceBuffer, Element, ElementMap, ElementMap2, LaunchConfig, Launcher, Launchers, Result,
+    Stream,
+};
 
 /// Launcher of a forward kernel: `x, residual, residual_out, gamma, beta, y, mean, rstd, m,
 /// n, eps, lanes`.
-pub(crate) type FwdFn<T, W> = unsafe fn(
+pub(crate) type NormForwardFn<T, W> = unsafe fn(
     &Stream,
     LaunchConfig,
     &DeviceBuffer<T>,
@@ -36,7 +40,7 @@ pub(crate) type FwdFn<T, W> = unsafe fn(
 
 /// Launcher of a forward-quant kernel: `x, residual, residual_out, gamma, beta, q, yscale,
 /// xscale, mean, rstd, m, n, eps, lanes, keep_l2`.
-pub(crate) type FwdQuantFn<T, W> = unsafe fn(
+pub(crate) type NormForwardQuantFn<T, W> = unsafe fn(
     &Stream,
     LaunchConfig,
     &DeviceBuffer<T>,
@@ -58,7 +62,7 @@ pub(crate) type FwdQuantFn<T, W> = unsafe fn(
 
 /// Launcher of a backward kernel: `x, gamma, dy, mean, rstd, dresidual, dx, dgamma_part,
 /// dbeta_part, m, n, mode`.
-pub(crate) type BwdFn<T, W> = unsafe fn(
+pub(crate) type NormBackwardFn<T, W> = unsafe fn(
     &Stream,
     LaunchConfig,
     &DeviceBuffer<T>,
@@ -85,40 +89,61 @@ pub(crate) type ColsumFn<W> = unsafe fn(
     i32,
 ) -> Result<()>;
 
+/// The dispatcher's key of a kernel: its norm and path.
+pub(crate) type Key = (Norm, Path);
+
+/// Forward launchers of activations `T` and weights `W` (table `FORWARD`).
+pub(crate) struct ForwardLaunchers;
+impl ElementMap2 for ForwardLaunchers {
+    type Of<T: Element, W: Element> = Launchers<Key, NormForwardFn<T, W>>;
+}
+
+/// Forward-quant launchers (table `FORWARD_QUANT`).
+pub(crate) struct ForwardQuantLaunchers;
+impl ElementMap2 for ForwardQuantLaunchers {
+    type Of<T: Element, W: Element> = Launchers<Key, NormForwardQuantFn<T, W>>;
+}
+
+/// Backward launchers (table `BACKWARD`).
+pub(crate) struct BackwardLaunchers;
+impl ElementMap2 for BackwardLaunchers {
+    type Of<T: Element, W: Element> = Launchers<Key, NormBackwardFn<T, W>>;
+}
+
+/// The column-sum launcher writing weights `W` (table `COLSUM`, one entry per dtype).
+pub(crate) struct ColsumLaunchers;
+impl ElementMap for ColsumLaunchers {
+    type Of<W: Element> = Launchers<(), ColsumFn<W>>;
+}
+
 include!(concat!(env!("OUT_DIR"), "/flydsl_kernels.rs"));
-include!(concat!(env!("OUT_DIR"), "/fly_norm_table.rs"));
 
-/// The launcher of `fam` on `path`, typed for activations `T` and weights `W`; `None` when the
-/// family or path was not built or the types do not match the family's dtypes.
-pub(crate) fn fwd_launcher<T: DeviceRepr, W: DeviceRepr>(
-    fam: Family,
+/// The forward kernel of `norm` on `path` for activations `T` and weights `W`; `None` when it
+/// was not built (a weight dtype the norm does not allow, a path the family lacks).
+pub(crate) fn forward<T: Element, W: Element>(
+    norm: Norm,
     path: Path,
-) -> Option<FwdFn<T, W>> {
-    lookup::<FwdFn<T, W>>(fam, path)
+) -> Option<&'static Launcher<Key, NormForwardFn<T, W>>> {
+    flydsl_rt::launcher(FORWARD.get2::<T, W>(), &(norm, path))
 }
 
-/// As [`fwd_launcher`] for quant families.
-pub(crate) fn fwd_quant_launcher<T: DeviceRepr, W: DeviceRepr>(
-    fam: Family,
+/// As [`forward`] for the quant forward.
+pub(crate) fn forward_quant<T: Element, W: Element>(
+    norm: Norm,
     path: Path,
-) -> Option<FwdQuantFn<T, W>> {
-    lookup::<FwdQuantFn<T, W>>(fam, path)
+) -> Option<&'static Launcher<Key, NormForwardQuantFn<T, W>>> {
+    flydsl_rt::launcher(FORWARD_QUANT.get2::<T, W>(), &(norm, path))
 }
 
-/// As [`fwd_launcher`] for backward families.
-pub(crate) fn bwd_launcher<T: DeviceRepr, W: DeviceRepr>(
-    fam: Family,
+/// As [`forward`] for the backward.
+pub(crate) fn backward<T: Element, W: Element>(
+    norm: Norm,
     path: Path,
-) -> Option<BwdFn<T, W>> {
-    lookup::<BwdFn<T, W>>(fam, path)
+) -> Option<&'static Launcher<Key, NormBackwardFn<T, W>>> {
+    flydsl_rt::launcher(BACKWARD.get2::<T, W>(), &(norm, path))
 }
 
-/// The column-sum launcher writing `W`.
-pub(crate) fn colsum_launcher<W: DeviceRepr>(out: Dtype) -> Option<ColsumFn<W>> {
-    colsum_fn(out).downcast_ref::<ColsumFn<W>>().copied()
-}
-
-fn lookup<F: Copy + 'static>(fam: Family, path: Path) -> Option<F> {
-    let table = family_table(fam)?.downcast_ref::<&'static [(Path, F)]>()?;
-    table.iter().find(|(p, _)| *p == path).map(|(_, f)| *f)
+/// The column-sum kernel writing `W`.
+pub(crate) fn colsum<W: Element>() -> Option<&'static Launcher<(), ColsumFn<W>>> {
+    COLSUM.get::<W>().first()
 }

@@ -1,10 +1,9 @@
 //! LayerNorm: `y = (x - mean) * rstd * gamma + beta` per row, `rstd = rsqrt(var + eps)` with
 //! the biased variance `E[x^2] - mean^2` (clamped at 0), accumulated in f32.
 
-use crate::{
-    norm_bwd, norm_fwd, BwdBuffers, Element, FwdBuffers, FwdOut, Norm, NormArgs, NormBwdArgs,
-};
-use flydsl_rt::{DeviceBuffer, Result, Stream};
+use crate::{BwdBuffers, FwdBuffers, FwdOut, Norm, NormArgs, NormBwdArgs};
+use flydsl_rt::validate::Call;
+use flydsl_rt::{DeviceBuffer, Element, Result, Stream};
 
 /// LayerNorm forward: `y = layer_norm(x) * gamma (+ beta)`.
 ///
@@ -37,7 +36,13 @@ pub fn layer_norm<T: Element, W: Element>(
         mean: None,
         rstd: None,
     };
-    norm_fwd(stream, Norm::Layer, b, args)
+    crate::fwd::forward(
+        Call::new("fly_norm::layer_norm"),
+        stream,
+        Norm::Layer,
+        b,
+        args,
+    )
 }
 
 /// LayerNorm forward that also writes the per-row `mean` and `rstd` (f32 `[m]`) for backward.
@@ -72,7 +77,13 @@ pub fn layer_norm_stats<T: Element, W: Element>(
         mean: Some(mean),
         rstd: Some(rstd),
     };
-    norm_fwd(stream, Norm::Layer, b, args)
+    crate::fwd::forward(
+        Call::new("fly_norm::layer_norm_stats"),
+        stream,
+        Norm::Layer,
+        b,
+        args,
+    )
 }
 
 /// Fused add + LayerNorm: `r = x + residual` (rounded to `T`) is written to `residual_out`
@@ -109,12 +120,23 @@ pub fn layer_norm_add<T: Element, W: Element>(
         mean: None,
         rstd: None,
     };
-    norm_fwd(stream, Norm::Layer, b, args)
+    crate::fwd::forward(
+        Call::new("fly_norm::layer_norm_add"),
+        stream,
+        Norm::Layer,
+        b,
+        args,
+    )
 }
 
 /// LayerNorm + int8 quant: `yscale[m] = rowmax|y'| / 127` (0 -> 1),
 /// `q = trunc(y' / yscale)` clamped to [-127, 127], where `y' = y * xscale` (smooth quant) or
 /// `y` (dynamic quant, `xscale = None`).
+///
+/// Non-finite rows: the `yscale` of a row whose `y'` holds a NaN or an infinity (from a NaN or
+/// infinity in `x`, `residual`, the weights or `xscale`) is non-finite (NaN or inf), and that
+/// row's `q` is unspecified; a finite `yscale` means the row was finite. Check `yscale` to find
+/// such rows (a real all-zero row has `yscale` 1 and `q` 0).
 ///
 /// ```
 /// use flydsl_rt::{Device, DeviceBuffer};
@@ -148,7 +170,13 @@ pub fn layer_norm_quant<T: Element, W: Element>(
         mean: None,
         rstd: None,
     };
-    norm_fwd(stream, Norm::Layer, b, args)
+    crate::fwd::forward(
+        Call::new("fly_norm::layer_norm_quant"),
+        stream,
+        Norm::Layer,
+        b,
+        args,
+    )
 }
 
 /// Fused add + LayerNorm + int8 quant (see [`layer_norm_add`] and [`layer_norm_quant`]).
@@ -188,7 +216,13 @@ pub fn layer_norm_add_quant<T: Element, W: Element>(
         mean: None,
         rstd: None,
     };
-    norm_fwd(stream, Norm::Layer, b, args)
+    crate::fwd::forward(
+        Call::new("fly_norm::layer_norm_add_quant"),
+        stream,
+        Norm::Layer,
+        b,
+        args,
+    )
 }
 
 /// LayerNorm backward: `dx`, `dgamma` and `dbeta` from `x`, `gamma`, `dy` and the forward's
@@ -232,5 +266,11 @@ pub fn layer_norm_bwd<T: Element, W: Element>(
         dgamma,
         dbeta: Some(dbeta),
     };
-    norm_bwd(stream, Norm::Layer, b, args)
+    crate::bwd::backward(
+        Call::new("fly_norm::layer_norm_bwd"),
+        stream,
+        Norm::Layer,
+        b,
+        args,
+    )
 }

@@ -34,18 +34,18 @@ mod bwd;
 #[path = "../kernels/config.rs"]
 mod config;
 mod dispatch;
-mod element;
-mod error;
 mod fwd;
 pub mod host;
 pub mod kernels;
 mod layernorm;
 mod rmsnorm;
+mod validate;
 
 pub use bwd::{norm_bwd, norm_bwd_unchecked, BwdBuffers, BwdStrategy, NormBwdArgs};
-pub use config::{Dtype, Norm, Path};
+pub use config::{Norm, Path};
 pub use dispatch::{forward_plans, plan_backward, plan_forward, Plan, KEEP_L2_MIN_BYTES};
-pub use element::Element;
+/// The element types and dtype enum of every kernel crate.
+pub use flydsl_rt::{DType, Element};
 pub use fwd::{norm_fwd, norm_fwd_unchecked, norm_fwd_with_plan, FwdBuffers, FwdOut, NormArgs};
 pub use layernorm::{
     layer_norm, layer_norm_add, layer_norm_add_quant, layer_norm_bwd, layer_norm_quant,
@@ -55,6 +55,7 @@ pub use rmsnorm::{
     rms_norm, rms_norm_add, rms_norm_add_quant, rms_norm_bwd, rms_norm_quant, rms_norm_rstd,
     RmsNormArgs,
 };
+pub use validate::MIN_EPS;
 
 /// Arguments of the LayerNorm forward functions (`m`, `n`, `eps`).
 ///

@@ -1,10 +1,9 @@
 //! RMSNorm: `y = x * rsqrt(mean(x^2) + eps) * gamma` per row, accumulated in f32. Weights are
 //! of the activation dtype, or f32 with f16 / bf16 activations.
 
-use crate::{
-    norm_bwd, norm_fwd, BwdBuffers, Element, FwdBuffers, FwdOut, Norm, NormArgs, NormBwdArgs,
-};
-use flydsl_rt::{DeviceBuffer, Result, Stream};
+use crate::{BwdBuffers, FwdBuffers, FwdOut, Norm, NormArgs, NormBwdArgs};
+use flydsl_rt::validate::Call;
+use flydsl_rt::{DeviceBuffer, Element, Result, Stream};
 
 /// Arguments of the RMSNorm forward functions (the same as LayerNorm's: `m`, `n`, `eps`).
 ///
@@ -44,7 +43,7 @@ pub fn rms_norm<T: Element, W: Element>(
         mean: None,
         rstd: None,
     };
-    norm_fwd(stream, Norm::Rms, b, args)
+    crate::fwd::forward(Call::new("fly_norm::rms_norm"), stream, Norm::Rms, b, args)
 }
 
 /// RMSNorm forward that also writes the per-row `rstd` (f32 `[m]`) for backward.
@@ -76,7 +75,13 @@ pub fn rms_norm_rstd<T: Element, W: Element>(
         mean: None,
         rstd: Some(rstd),
     };
-    norm_fwd(stream, Norm::Rms, b, args)
+    crate::fwd::forward(
+        Call::new("fly_norm::rms_norm_rstd"),
+        stream,
+        Norm::Rms,
+        b,
+        args,
+    )
 }
 
 /// Fused add + RMSNorm (prenorm): `r = x + residual` (rounded to `T`) is written to
@@ -111,7 +116,13 @@ pub fn rms_norm_add<T: Element, W: Element>(
         mean: None,
         rstd: None,
     };
-    norm_fwd(stream, Norm::Rms, b, args)
+    crate::fwd::forward(
+        Call::new("fly_norm::rms_norm_add"),
+        stream,
+        Norm::Rms,
+        b,
+        args,
+    )
 }
 
 /// RMSNorm + int8 quant (dynamic, or smooth with `xscale`; see
@@ -146,7 +157,13 @@ pub fn rms_norm_quant<T: Element, W: Element>(
         mean: None,
         rstd: None,
     };
-    norm_fwd(stream, Norm::Rms, b, args)
+    crate::fwd::forward(
+        Call::new("fly_norm::rms_norm_quant"),
+        stream,
+        Norm::Rms,
+        b,
+        args,
+    )
 }
 
 /// Fused add + RMSNorm + int8 quant.
@@ -186,7 +203,13 @@ pub fn rms_norm_add_quant<T: Element, W: Element>(
         mean: None,
         rstd: None,
     };
-    norm_fwd(stream, Norm::Rms, b, args)
+    crate::fwd::forward(
+        Call::new("fly_norm::rms_norm_add_quant"),
+        stream,
+        Norm::Rms,
+        b,
+        args,
+    )
 }
 
 /// RMSNorm backward: `dx` and `dgamma` from `x`, `gamma`, `dy` and the forward's `rstd`;
@@ -194,7 +217,7 @@ pub fn rms_norm_add_quant<T: Element, W: Element>(
 /// deterministic two-stage sum) follows `args.strategy`.
 ///
 /// After a fused-add (prenorm) forward `r = x + residual`, `y = rmsnorm(r)`: pass `r` (the
-/// forward's `residual_out`) as `x`, the forward's `rstd` (from [`norm_fwd`] with both
+/// forward's `residual_out`) as `x`, the forward's `rstd` (from [`norm_fwd`](crate::norm_fwd) with both
 /// `residual` and `rstd` set), and as `dresidual` the gradient reaching `residual_out` from
 /// its other uses; `dx` is then the gradient of both the forward's `x` and its `residual`.
 ///
@@ -234,5 +257,11 @@ pub fn rms_norm_bwd<T: Element, W: Element>(
         dgamma,
         dbeta: None,
     };
-    norm_bwd(stream, Norm::Rms, b, args)
+    crate::bwd::backward(
+        Call::new("fly_norm::rms_norm_bwd"),
+        stream,
+        Norm::Rms,
+        b,
+        args,
+    )
 }

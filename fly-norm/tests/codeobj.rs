@@ -6,7 +6,7 @@
 //! must have; `ld.global(.nc).v4` / `st.global.v4` in PTX). Targets not built are reported
 //! and skipped.
 
-use fly_norm::kernels::ALL;
+use fly_norm::kernels::ALL_KERNELS;
 use flydsl_devtools::inspect::{parse_hsaco, parse_ptx};
 use flydsl_rt::Target;
 use std::process::Command;
@@ -66,7 +66,7 @@ fn code_objects_are_sound() {
     }
     let mut checked = 0;
     for t in Target::ALL {
-        let built = ALL
+        let built = ALL_KERNELS
             .iter()
             .filter(|k| k.for_target(t).is_some_and(|v| v.code.is_some()))
             .count();
@@ -79,11 +79,11 @@ fn code_objects_are_sound() {
         }
         assert_eq!(
             built,
-            ALL.len(),
+            ALL_KERNELS.len(),
             "{t}: only {built} of {} kernels built",
-            ALL.len()
+            ALL_KERNELS.len()
         );
-        for k in ALL {
+        for k in ALL_KERNELS {
             let code = k.for_target(t).and_then(|v| v.code).expect("built");
             if t.is_amd() {
                 let co = parse_hsaco(code).unwrap_or_else(|e| panic!("{} {t}: {e}", k.name));

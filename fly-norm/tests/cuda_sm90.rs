@@ -63,7 +63,7 @@ fn sm90_kernels_spill_only_where_known() {
     let Some(s) = cuda_stream() else { return };
     let dev = s.device();
     let mut over = Vec::new();
-    for k in kernels::ALL {
+    for k in kernels::ALL_KERNELS {
         let r = dev
             .kernel_resources(k)
             .unwrap_or_else(|e| panic!("{}: {e}", k.name))

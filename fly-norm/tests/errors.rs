@@ -26,7 +26,7 @@ fn bad_forward_arguments() {
     }
     // n = 0
     let m = msg(layer_norm(&s, &x, &g, None, &mut y, NormArgs::new(3, 0)));
-    assert!(m.contains("n = 0"), "{m}");
+    assert!(m.contains("`n` = 0"), "{m}");
     // lengths
     let m = msg(rms_norm(&s, &x, &g, &mut y, NormArgs::new(4, 4)));
     assert!(m.contains("`x` has 12 elements") && m.contains("16"), "{m}");
@@ -66,7 +66,7 @@ fn bad_forward_arguments() {
     assert!(m.contains("`xscale` has 3"), "{m}");
     // shape overflow
     let m = msg(rms_norm(&s, &x, &g, &mut y, NormArgs::new(usize::MAX, 4)));
-    assert!(m.contains("exceeds") || m.contains("overflow"), "{m}");
+    assert!(m.contains("`m` = ") && m.contains("at most"), "{m}");
 }
 
 #[test]
@@ -86,7 +86,7 @@ fn weight_dtype_not_allowed() {
         NormArgs::new(2, 4),
     ));
     assert!(
-        m.contains("not supported") && m.contains("F32") && m.contains("Bf16"),
+        m.contains("not supported") && m.contains("f32 weights") && m.contains("bf16 activations"),
         "{m}"
     );
     let m = msg(rms_norm(
@@ -211,7 +211,7 @@ fn bad_backward_arguments() {
         &mut dg,
         NormBwdArgs::new(3, 0),
     ));
-    assert!(m.contains("n = 0"), "{m}");
+    assert!(m.contains("`n` = 0"), "{m}");
     let bufs = BwdBuffers {
         x: &x,
         gamma: &g,
@@ -234,7 +234,17 @@ fn buffers_of_another_device_are_rejected() {
     let g = zeros::<f32>(&s, 4);
     let mut y = zeros::<f32>(&s, 8);
     let e = rms_norm(&s, &x, &g, &mut y, NormArgs::new(2, 4)).expect_err("wrong device");
-    assert!(matches!(e, flydsl_rt::Error::WrongDevice { .. }), "{e}");
+    // Both devices by backend, ordinal, name and id (two Sim devices share ordinal and name).
+    let e = e.to_string();
+    let (a, b) = (other.id().to_string(), s.device().id().to_string());
+    assert!(
+        e.starts_with("fly_norm::rms_norm: `x` lives on Sim device 0"),
+        "{e}"
+    );
+    assert!(
+        e.contains(&a) && e.contains(&b) && e.contains(s.device().name()),
+        "{e}"
+    );
 }
 
 /// Plans that do not fit the shape, dtype or device are errors naming the problem, never
@@ -264,7 +274,7 @@ fn bad_forward_plans() {
         lanes,
         keep_l2: false,
     };
-    for p in forward_plans(m, n, Dtype::F32, false, 32) {
+    for p in forward_plans(m, n, DType::F32, false, 32) {
         run(p).unwrap_or_else(|e| panic!("{p:?}: {e}"));
     }
     // f32 rows of 1024: 256 vectors.
@@ -323,4 +333,371 @@ fn bad_forward_plans() {
         lin(Path::Fast(2), 2, 32, 0),
     ));
     assert!(e.contains("n % 4 == 0"), "{e}");
+}
+
+/// Which argument of a call is made wrong.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Bad {
+    /// One element too many.
+    Len(&'static str),
+    /// On a second Sim device (a distinct device of the same target).
+    Device(&'static str),
+}
+
+type Buf = flydsl_rt::DeviceBuffer<f32>;
+
+/// Every buffer of the forward and backward calls (f32), on the stream's device except the one
+/// `bad` names; every buffer holds sentinels.
+struct Io {
+    x: Buf,
+    residual: Buf,
+    gamma: Buf,
+    beta: Buf,
+    xscale: Buf,
+    dy: Buf,
+    dresidual: Buf,
+    mean_in: Buf,
+    rstd_in: Buf,
+    y: Buf,
+    residual_out: Buf,
+    yscale: Buf,
+    mean: Buf,
+    rstd: Buf,
+    dx: Buf,
+    dgamma: Buf,
+    dbeta: Buf,
+    q: flydsl_rt::DeviceBuffer<i8>,
+}
+
+fn sentinel(i: usize) -> f32 {
+    7.25 + (i % 3) as f32 * 0.25
+}
+
+const Q_SENTINEL: i8 = 5;
+
+impl Io {
+    fn new(s: &flydsl_rt::Stream, other: &flydsl_rt::Device, bad: Option<Bad>) -> Io {
+        Io::rows(s, other, bad, 3)
+    }
+
+    fn rows(s: &flydsl_rt::Stream, other: &flydsl_rt::Device, bad: Option<Bad>, m: usize) -> Io {
+        let n = 8;
+        let place = |name: &str, len: usize| match bad {
+            Some(Bad::Len(b)) if b == name => (s.device().clone(), len + 1),
+            Some(Bad::Device(b)) if b == name => (other.clone(), len),
+            _ => (s.device().clone(), len),
+        };
+        let f = |name: &str, len: usize| {
+            let (dev, len) = place(name, len);
+            let v: Vec<f32> = (0..len).map(sentinel).collect();
+            Buf::from_slice(&dev, &v).unwrap()
+        };
+        let (qdev, qlen) = place("q", m * n);
+        Io {
+            x: f("x", m * n),
+            residual: f("residual", m * n),
+            gamma: f("gamma", n),
+            beta: f("beta", n),
+            xscale: f("xscale", n),
+            dy: f("dy", m * n),
+            dresidual: f("dresidual", m * n),
+            mean_in: f("mean", m),
+            rstd_in: f("rstd", m),
+            y: f("y", m * n),
+            residual_out: f("residual_out", m * n),
+            yscale: f("yscale", m),
+            mean: f("mean", m),
+            rstd: f("rstd", m),
+            dx: f("dx", m * n),
+            dgamma: f("dgamma", n),
+            dbeta: f("dbeta", n),
+            q: flydsl_rt::DeviceBuffer::from_slice(&qdev, &vec![Q_SENTINEL; qlen]).unwrap(),
+        }
+    }
+
+    /// Every buffer still holds its sentinels.
+    fn assert_untouched(&self, what: &str) {
+        let all = [
+            ("y", &self.y),
+            ("residual_out", &self.residual_out),
+            ("yscale", &self.yscale),
+            ("mean", &self.mean),
+            ("rstd", &self.rstd),
+            ("dx", &self.dx),
+            ("dgamma", &self.dgamma),
+            ("dbeta", &self.dbeta),
+        ];
+        for (k, b) in all {
+            let ok = b
+                .to_vec()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .all(|(i, &v)| v == sentinel(i));
+            assert!(ok, "{what}: `{k}` was written by a call that failed");
+        }
+        assert!(
+            self.q.to_vec().unwrap().iter().all(|&v| v == Q_SENTINEL),
+            "{what}: `q` was written by a call that failed"
+        );
+    }
+}
+
+type FwdCall = fn(&flydsl_rt::Stream, &mut Io, f32) -> flydsl_rt::Result<()>;
+
+/// Every public forward entry point: its name, its buffer arguments, and a call with `eps`.
+fn forward_calls() -> Vec<(&'static str, &'static [&'static str], FwdCall)> {
+    fn a(eps: f32) -> NormArgs {
+        NormArgs {
+            eps,
+            ..NormArgs::new(3, 8)
+        }
+    }
+    vec![
+        ("fly_norm::rms_norm", &["x", "gamma", "y"], |s, io, e| {
+            rms_norm(s, &io.x, &io.gamma, &mut io.y, a(e))
+        }),
+        (
+            "fly_norm::rms_norm_rstd",
+            &["x", "gamma", "y", "rstd"],
+            |s, io, e| rms_norm_rstd(s, &io.x, &io.gamma, &mut io.y, &mut io.rstd, a(e)),
+        ),
+        (
+            "fly_norm::rms_norm_add",
+            &["x", "residual", "gamma", "y", "residual_out"],
+            |s, io, e| {
+                let (x, r, g) = (&io.x, &io.residual, &io.gamma);
+                rms_norm_add(s, x, r, g, &mut io.y, &mut io.residual_out, a(e))
+            },
+        ),
+        (
+            "fly_norm::rms_norm_quant",
+            &["x", "gamma", "xscale", "q", "yscale"],
+            |s, io, e| {
+                let (x, g, xs) = (&io.x, &io.gamma, Some(&io.xscale));
+                rms_norm_quant(s, x, g, xs, &mut io.q, &mut io.yscale, a(e))
+            },
+        ),
+        (
+            "fly_norm::rms_norm_add_quant",
+            &[
+                "x",
+                "residual",
+                "gamma",
+                "xscale",
+                "q",
+                "yscale",
+                "residual_out",
+            ],
+            |s, io, e| {
+                let (x, r, g, xs) = (&io.x, &io.residual, &io.gamma, Some(&io.xscale));
+                let (q, ys, ro) = (&mut io.q, &mut io.yscale, &mut io.residual_out);
+                rms_norm_add_quant(s, x, r, g, xs, q, ys, ro, a(e))
+            },
+        ),
+        (
+            "fly_norm::layer_norm",
+            &["x", "gamma", "beta", "y"],
+            |s, io, e| layer_norm(s, &io.x, &io.gamma, Some(&io.beta), &mut io.y, a(e)),
+        ),
+        (
+            "fly_norm::layer_norm_stats",
+            &["x", "gamma", "beta", "y", "mean", "rstd"],
+            |s, io, e| {
+                let (x, g, b) = (&io.x, &io.gamma, Some(&io.beta));
+                let (y, mean, rstd) = (&mut io.y, &mut io.mean, &mut io.rstd);
+                layer_norm_stats(s, x, g, b, y, mean, rstd, a(e))
+            },
+        ),
+        (
+            "fly_norm::layer_norm_add",
+            &["x", "residual", "gamma", "beta", "y", "residual_out"],
+            |s, io, e| {
+                let (x, r, g, b) = (&io.x, &io.residual, &io.gamma, Some(&io.beta));
+                layer_norm_add(s, x, r, g, b, &mut io.y, &mut io.residual_out, a(e))
+            },
+        ),
+        (
+            "fly_norm::layer_norm_quant",
+            &["x", "gamma", "beta", "xscale", "q", "yscale"],
+            |s, io, e| {
+                let (x, g, b, xs) = (&io.x, &io.gamma, Some(&io.beta), Some(&io.xscale));
+                layer_norm_quant(s, x, g, b, xs, &mut io.q, &mut io.yscale, a(e))
+            },
+        ),
+        (
+            "fly_norm::layer_norm_add_quant",
+            &[
+                "x",
+                "residual",
+                "gamma",
+                "beta",
+                "xscale",
+                "q",
+                "yscale",
+                "residual_out",
+            ],
+            |s, io, e| {
+                let (x, r, g) = (&io.x, &io.residual, &io.gamma);
+                let (b, xs) = (Some(&io.beta), Some(&io.xscale));
+                let (q, ys, ro) = (&mut io.q, &mut io.yscale, &mut io.residual_out);
+                layer_norm_add_quant(s, x, r, g, b, xs, q, ys, ro, a(e))
+            },
+        ),
+        (
+            "fly_norm::norm_fwd",
+            &[
+                "x",
+                "residual",
+                "gamma",
+                "beta",
+                "residual_out",
+                "y",
+                "mean",
+                "rstd",
+            ],
+            |s, io, e| {
+                let b = FwdBuffers {
+                    x: &io.x,
+                    residual: Some((&io.residual, &mut io.residual_out)),
+                    gamma: &io.gamma,
+                    beta: Some(&io.beta),
+                    out: FwdOut::Y(&mut io.y),
+                    mean: Some(&mut io.mean),
+                    rstd: Some(&mut io.rstd),
+                };
+                norm_fwd(s, Norm::Layer, b, a(e))
+            },
+        ),
+    ]
+}
+
+type BwdCall = fn(&flydsl_rt::Stream, &mut Io, usize) -> flydsl_rt::Result<()>;
+
+/// Every public backward entry point: its name, its buffer arguments, and a call on `m` rows
+/// of 8.
+fn backward_calls() -> Vec<(&'static str, &'static [&'static str], BwdCall)> {
+    vec![
+        (
+            "fly_norm::rms_norm_bwd",
+            &["x", "gamma", "dy", "rstd", "dresidual", "dx", "dgamma"],
+            |s, io, m| {
+                let (x, g, dy, rstd, dr) =
+                    (&io.x, &io.gamma, &io.dy, &io.rstd_in, Some(&io.dresidual));
+                rms_norm_bwd(
+                    s,
+                    x,
+                    g,
+                    dy,
+                    rstd,
+                    dr,
+                    &mut io.dx,
+                    &mut io.dgamma,
+                    NormBwdArgs::new(m, 8),
+                )
+            },
+        ),
+        (
+            "fly_norm::layer_norm_bwd",
+            &["x", "gamma", "dy", "mean", "rstd", "dx", "dgamma", "dbeta"],
+            |s, io, m| {
+                let (x, g, dy, mean, rstd) = (&io.x, &io.gamma, &io.dy, &io.mean_in, &io.rstd_in);
+                let (dx, dg, db) = (&mut io.dx, &mut io.dgamma, &mut io.dbeta);
+                layer_norm_bwd(s, x, g, dy, mean, rstd, dx, dg, db, NormBwdArgs::new(m, 8))
+            },
+        ),
+        (
+            "fly_norm::norm_bwd",
+            &["x", "gamma", "dy", "mean", "rstd", "dx", "dgamma", "dbeta"],
+            |s, io, m| {
+                let b = BwdBuffers {
+                    x: &io.x,
+                    gamma: &io.gamma,
+                    dy: &io.dy,
+                    mean: Some(&io.mean_in),
+                    rstd: &io.rstd_in,
+                    dresidual: None,
+                    dx: &mut io.dx,
+                    dgamma: &mut io.dgamma,
+                    dbeta: Some(&mut io.dbeta),
+                };
+                norm_bwd(s, Norm::Layer, b, NormBwdArgs::new(m, 8))
+            },
+        ),
+    ]
+}
+
+/// A call with one wrong argument fails naming the public function and the argument, and
+/// leaves every output unchanged.
+fn check_failure(
+    s: &flydsl_rt::Stream,
+    io: &Io,
+    name: &str,
+    what: &str,
+    r: flydsl_rt::Result<()>,
+    needle: &str,
+) {
+    let e = match r {
+        Ok(()) => panic!("{name} with {what} must fail"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        e.starts_with(&format!("{name}: ")),
+        "{what}: the error must name {name}: {e}"
+    );
+    assert!(
+        e.contains(needle),
+        "{what}: the error must name {needle}: {e}"
+    );
+    s.synchronize().unwrap();
+    io.assert_untouched(&format!("{name} with {what}"));
+}
+
+#[test]
+fn failed_forward_calls_leave_outputs_unchanged() {
+    let s = sim(Target::Gfx942);
+    let other = flydsl_rt::Device::new_sim(Target::Gfx942);
+    for (name, args, call) in forward_calls() {
+        // The valid call runs (so the failures below are the argument's fault).
+        let mut io = Io::new(&s, &other, None);
+        call(&s, &mut io, 1e-5).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for &arg in args {
+            for bad in [Bad::Len(arg), Bad::Device(arg)] {
+                let mut io = Io::new(&s, &other, Some(bad));
+                let r = call(&s, &mut io, 1e-5);
+                check_failure(&s, &io, name, &format!("{bad:?}"), r, &format!("`{arg}`"));
+            }
+        }
+        // Bad parameters: eps of 0, a subnormal (flushed to 0 on GPUs), NaN.
+        for eps in [0.0, 1e-40, f32::NAN] {
+            let mut io = Io::new(&s, &other, None);
+            let r = call(&s, &mut io, eps);
+            check_failure(&s, &io, name, &format!("eps = {eps}"), r, "`eps`");
+        }
+    }
+}
+
+#[test]
+fn failed_backward_calls_leave_outputs_unchanged() {
+    let s = sim(Target::Gfx1201);
+    let other = flydsl_rt::Device::new_sim(Target::Gfx1201);
+    for (name, args, call) in backward_calls() {
+        let mut io = Io::new(&s, &other, None);
+        call(&s, &mut io, 3).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for &arg in args {
+            for bad in [Bad::Len(arg), Bad::Device(arg)] {
+                let mut io = Io::new(&s, &other, Some(bad));
+                let r = call(&s, &mut io, 3);
+                check_failure(&s, &io, name, &format!("{bad:?}"), r, &format!("`{arg}`"));
+            }
+        }
+        // A bad parameter: more rows than the kernels index.
+        let mut io = Io::new(&s, &other, None);
+        let r = call(&s, &mut io, i32::MAX as usize + 1);
+        check_failure(&s, &io, name, "m > i32::MAX", r, "`m`");
+        // m = 0 zeroes the weight gradients, but not when another argument is wrong.
+        let mut io = Io::rows(&s, &other, Some(Bad::Device("dx")), 0);
+        let r = call(&s, &mut io, 0);
+        check_failure(&s, &io, name, "m = 0 and dx elsewhere", r, "`dx`");
+    }
 }

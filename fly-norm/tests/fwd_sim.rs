@@ -144,7 +144,7 @@ fn generic_vector_rows() {
         let ws = t.wave_size();
         for (ci, &o) in OPTS.iter().enumerate() {
             let quant = o.quant.is_some();
-            for (n, dt) in [(8196, fly_norm::Dtype::F32), (16392, fly_norm::Dtype::Bf16)] {
+            for (n, dt) in [(8196, fly_norm::DType::F32), (16392, fly_norm::DType::BF16)] {
                 if quant {
                     assert_eq!(plan_forward(2, n, dt, true, ws, 64).path, Path::Generic);
                 }

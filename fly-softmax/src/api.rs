@@ -1,14 +1,14 @@
 //! The safe and raw entry points on device buffers.
 
-use crate::element::{launchers, Element};
-use crate::kernels::Launcher;
+use crate::kernels;
 use crate::plan::Variant;
-use crate::select::{kind_name, resolve, tuned, Dispatch, Resolved};
+use crate::select::{resolve, tuned, Dispatch, Resolved};
 use crate::table::Kind;
-use crate::validate::{self, bad};
+use crate::validate;
 use flydsl_rt::hints::KEEP_L2_MIN_BYTES;
 use flydsl_rt::tune::Tuner;
-use flydsl_rt::{DeviceBuffer, Result, Stream};
+use flydsl_rt::validate::Call;
+use flydsl_rt::{DeviceBuffer, Element, Result, Stream};
 use std::cell::RefCell;
 
 /// The shape of a row-major `[m, n]` softmax: `m` rows (any, 0 is a no-op) of `n >= 1`
@@ -31,9 +31,16 @@ impl SoftmaxArgs {
     pub fn len(&self) -> usize {
         self.m.saturating_mul(self.n)
     }
-    /// True when there is nothing to compute (`m == 0` or `n == 0`).
+    /// True when a call has nothing to compute: `m == 0` (a call with `n == 0` is an error,
+    /// not an empty call).
+    ///
+    /// ```
+    /// use fly_softmax::SoftmaxArgs;
+    /// assert!(SoftmaxArgs { m: 0, n: 8 }.is_empty());
+    /// assert!(!SoftmaxArgs { m: 4, n: 0 }.is_empty()); // rejected by the calls: n >= 1
+    /// ```
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.m == 0
     }
 }
 
@@ -43,9 +50,14 @@ impl SoftmaxArgs {
 /// The configuration is the tuner's cached winner or the default (see [`Dispatch::Tuned`]
 /// with [`Tuner::global`]: `FLYDSL_AUTOTUNE=1` searches once per shape class).
 ///
+/// Non-finite rows: a row of all -inf comes back as NaN in every element, as `torch.softmax`
+/// gives (the row max is -inf, and -inf - (-inf) is NaN). Other
+/// rows are unaffected.
+///
 /// Errors: `n == 0`, a buffer length other than `m * n`, `m`/`n` beyond
 /// [`validate::MAX_M`]/[`validate::MAX_N`], buffers on another device, a device whose target
-/// this build has no code object for. `m == 0` is a no-op.
+/// this build has no code object for. `m == 0` is a no-op. Every argument is checked before
+/// the first launch, so a call that fails leaves `y` unchanged.
 ///
 /// ```
 /// use flydsl_rt::{Device, DeviceBuffer, Target};
@@ -65,7 +77,14 @@ pub fn softmax<T: Element>(
     y: &mut DeviceBuffer<T>,
     args: SoftmaxArgs,
 ) -> Result<()> {
-    softmax_with(stream, x, y, args, Dispatch::Tuned(Tuner::global()))
+    forward(
+        Call::new("fly_softmax::softmax"),
+        stream,
+        x,
+        y,
+        args,
+        Dispatch::Tuned(Tuner::global()),
+    )
 }
 
 /// [`softmax`] with an explicit [`Dispatch`].
@@ -88,13 +107,32 @@ pub fn softmax_with<T: Element>(
     args: SoftmaxArgs,
     dispatch: Dispatch<'_>,
 ) -> Result<()> {
-    let op = kind_name(Kind::Forward);
-    let len = validate::shape::<T>(op, args.m, args.n)?;
-    validate::len(op, "x", x, len, args.m, args.n)?;
-    validate::len(op, "y", y, len, args.m, args.n)?;
+    forward(
+        Call::new("fly_softmax::softmax_with"),
+        stream,
+        x,
+        y,
+        args,
+        dispatch,
+    )
+}
+
+/// [`softmax_with`] for the public function `call` names.
+pub(crate) fn forward<T: Element>(
+    call: Call<'_>,
+    stream: &Stream,
+    x: &DeviceBuffer<T>,
+    y: &mut DeviceBuffer<T>,
+    args: SoftmaxArgs,
+    dispatch: Dispatch<'_>,
+) -> Result<()> {
+    let len = validate::shape::<T>(call, args.m, args.n)?;
+    let what = "m * n";
+    call.buffer("x", x, stream, len, what)?;
+    call.buffer("y", y, stream, len, what)?;
     // SAFETY: both buffers hold exactly m * n elements, so every row the kernel touches lies
     // inside them.
-    unsafe { softmax_unchecked(stream, x, y, args, dispatch) }
+    unsafe { forward_unchecked(call, stream, x, y, args, dispatch) }
 }
 
 /// [`softmax_with`] without the buffer-length checks (shape limits are still checked).
@@ -122,17 +160,34 @@ pub unsafe fn softmax_unchecked<T: Element>(
     args: SoftmaxArgs,
     dispatch: Dispatch<'_>,
 ) -> Result<()> {
-    let op = kind_name(Kind::Forward);
-    validate::shape::<T>(op, args.m, args.n)?;
+    let call = Call::new("fly_softmax::softmax_unchecked");
+    // SAFETY: forwarded from this function's contract.
+    unsafe { forward_unchecked(call, stream, x, y, args, dispatch) }
+}
+
+/// [`softmax_unchecked`] for the public function `call` names: checks the shape, the
+/// dispatch and the kernels' availability before the first launch.
+///
+/// # Safety
+/// As [`softmax_unchecked`].
+unsafe fn forward_unchecked<T: Element>(
+    call: Call<'_>,
+    stream: &Stream,
+    x: &DeviceBuffer<T>,
+    y: &mut DeviceBuffer<T>,
+    args: SoftmaxArgs,
+    dispatch: Dispatch<'_>,
+) -> Result<()> {
+    validate::shape::<T>(call, args.m, args.n)?;
     if args.m == 0 {
         return Ok(());
     }
     let (m, n) = (args.m, args.n);
-    let v = match resolve::<T>(Kind::Forward, stream, n, &dispatch)? {
+    let v = match resolve::<T>(call, Kind::Forward, stream, n, &dispatch)? {
         Resolved::Fixed(v) => v,
         Resolved::Tune(cands) => {
             let Dispatch::Tuned(tuner) = dispatch else {
-                return Err(no_tuner(op));
+                return Err(no_tuner(call));
             };
             let y_cell = RefCell::new(&mut *y);
             tuned::<T>(
@@ -143,18 +198,19 @@ pub unsafe fn softmax_unchecked<T: Element>(
                 m,
                 n,
                 // SAFETY: forwarded from this function's contract.
-                |v| unsafe { launch_fwd(v, stream, x, &mut y_cell.borrow_mut(), m, n) },
+                |v| unsafe { launch_fwd(call, v, stream, x, &mut y_cell.borrow_mut(), m, n) },
                 || y_cell.borrow().to_vec(),
             )?
         }
     };
     // SAFETY: forwarded from this function's contract.
-    unsafe { launch_fwd(&v, stream, x, y, m, n) }
+    unsafe { launch_fwd(call, &v, stream, x, y, m, n) }
 }
 
 /// Softmax backward `dx = y * (dy - sum(dy * y))` per row (dot in f32, deterministic run to
 /// run), for row-major `[m, n]` tensors of one dtype. `dx` is distinct from `y` and `dy`
-/// (the borrow checker rules out in-place use). Errors as [`softmax`].
+/// (the borrow checker rules out in-place use). Errors as [`softmax`]; a call that fails
+/// leaves `dx` unchanged.
 ///
 /// ```
 /// use flydsl_rt::{Device, DeviceBuffer, Target};
@@ -176,7 +232,15 @@ pub fn softmax_backward<T: Element>(
     dx: &mut DeviceBuffer<T>,
     args: SoftmaxArgs,
 ) -> Result<()> {
-    softmax_backward_with(stream, y, dy, dx, args, Dispatch::Tuned(Tuner::global()))
+    backward(
+        Call::new("fly_softmax::softmax_backward"),
+        stream,
+        y,
+        dy,
+        dx,
+        args,
+        Dispatch::Tuned(Tuner::global()),
+    )
 }
 
 /// [`softmax_backward`] with an explicit [`Dispatch`].
@@ -201,13 +265,34 @@ pub fn softmax_backward_with<T: Element>(
     args: SoftmaxArgs,
     dispatch: Dispatch<'_>,
 ) -> Result<()> {
-    let op = kind_name(Kind::Backward);
-    let len = validate::shape::<T>(op, args.m, args.n)?;
-    validate::len(op, "y", y, len, args.m, args.n)?;
-    validate::len(op, "dy", dy, len, args.m, args.n)?;
-    validate::len(op, "dx", dx, len, args.m, args.n)?;
+    backward(
+        Call::new("fly_softmax::softmax_backward_with"),
+        stream,
+        y,
+        dy,
+        dx,
+        args,
+        dispatch,
+    )
+}
+
+/// [`softmax_backward_with`] for the public function `call` names.
+pub(crate) fn backward<T: Element>(
+    call: Call<'_>,
+    stream: &Stream,
+    y: &DeviceBuffer<T>,
+    dy: &DeviceBuffer<T>,
+    dx: &mut DeviceBuffer<T>,
+    args: SoftmaxArgs,
+    dispatch: Dispatch<'_>,
+) -> Result<()> {
+    let len = validate::shape::<T>(call, args.m, args.n)?;
+    let what = "m * n";
+    call.buffer("y", y, stream, len, what)?;
+    call.buffer("dy", dy, stream, len, what)?;
+    call.buffer("dx", dx, stream, len, what)?;
     // SAFETY: all three buffers hold exactly m * n elements.
-    unsafe { softmax_backward_unchecked(stream, y, dy, dx, args, dispatch) }
+    unsafe { backward_unchecked(call, stream, y, dy, dx, args, dispatch) }
 }
 
 /// [`softmax_backward_with`] without the buffer-length checks.
@@ -236,17 +321,34 @@ pub unsafe fn softmax_backward_unchecked<T: Element>(
     args: SoftmaxArgs,
     dispatch: Dispatch<'_>,
 ) -> Result<()> {
-    let op = kind_name(Kind::Backward);
-    validate::shape::<T>(op, args.m, args.n)?;
+    let call = Call::new("fly_softmax::softmax_backward_unchecked");
+    // SAFETY: forwarded from this function's contract.
+    unsafe { backward_unchecked(call, stream, y, dy, dx, args, dispatch) }
+}
+
+/// [`softmax_backward_unchecked`] for the public function `call` names.
+///
+/// # Safety
+/// As [`softmax_backward_unchecked`].
+unsafe fn backward_unchecked<T: Element>(
+    call: Call<'_>,
+    stream: &Stream,
+    y: &DeviceBuffer<T>,
+    dy: &DeviceBuffer<T>,
+    dx: &mut DeviceBuffer<T>,
+    args: SoftmaxArgs,
+    dispatch: Dispatch<'_>,
+) -> Result<()> {
+    validate::shape::<T>(call, args.m, args.n)?;
     if args.m == 0 {
         return Ok(());
     }
     let (m, n) = (args.m, args.n);
-    let v = match resolve::<T>(Kind::Backward, stream, n, &dispatch)? {
+    let v = match resolve::<T>(call, Kind::Backward, stream, n, &dispatch)? {
         Resolved::Fixed(v) => v,
         Resolved::Tune(cands) => {
             let Dispatch::Tuned(tuner) = dispatch else {
-                return Err(no_tuner(op));
+                return Err(no_tuner(call));
             };
             let dx_cell = RefCell::new(&mut *dx);
             tuned::<T>(
@@ -257,27 +359,25 @@ pub unsafe fn softmax_backward_unchecked<T: Element>(
                 m,
                 n,
                 // SAFETY: forwarded from this function's contract.
-                |v| unsafe { launch_bwd(v, stream, y, dy, &mut dx_cell.borrow_mut(), m, n) },
+                |v| unsafe { launch_bwd(call, v, stream, y, dy, &mut dx_cell.borrow_mut(), m, n) },
                 || dx_cell.borrow().to_vec(),
             )?
         }
     };
     // SAFETY: forwarded from this function's contract.
-    unsafe { launch_bwd(&v, stream, y, dy, dx, m, n) }
+    unsafe { launch_bwd(call, &v, stream, y, dy, dx, m, n) }
 }
 
-fn no_tuner(op: &str) -> flydsl_rt::Error {
-    bad(
-        op,
-        "internal: tuning requested without a tuner; use Dispatch::Default".into(),
-    )
+fn no_tuner(call: Call<'_>) -> flydsl_rt::Error {
+    call.fail("internal: tuning requested without a tuner; this is a fly-softmax bug")
 }
 
-/// Launch forward variant `v`.
+/// Launch forward variant `v`, after checking that the device can run it.
 ///
 /// # Safety
 /// `x` and `y` hold at least `m * n` elements; `m >= 1`, `m`, `n` within the limits.
 unsafe fn launch_fwd<T: Element>(
+    call: Call<'_>,
     v: &Variant,
     stream: &Stream,
     x: &DeviceBuffer<T>,
@@ -287,23 +387,20 @@ unsafe fn launch_fwd<T: Element>(
 ) -> Result<()> {
     let (cfg, nblocks) = v.launch_config(m);
     let keep = flydsl_rt::hints::keep_l2(m * n * std::mem::size_of::<T>(), KEEP_L2_MIN_BYTES);
-    match &launchers::<T>()[v.index] {
-        // SAFETY: the kernel touches rows 0..m of n elements, inside both buffers (caller).
-        Launcher::Fwd(_, f) => unsafe {
-            f(stream, cfg, x, y, m as i32, n as i32, nblocks, keep as i32)
-        },
-        Launcher::Bwd(..) => Err(bad(
-            kind_name(Kind::Forward),
-            format!("`{}` is a backward kernel", v.name::<T>()),
-        )),
-    }
+    let l = kernels::forward::<T>(v.index)
+        .ok_or_else(|| call.fail(format!("`{}` is not a forward kernel", v.name::<T>())))?;
+    call.kernel(stream, l.kernel)?;
+    // SAFETY: the kernel touches rows 0..m of n elements, inside both buffers (caller).
+    unsafe { (l.launch)(stream, cfg, x, y, m as i32, n as i32, nblocks, keep as i32) }
 }
 
-/// Launch backward variant `v`.
+/// Launch backward variant `v`, after checking that the device can run it.
 ///
 /// # Safety
 /// `y`, `dy` and `dx` hold at least `m * n` elements; `m >= 1`, `m`, `n` within the limits.
+#[allow(clippy::too_many_arguments)]
 unsafe fn launch_bwd<T: Element>(
+    call: Call<'_>,
     v: &Variant,
     stream: &Stream,
     y: &DeviceBuffer<T>,
@@ -313,12 +410,9 @@ unsafe fn launch_bwd<T: Element>(
     n: usize,
 ) -> Result<()> {
     let (cfg, nblocks) = v.launch_config(m);
-    match &launchers::<T>()[v.index] {
-        // SAFETY: the kernel touches rows 0..m of n elements, inside all buffers (caller).
-        Launcher::Bwd(_, f) => unsafe { f(stream, cfg, y, dy, dx, m as i32, n as i32, nblocks) },
-        Launcher::Fwd(..) => Err(bad(
-            kind_name(Kind::Backward),
-            format!("`{}` is a forward kernel", v.name::<T>()),
-        )),
-    }
+    let l = kernels::backward::<T>(v.index)
+        .ok_or_else(|| call.fail(format!("`{}` is not a backward kernel", v.name::<T>())))?;
+    call.kernel(stream, l.kernel)?;
+    // SAFETY: the kernel touches rows 0..m of n elements, inside all buffers (caller).
+    unsafe { (l.launch)(stream, cfg, y, dy, dx, m as i32, n as i32, nblocks) }
 }

@@ -1,11 +1,10 @@
 //! `ndarray` conveniences: copy in, compute on the stream's device, copy out.
 
-use crate::api::{softmax_backward_with, softmax_with, SoftmaxArgs};
-use crate::element::Element;
+use crate::api::{backward, forward, SoftmaxArgs};
 use crate::select::Dispatch;
-use crate::validate::bad;
 use flydsl_rt::tune::Tuner;
-use flydsl_rt::{DeviceBuffer, Result, Stream};
+use flydsl_rt::validate::Call;
+use flydsl_rt::{DeviceBuffer, Element, Result, Stream};
 use ndarray::{Array2, ArrayView2};
 
 /// Softmax over the rows of a 2-D array (any layout; a copy is made on the host if it is not
@@ -24,7 +23,8 @@ pub fn softmax_array<T: Element>(stream: &Stream, x: ArrayView2<'_, T>) -> Resul
     let dev = stream.device();
     let xd = DeviceBuffer::from_array(dev, x)?;
     let mut yd = DeviceBuffer::<T>::alloc(dev, m * n)?;
-    softmax_with(
+    forward(
+        Call::new("fly_softmax::softmax_array"),
         stream,
         &xd,
         &mut yd,
@@ -50,14 +50,13 @@ pub fn softmax_backward_array<T: Element>(
     y: ArrayView2<'_, T>,
     dy: ArrayView2<'_, T>,
 ) -> Result<Array2<T>> {
+    let call = Call::new("fly_softmax::softmax_backward_array");
     if y.dim() != dy.dim() {
-        return Err(bad(
-            "softmax_bwd",
-            format!(
-                "y has shape {:?} but dy has shape {:?}; pass arrays of one shape",
-                y.dim(),
-                dy.dim()
-            ),
+        return Err(call.error(
+            "dy",
+            format_args!("an array of shape {:?}", dy.dim()),
+            format_args!("`y` has shape {:?}; they must have one shape", y.dim()),
+            "pass arrays of one shape",
         ));
     }
     let (m, n) = y.dim();
@@ -65,7 +64,8 @@ pub fn softmax_backward_array<T: Element>(
     let yd = DeviceBuffer::from_array(dev, y)?;
     let dyd = DeviceBuffer::from_array(dev, dy)?;
     let mut dxd = DeviceBuffer::<T>::alloc(dev, m * n)?;
-    softmax_backward_with(
+    backward(
+        call,
         stream,
         &yd,
         &dyd,

@@ -48,7 +48,6 @@
 
 mod api;
 mod array;
-mod element;
 mod kernels;
 pub mod plan;
 pub mod select;
@@ -60,8 +59,9 @@ pub use api::{
     softmax_unchecked, softmax_with, SoftmaxArgs,
 };
 pub use array::{softmax_array, softmax_backward_array};
-pub use element::Element;
 /// The forward reads inputs larger than this with the keep-in-L2 hint (see
 /// [`flydsl_rt::hints`]).
 pub use flydsl_rt::hints::KEEP_L2_MIN_BYTES;
+/// The element types and dtype enum of every kernel crate.
+pub use flydsl_rt::{DType, Element};
 pub use select::Dispatch;

@@ -1,9 +1,8 @@
 //! Dispatch: which path, size class and candidate configurations serve a shape on a device,
 //! and the launch geometry of a configuration.
 
-use crate::element::{launchers, Element};
 use crate::table::{kernel_name, Config, DType, Kind, Path, CONFIGS};
-use flydsl_rt::{Backend, Device, LaunchConfig};
+use flydsl_rt::{Backend, Device, Element, LaunchConfig};
 
 /// Most workgroups launched; blocks stride over the remaining row blocks (keeps every grid
 /// within AMD's 2^32-thread and NVIDIA's 2^31-block limits).
@@ -64,7 +63,7 @@ impl Variant {
     /// assert_eq!(v.kernel::<f32>().name, "softmax_fwd_f32_ls_t256_g256_e0_w0");
     /// ```
     pub fn kernel<T: Element>(&self) -> &'static flydsl_rt::KernelVariants {
-        launchers::<T>()[self.index].variants()
+        crate::kernels::variants::<T>(self.index)
     }
 
     /// Whether `device` can run it (its IR exists for the target; on GPUs also its code object).

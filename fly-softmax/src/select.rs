@@ -1,12 +1,11 @@
 //! Choosing the configuration of one call: a named variant, the class default, or the tuner
 //! (cached winner, or a validated search when autotuning is on).
 
-use crate::element::Element;
 use crate::plan::{candidates, shape_class, variant_by_name, Variant};
 use crate::table::{Kind, CONFIGS};
-use crate::validate::bad;
 use flydsl_rt::tune::{TuneKey, Tuner};
-use flydsl_rt::{Result, Stream};
+use flydsl_rt::validate::Call;
+use flydsl_rt::{Element, Result, Stream};
 
 /// How a call picks its kernel configuration.
 ///
@@ -29,7 +28,7 @@ pub enum Dispatch<'a> {
     Variant(&'a str),
 }
 
-/// The kernel kind names used in tuner keys.
+/// The kernel kind names used in tuner keys (stable: the tune cache is keyed by them).
 pub(crate) fn kind_name(kind: Kind) -> &'static str {
     match kind {
         Kind::Forward => "softmax_fwd",
@@ -46,22 +45,23 @@ pub(crate) enum Resolved {
 }
 
 pub(crate) fn resolve<T: Element>(
+    call: Call<'_>,
     kind: Kind,
     stream: &Stream,
     n: usize,
     dispatch: &Dispatch<'_>,
 ) -> Result<Resolved> {
-    let op = kind_name(kind);
     match dispatch {
         Dispatch::Variant(name) => {
             let v = variant_by_name::<T>(name).ok_or_else(|| {
-                bad(
-                    op,
-                    format!(
-                        "`{name}` is not a {} configuration of this build; list them with \
-                         fly_softmax::plan::all",
-                        T::DTYPE.name()
+                call.error(
+                    "dispatch",
+                    format_args!("Dispatch::Variant({name:?})"),
+                    format_args!(
+                        "the name must be a {} configuration of this build",
+                        T::DTYPE
                     ),
+                    "list them with fly_softmax::plan::all, or pass Dispatch::Default",
                 )
             })?;
             if v.config.kind != kind {
@@ -72,24 +72,24 @@ pub(crate) fn resolve<T: Element>(
                         "backward"
                     }
                 };
-                return Err(bad(
-                    op,
-                    format!(
-                        "`{name}` is a {} kernel; pass a {} configuration",
-                        word(v.config.kind),
-                        word(kind)
-                    ),
+                return Err(call.error(
+                    "dispatch",
+                    format_args!("Dispatch::Variant({name:?})"),
+                    format_args!("`{name}` is a {} kernel", word(v.config.kind)),
+                    format_args!("pass a {} configuration", word(kind)),
                 ));
             }
             if !v.supports::<T>(n) {
-                return Err(bad(
-                    op,
-                    format!(
+                return Err(call.error(
+                    "dispatch",
+                    format_args!("Dispatch::Variant({name:?})"),
+                    format_args!(
                         "`{name}` cannot handle rows of n = {n} (it needs n <= {} and, on a \
-                         vector path, n a multiple of {}); pick another variant or Dispatch::Default",
+                         vector path, n a multiple of {})",
                         v.config.class,
                         T::DTYPE.vec()
                     ),
+                    "pick another variant or Dispatch::Default",
                 ));
             }
             Ok(Resolved::Fixed(v))
@@ -175,7 +175,7 @@ pub fn agree<T: Element>(kind: Kind, got: &[T], want: &[T]) -> std::result::Resu
         Kind::Forward => 1.0,
         Kind::Backward => want
             .iter()
-            .map(|v| v.to_f64().abs())
+            .map(|v| f64::from(v.to_f32()).abs())
             .filter(|v| v.is_finite())
             .fold(0.0f64, f64::max)
             .max(f64::MIN_POSITIVE),
@@ -185,7 +185,7 @@ pub fn agree<T: Element>(kind: Kind, got: &[T], want: &[T]) -> std::result::Resu
         Kind::Backward => bwd,
     } * scale;
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let (g, w) = (g.to_f64(), w.to_f64());
+        let (g, w) = (f64::from(g.to_f32()), f64::from(w.to_f32()));
         let same = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= tol;
         if !same {
             return Err(format!(

@@ -2,7 +2,8 @@
 //! per entry and dtype) and the run-time dispatcher (which picks among them).
 //!
 //! This file is `include`d by the build script through `#[path]`, so it depends on nothing but
-//! `core`.
+//! `core` and the crate root's `DType` (`flydsl_rt::DType` here, `flydsl_build::ir::DType` in
+//! the build script: the same enum).
 //!
 //! Geometry of every register-resident configuration: a block of `threads` threads handles
 //! `threads / group` rows at once; the `group` threads of a row each hold `ept` elements of it
@@ -10,7 +11,8 @@
 //! `class = group * ept` elements stays in registers. `group <= wave` reduces with shuffles
 //! only; a larger group (a multiple of the wave) adds one LDS exchange per reduction.
 
-/// Forward or backward.
+/// What a kernel computes: forward or backward (the word means the same in every kernel
+/// crate; fly-norm's `Kind` adds its quant forward).
 ///
 /// ```
 /// use fly_softmax::table::{Kind, CONFIGS};
@@ -24,7 +26,8 @@ pub enum Kind {
     Backward,
 }
 
-/// How a kernel walks a row.
+/// How a kernel walks a row: its code path (the word means the same in every kernel crate;
+/// the dispatcher picks it from `n` and the dtype, then a [`Config`] of it).
 ///
 /// ```
 /// use fly_softmax::table::Path;
@@ -115,7 +118,7 @@ impl Config {
     /// assert!(big.serves(DType::BF16) && big.serves(DType::F16) && !big.serves(DType::F32));
     /// ```
     pub const fn serves(&self, dtype: DType) -> bool {
-        self.path.is_loop() || self.class as u64 * dtype.size() as u64 <= RESIDENT_MAX_ROW_BYTES
+        self.path.is_loop() || self.class as u64 * dtype.bytes() as u64 <= RESIDENT_MAX_ROW_BYTES
     }
 }
 
@@ -158,8 +161,9 @@ use Path::{LoopScalar as LS, LoopVector as LV, Scalar as S, Vector as V};
 /// - block threads: at a fixed class, fewer threads means more elements per thread; 128..512
 ///   threads (16..64 elements per thread) are compiled for the classes the performance goals
 ///   name (2048..16384); 64 threads would need 128 f32 registers per thread at 8192 and is not;
-/// - waves-per-EU: these kernels need 30..130 VGPRs, below the budget of a 1- or 2-wave hint,
-///   so those hints compile to identical code; only 2 and 4 at class 8192 and 4 at 16384 are
+/// - waves-per-EU: these kernels need fewer VGPRs than the budget of a 1- or 2-wave hint
+///   (their counts: `bench/resources.txt`), so those hints compile to identical code; only 2
+///   and 4 at class 8192 and 4 at 16384 are
 ///   kept (AMD only: NVIDIA has no such hint);
 /// - threads per row: the short-row classes (64..2048) compile 8..128 threads per row with
 ///   several rows per block;
@@ -237,45 +241,14 @@ pub const BWD_BOTH_RESIDENT_MAX: u32 = 16384;
 /// [`BWD_BOTH_RESIDENT_MAX`]).
 pub const BWD_PACKED_MIN: u32 = 65536;
 
-/// The element dtypes every configuration is built for.
+/// The element dtypes every configuration is built for: the workspace's one dtype enum
+/// (`flydsl_rt::DType`, which is `flydsl_ir::DType`; the including crate root imports it).
 ///
 /// ```
 /// use fly_softmax::table::DType;
-/// assert_eq!((DType::BF16.vec(), DType::F32.vec(), DType::F16.size()), (8, 4, 2));
+/// assert_eq!((DType::BF16.vec(), DType::F32.vec(), DType::F16.bytes()), (8, 4, 2));
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum DType {
-    /// `f32`.
-    F32,
-    /// `half::f16`.
-    F16,
-    /// `half::bf16`.
-    BF16,
-}
-
-impl DType {
-    /// All dtypes, in table order.
-    pub const ALL: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
-    /// Short name used in kernel names.
-    pub const fn name(self) -> &'static str {
-        match self {
-            DType::F32 => "f32",
-            DType::F16 => "f16",
-            DType::BF16 => "bf16",
-        }
-    }
-    /// Bytes per element.
-    pub const fn size(self) -> u32 {
-        match self {
-            DType::F32 => 4,
-            DType::F16 | DType::BF16 => 2,
-        }
-    }
-    /// Elements per 128-bit vector.
-    pub const fn vec(self) -> u32 {
-        16 / self.size()
-    }
-}
+pub use crate::DType;
 
 /// The kernel name of configuration `cfg` for `dtype` (also the name of its launcher).
 ///

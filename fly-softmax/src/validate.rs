@@ -1,7 +1,9 @@
-//! Argument checks of the safe entry points. Every error names the bad value and the fix.
+//! Shape limits of the safe entry points. The checks use the workspace's argument checks
+//! ([`flydsl_rt::validate::Call`]), whose errors name the public function, the argument, its
+//! value, the rule and the fix.
 
-use crate::element::Element;
-use flydsl_rt::{DeviceBuffer, Error, Result};
+use flydsl_rt::validate::Call;
+use flydsl_rt::{Element, Result};
 
 /// Largest `m` accepted (row indices are 32-bit in the kernels).
 ///
@@ -32,66 +34,26 @@ pub const fn max_n(elem_bytes: usize) -> usize {
     }
 }
 
-/// An argument error of operation `op`.
-pub(crate) fn bad(op: &str, reason: String) -> Error {
-    Error::InvalidArgument {
-        op: op.to_string(),
-        reason,
-    }
-}
-
 /// Check `m`, `n` for elements of `T` and return `m * n`.
-pub(crate) fn shape<T: Element>(op: &str, m: usize, n: usize) -> Result<usize> {
-    let max_n = max_n(T::DTYPE.size() as usize);
+pub(crate) fn shape<T: Element>(call: Call<'_>, m: usize, n: usize) -> Result<usize> {
+    let max_n = max_n(T::DTYPE.bytes() as usize);
     if n == 0 {
-        return Err(bad(
-            op,
-            "n = 0: a softmax row needs at least one element; pass n >= 1 (an empty batch is \
-             m = 0)"
-                .into(),
+        return Err(call.error(
+            "n",
+            0,
+            "a softmax row needs at least one element",
+            "pass n >= 1 (an empty batch is m = 0)",
         ));
     }
-    if n > max_n {
-        return Err(bad(
-            op,
-            format!(
-                "n = {n} exceeds the supported maximum {max_n} for {}; split the rows",
-                T::DTYPE.name()
-            ),
-        ));
-    }
-    if m > MAX_M {
-        return Err(bad(
-            op,
-            format!("m = {m} exceeds the supported maximum {MAX_M}; launch the rows in chunks"),
-        ));
-    }
-    m.checked_mul(n).ok_or_else(|| {
-        bad(
-            op,
-            format!("m * n = {m} * {n} overflows usize; use a smaller shape"),
-        )
-    })
-}
-
-/// Check that buffer `name` holds exactly `len` elements.
-pub(crate) fn len<T: Element>(
-    op: &str,
-    name: &str,
-    b: &DeviceBuffer<T>,
-    len: usize,
-    m: usize,
-    n: usize,
-) -> Result<()> {
-    if b.len() != len {
-        return Err(bad(
-            op,
-            format!(
-                "buffer `{name}` has {} elements but m * n = {m} * {n} = {len}; pass a buffer of \
-                 exactly m * n elements (row-major [m, n])",
-                b.len()
-            ),
-        ));
-    }
-    Ok(())
+    call.at_most(
+        "n",
+        n,
+        max_n,
+        format_args!(
+            "rows of {} are limited to that length; split the rows",
+            T::DTYPE
+        ),
+    )?;
+    call.at_most("m", m, MAX_M, "launch the rows in chunks")?;
+    call.product(m, n)
 }

@@ -11,7 +11,7 @@ use fly_softmax::{
     SoftmaxArgs,
 };
 use flydsl_rt::half::{bf16, f16};
-use flydsl_rt::{Device, DeviceBuffer, Error, Target};
+use flydsl_rt::{Device, DeviceBuffer, Target};
 use flydsl_testutil::compare::{cast_vec, widen};
 use flydsl_testutil::softmax as reference;
 
@@ -279,7 +279,7 @@ fn argument_errors_name_the_value_and_the_fix() {
     let d = Dispatch::Default;
     expect_err(
         softmax_with(&s, &x, &mut y, SoftmaxArgs { m: 3, n: 0 }, d),
-        &["n = 0", "n >= 1"],
+        &["fly_softmax::softmax_with: `n` = 0", "n >= 1"],
     );
     expect_err(
         softmax_with(&s, &x, &mut short, SoftmaxArgs { m: 3, n: 4 }, d),
@@ -295,7 +295,7 @@ fn argument_errors_name_the_value_and_the_fix() {
     );
     expect_err(
         softmax_with(&s, &x, &mut y, SoftmaxArgs { m: 1, n: 1 << 31 }, d),
-        &["exceeds"],
+        &["`n` = 2147483648", "at most"],
     );
     expect_err(
         softmax_with(
@@ -305,7 +305,7 @@ fn argument_errors_name_the_value_and_the_fix() {
             SoftmaxArgs { m: 3, n: 4 },
             Dispatch::Variant("nope"),
         ),
-        &["`nope`", "plan::all"],
+        &["`dispatch` = Dispatch::Variant(\"nope\")", "plan::all"],
     );
     expect_err(
         softmax_with(
@@ -339,7 +339,16 @@ fn argument_errors_name_the_value_and_the_fix() {
     let other = Device::new_sim(Target::Gfx942);
     let xo = DeviceBuffer::<f32>::zeroed(&other, 12).unwrap();
     let r = softmax_with(&s, &xo, &mut y, SoftmaxArgs { m: 3, n: 4 }, d);
-    assert!(matches!(r, Err(Error::WrongDevice { .. })), "{r:?}");
+    // Checked before the launch, naming both devices (ids tell two Sim devices apart).
+    let (a, b) = (other.id().to_string(), dev.id().to_string());
+    expect_err(
+        r,
+        &[
+            "fly_softmax::softmax_with: `x` lives on Sim device 0",
+            &a,
+            &b,
+        ],
+    );
 }
 
 #[test]

@@ -136,6 +136,7 @@ pub struct Builder {
     out_dir: Option<PathBuf>,
     targets: Result<Vec<Target>, String>,
     kernels: Vec<KernelSpec>,
+    tables: Vec<glue::DispatchTable>,
     cache_dir: Option<PathBuf>,
     dump_dir: Option<PathBuf>,
     progress: Option<Arc<ProgressFn>>,
@@ -222,6 +223,7 @@ impl Builder {
             out_dir: std::env::var_os("OUT_DIR").map(PathBuf::from),
             targets: targets_from_env(),
             kernels: Vec::new(),
+            tables: Vec::new(),
             cache_dir: std::env::var_os("FLYDSL_CACHE_DIR").map(PathBuf::from),
             dump_dir: std::env::var_os("FLYDSL_DUMP_DIR").map(PathBuf::from),
             progress: None,
@@ -234,6 +236,7 @@ impl Builder {
             out_dir: Some(out_dir.into()),
             targets: Ok(targets.to_vec()),
             kernels: Vec::new(),
+            tables: Vec::new(),
             cache_dir: None,
             dump_dir: std::env::var_os("FLYDSL_DUMP_DIR").map(PathBuf::from),
             progress: None,
@@ -272,6 +275,25 @@ impl Builder {
             targets: targets.to_vec(),
             gen: Arc::new(gen),
         });
+        self
+    }
+    /// Write the typed dispatch table `table` into the glue, after the launchers (see
+    /// [`glue::DispatchTable`]); its kernels must be declared.
+    ///
+    /// ```no_run
+    /// use flydsl_build::{glue::DispatchTable, ir::DType, Builder};
+    /// # fn build(d: DType, t: flydsl_build::ir::Target) -> Result<flydsl_build::ir::Kernel, flydsl_dsl::BuildError> { unimplemented!() }
+    /// let mut b = Builder::from_env();
+    /// let mut table = DispatchTable::new("SCALE", "crate::ScaleFns");
+    /// for d in DType::ALL {
+    ///     let name = format!("scale_{}", d.name());
+    ///     b = b.kernel(&name, move |t| build(d, t));
+    ///     table = table.entry(&[d], "()", &name);
+    /// }
+    /// b.table(table).run_or_exit();
+    /// ```
+    pub fn table(mut self, table: glue::DispatchTable) -> Self {
+        self.tables.push(table);
         self
     }
     /// The declared kernels.
@@ -321,6 +343,7 @@ impl Builder {
                 )));
             }
         }
+        self.check_tables()?;
         std::fs::create_dir_all(&out).map_err(|e| io(&out, e))?;
         let toolchain = if selected.is_empty() {
             None
@@ -380,12 +403,53 @@ impl Builder {
             glue::emit_kernel(&mut glue_src, &self.crate_name, ir, built, have_ir)
                 .map_err(GenError::Config)?;
         }
+        glue_src.push_str(
+            "/// Every kernel of this crate, in declaration order.\n#[allow(dead_code)]\npub static ALL_KERNELS: &[&::flydsl_rt::KernelVariants] = &[\n",
+        );
+        for (name, ..) in &per_kernel {
+            glue_src.push_str(&format!("    &{},\n", glue::static_name(name)));
+        }
+        glue_src.push_str("];\n\n");
+        for t in &self.tables {
+            t.emit(&mut glue_src).map_err(GenError::Config)?;
+        }
         let glue_path = out.join("flydsl_kernels.rs");
         write_if_changed(&glue_path, glue_src.as_bytes())?;
         report.glue = glue_path;
         let summary = report_text(&report);
         write_if_changed(&out.join("flydsl_report.txt"), summary.as_bytes())?;
         Ok(report)
+    }
+
+    /// Every table names declared kernels, and no two statics of the glue share a name.
+    fn check_tables(&self) -> Result<(), GenError> {
+        let mut statics: Vec<String> = self
+            .kernels
+            .iter()
+            .map(|k| glue::static_name(&k.name))
+            .collect();
+        statics.push("ALL_KERNELS".into());
+        for t in &self.tables {
+            if let Some(k) = t
+                .kernels()
+                .find(|k| !self.kernels.iter().any(|s| s.name == *k))
+            {
+                return Err(GenError::Config(format!(
+                    "dispatch table `{}` names kernel `{k}`, which is not declared; declare it \
+                     with Builder::kernel first",
+                    t.name()
+                )));
+            }
+            if statics.iter().any(|s| s == t.name()) {
+                return Err(GenError::Config(format!(
+                    "dispatch table `{}` has the name of another static of the glue (a kernel's \
+                     variant table or ALL_KERNELS); rename it",
+                    t.name()
+                )));
+            }
+            statics.push(t.name().to_string());
+        }
+        Ok(())
     }
 
     fn compile_variant(
@@ -472,10 +536,7 @@ pub fn report_text(r: &BuildReport) -> String {
     s
 }
 
-/// Write a file only when its content changes (keeps mtimes stable for no-op rebuilds).
+/// [`glue::write_if_changed`], with the path in the error.
 fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), GenError> {
-    if std::fs::read(path).ok().as_deref() == Some(bytes) {
-        return Ok(());
-    }
-    std::fs::write(path, bytes).map_err(|e| io(path, e))
+    glue::write_if_changed(path, bytes).map_err(|e| io(path, e))
 }

@@ -1,7 +1,7 @@
 //! Emission of the Rust launch glue a kernel crate `include!`s: the variant tables and one
 //! typed launcher per kernel, whose argument packing comes from the kernel's signature.
 
-use flydsl_ir::{Kernel, ParamKind, ScalarType, Target};
+use flydsl_ir::{DType, Kernel, ParamKind, ScalarType, Target};
 use std::fmt::Write;
 
 /// The Rust type a launcher uses for elements of `t`, or `None` if `t` cannot cross the
@@ -164,4 +164,144 @@ fn sanitize(name: &str) -> String {
         | "loop" | "move" => format!("{s}_"),
         _ => s,
     }
+}
+
+/// A typed dispatch table the builder writes into the glue (see [`crate::Builder::table`]):
+/// a `static` of type `::flydsl_rt::PerElement<Map>` (entries of one element type) or
+/// `::flydsl_rt::PerElement2<Map>` (two), whose slice for each element type (pair) lists the
+/// `::flydsl_rt::Launcher { key, kernel, launch }` of the entries declared for it, in
+/// declaration order (element types without entries get an empty slice).
+///
+/// `Map` is the kernel crate's `flydsl_rt::ElementMap` (`ElementMap2`) whose `Of<T>` is
+/// `flydsl_rt::Launchers<Key, LauncherFn<T>>`: the compiler then checks every launcher against
+/// the crate's function-pointer type, so a kernel whose signature drifts fails to build, and
+/// the dispatcher gets typed launchers for a generic `T` with `TABLE.get::<T>()` (no
+/// downcast). `map` and the keys are Rust source resolved where the crate `include!`s the
+/// glue.
+///
+/// ```
+/// use flydsl_build::{glue::DispatchTable, ir::DType};
+/// let t = DispatchTable::new("SCALE", "ScaleFns")
+///     .entry(&[DType::F32], "Path::Fast", "scale_fast_f32")
+///     .entry(&[DType::BF16], "Path::Fast", "scale_fast_bf16");
+/// let mut src = String::new();
+/// t.emit(&mut src).unwrap();
+/// assert!(src.contains("pub(crate) static SCALE: ::flydsl_rt::PerElement<ScaleFns>"));
+/// assert!(src.contains("key: Path::Fast, kernel: &SCALE_FAST_F32, launch: scale_fast_f32"));
+/// // Entries of one table index the same number of element types.
+/// let mixed = DispatchTable::new("T", "M")
+///     .entry(&[DType::F32], "0", "a")
+///     .entry(&[DType::F32, DType::F32], "1", "b");
+/// assert!(mixed.emit(&mut String::new()).is_err());
+/// ```
+#[derive(Clone, Debug)]
+pub struct DispatchTable {
+    name: String,
+    map: String,
+    entries: Vec<TableEntry>,
+}
+
+#[derive(Clone, Debug)]
+struct TableEntry {
+    dtypes: Vec<DType>,
+    key: String,
+    kernel: String,
+}
+
+impl DispatchTable {
+    /// A table written as the static `name`, typed by the crate's element map `map`.
+    pub fn new(name: &str, map: &str) -> DispatchTable {
+        DispatchTable {
+            name: name.into(),
+            map: map.into(),
+            entries: Vec::new(),
+        }
+    }
+
+    /// Add the kernel `kernel` (a declared kernel's name) under `key` (a Rust expression of the
+    /// map's key type) for the element types `dtypes` (one, or two for a two-level table).
+    pub fn entry(mut self, dtypes: &[DType], key: impl Into<String>, kernel: &str) -> Self {
+        self.entries.push(TableEntry {
+            dtypes: dtypes.to_vec(),
+            key: key.into(),
+            kernel: kernel.into(),
+        });
+        self
+    }
+
+    /// The static's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The kernels the table refers to.
+    pub fn kernels(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|e| e.kernel.as_str())
+    }
+
+    /// Append the table's Rust source to `out`; an error when entries mix one and two element
+    /// types or use more.
+    pub fn emit(&self, out: &mut String) -> Result<(), String> {
+        let arity = self.entries.first().map_or(1, |e| e.dtypes.len());
+        if !(1..=2).contains(&arity) || self.entries.iter().any(|e| e.dtypes.len() != arity) {
+            return Err(format!(
+                "dispatch table `{}`: every entry must name the same number (1 or 2) of element \
+                 types",
+                self.name
+            ));
+        }
+        let ty = if arity == 1 {
+            "PerElement"
+        } else {
+            "PerElement2"
+        };
+        let _ = writeln!(
+            out,
+            "/// Dispatch table `{}` (generated from the build script's declaration).",
+            self.name
+        );
+        let _ = write!(
+            out,
+            "pub(crate) static {}: ::flydsl_rt::{ty}<{}> = ",
+            self.name, self.map
+        );
+        self.emit_level(out, &[], arity, 0);
+        out.push_str(";\n\n");
+        Ok(())
+    }
+
+    fn emit_level(&self, out: &mut String, prefix: &[DType], arity: usize, depth: usize) {
+        let pad = "    ".repeat(depth);
+        if prefix.len() == arity {
+            out.push_str("&[\n");
+            for e in self.entries.iter().filter(|e| e.dtypes == prefix) {
+                let _ = writeln!(
+                    out,
+                    "{pad}    ::flydsl_rt::Launcher {{ key: {}, kernel: &{}, launch: {} }},",
+                    e.key,
+                    static_name(&e.kernel),
+                    e.kernel
+                );
+            }
+            let _ = write!(out, "{pad}]");
+            return;
+        }
+        out.push_str("::flydsl_rt::PerElement {\n");
+        for d in DType::ALL {
+            let _ = write!(out, "{pad}    {}: ", d.name());
+            let mut p = prefix.to_vec();
+            p.push(d);
+            self.emit_level(out, &p, arity, depth + 1);
+            out.push_str(",\n");
+        }
+        let _ = write!(out, "{pad}}}");
+    }
+}
+
+/// Write a file only when its content changes (keeps mtimes stable for no-op rebuilds).
+pub fn write_if_changed(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    if std::fs::read(path).ok().as_deref() == Some(bytes) {
+        return Ok(());
+    }
+    std::fs::write(path, bytes)
 }

@@ -2,8 +2,8 @@
 //! in a fresh build context, verify the result.
 
 use crate::context::{with, BuildError, State, CTX};
-use crate::val::{emit, Val};
 use crate::mem::{DynLds, Lds, Tensor};
+use crate::val::{emit, Val};
 use flydsl_ir::{
     Block, Kernel, KernelAttrs, LdsArray, OpKind, Param, ParamKind, ScalarType, Target, Type,
     ValueId,

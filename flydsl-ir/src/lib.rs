@@ -10,12 +10,14 @@
 //! assert_eq!(ScalarType::BF16.size_bytes(), 2);
 //! ```
 
+mod dtype;
 mod kernarg;
 mod kernel;
 pub mod target;
 mod types;
 mod verify;
 
+pub use dtype::DType;
 pub use kernarg::{KernargLayout, KernargSlot};
 pub use kernel::*;
 pub use target::Target;

@@ -29,22 +29,29 @@
 mod backend;
 mod buffer;
 mod device;
+mod dtype;
 mod error;
 pub mod hints;
 mod launch;
+mod launch_table;
 mod repr;
 mod stream;
 pub mod timing;
 pub mod tune;
+pub mod validate;
 mod variant;
 
 pub use buffer::DeviceBuffer;
 pub use device::{Backend, Device, DeviceId};
+pub use dtype::{
+    DType, Element, ElementMap, ElementMap2, InnerElement, OuterElement, PerElement, PerElement2,
+};
 pub use error::{Error, Result};
 pub use flydsl_ir::{ScalarType, Target};
 pub use flydsl_sim as sim;
 pub use half;
 pub use launch::{KernelArgs, LaunchConfig};
+pub use launch_table::{launcher, Launcher, Launchers};
 pub use repr::{DeviceRepr, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ};
 pub use stream::{Event, Stream, StreamId};
 pub use variant::{KernelResources, KernelVariant, KernelVariants};

@@ -73,7 +73,10 @@ fn softmax<T: fly_softmax::Element + Storage>(
         })
     } else {
         let y0 = flydsl_testutil::softmax::forward(&widen(&x), m, n);
-        let y: Vec<T> = y0.iter().map(|&v| T::from_f32(v as f32)).collect();
+        let y: Vec<T> = y0
+            .iter()
+            .map(|&v| <T as Storage>::from_f32(v as f32))
+            .collect();
         let g: Vec<T> = inputs(12, m * n);
         let (dy_, dg) = (
             DeviceBuffer::from_slice(dev, &y).map_err(e)?,

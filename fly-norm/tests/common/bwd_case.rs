@@ -2,7 +2,7 @@
 //! reference (statistics from the reference forward).
 
 use super::*;
-use fly_norm::{norm_bwd, BwdBuffers, BwdStrategy, Dtype, Element, Norm, NormBwdArgs};
+use fly_norm::{norm_bwd, BwdBuffers, BwdStrategy, DType, Element, Norm, NormBwdArgs};
 use flydsl_rt::Stream;
 use flydsl_testutil::compare::{widen, Storage};
 use flydsl_testutil::norm::{
@@ -52,7 +52,7 @@ pub fn case<T: Element + NormDtype, W: Element + Storage>(
     } else {
         rms_norm_bwd(&xf, &gf, &dyf, &rstdf, dres.then_some(&drf[..]), m, n)
     };
-    let tol = if W::DTYPE == Dtype::F32 {
+    let tol = if W::DTYPE == DType::F32 {
         T::TOL_F32_WEIGHT
     } else {
         T::TOL
@@ -90,9 +90,9 @@ pub fn case<T: Element + NormDtype, W: Element + Storage>(
     );
     // dgamma / dbeta are rounded to the weight dtype: add its half-ulp to the tolerance.
     let wround = match W::DTYPE {
-        Dtype::F32 => 0.0,
-        Dtype::F16 => 1.0 / 2048.0,
-        Dtype::Bf16 => 1.0 / 256.0,
+        DType::F32 => 0.0,
+        DType::F16 => 1.0 / 2048.0,
+        DType::BF16 => 1.0 / 256.0,
     };
     check(
         &format!("{what}: dgamma"),

@@ -2,7 +2,7 @@
 //! CPU reference.
 
 use super::*;
-use fly_norm::{norm_fwd, Dtype, Element, FwdBuffers, FwdOut, Norm, NormArgs};
+use fly_norm::{norm_fwd, DType, Element, FwdBuffers, FwdOut, Norm, NormArgs};
 use flydsl_rt::Stream;
 use flydsl_testutil::compare::Storage;
 use flydsl_testutil::norm::{layer_norm_fwd, quant, rms_norm_fwd, NormDtype};
@@ -65,7 +65,7 @@ pub fn case<T: Element + NormDtype, W: Element + Storage>(
         ),
         Norm::Rms => rms_norm_fwd::<T>(&xf, o.add.then_some(&rf[..]), &gf, m, n, eps as f64),
     };
-    let tol = if W::DTYPE == Dtype::F32 {
+    let tol = if W::DTYPE == DType::F32 {
         T::TOL_F32_WEIGHT
     } else {
         T::TOL

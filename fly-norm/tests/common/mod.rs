@@ -6,7 +6,7 @@
 pub mod bwd_case;
 pub mod fwd_case;
 
-use fly_norm::{Dtype, Element, Path};
+use fly_norm::{DType, Element, Path};
 use flydsl_rt::{Device, DeviceBuffer, Stream, Target};
 use flydsl_testutil::compare::{max_abs_err, widen, Storage};
 use flydsl_testutil::rng::Rng;
@@ -32,7 +32,7 @@ pub fn cuda_stream() -> Option<Stream> {
         flydsl_testutil::gpu::skip("no sm_90 CUDA device");
         return None;
     };
-    if let Some(k) = fly_norm::kernels::ALL
+    if let Some(k) = fly_norm::kernels::ALL_KERNELS
         .iter()
         .find(|k| k.for_target(Target::Sm90).and_then(|v| v.code).is_none())
     {
@@ -119,7 +119,7 @@ pub fn check_q(what: &str, got: &[i8], want: &[i8], tol: i32) {
 
 /// A row length that the forward dispatcher sends to `path` for dtype `dt` on waves of `ws`
 /// (odd counts of vectors, so masked tails and partial groups are exercised).
-pub fn n_for_fwd(path: Path, dt: Dtype, ws: usize) -> usize {
+pub fn n_for_fwd(path: Path, dt: DType, ws: usize) -> usize {
     let vec = dt.vec() as usize;
     match path {
         Path::Rows(1) => vec * (ws / 2 - 1),
@@ -132,7 +132,7 @@ pub fn n_for_fwd(path: Path, dt: Dtype, ws: usize) -> usize {
 }
 
 /// A row length that the backward dispatcher sends to `path`.
-pub fn n_for_bwd(path: Path, dt: Dtype) -> usize {
+pub fn n_for_bwd(path: Path, dt: DType) -> usize {
     let vec = dt.vec() as usize;
     match path {
         Path::Fast(1) => vec * 37,

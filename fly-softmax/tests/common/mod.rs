@@ -97,7 +97,10 @@ pub fn check_fwd<T: Dt>(what: &str, dev: &Device, m: usize, n: usize, dispatch: 
 pub fn check_bwd<T: Dt>(what: &str, dev: &Device, m: usize, n: usize, dispatch: Dispatch<'_>) {
     let logits: Vec<f64> = widen(&inputs::<f32>(n as u64 * 31 + m as u64, m * n, 1.0));
     let y64 = reference::forward(&logits, m, n);
-    let y: Vec<T> = y64.iter().map(|&v| T::from_f32(v as f32)).collect();
+    let y: Vec<T> = y64
+        .iter()
+        .map(|&v| <T as Element>::from_f32(v as f32))
+        .collect();
     let dy: Vec<T> = inputs(m as u64 + 5 * n as u64 + 1, m * n, 1.0);
     let got = backward_raw(dev, &y, &dy, m, n, dispatch).unwrap_or_else(|e| panic!("{what}: {e}"));
     let want = reference::backward(&widen(&y), &widen(&dy), m, n);
