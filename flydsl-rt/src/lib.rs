@@ -36,10 +36,11 @@ mod repr;
 mod stream;
 pub mod timing;
 pub mod tune;
+mod types;
 mod variant;
 
 pub use buffer::DeviceBuffer;
-pub use device::{Backend, Device, DeviceId};
+pub use device::Device;
 pub use error::{Error, Result};
 pub use flydsl_ir::{ScalarType, Target};
 pub use flydsl_sim as sim;
@@ -47,4 +48,5 @@ pub use half;
 pub use launch::{KernelArgs, LaunchConfig};
 pub use repr::{DeviceRepr, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ};
 pub use stream::{Event, Stream, StreamId};
+pub use types::{Backend, DeviceId, DeviceLabel};
 pub use variant::{KernelResources, KernelVariant, KernelVariants};
