@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::launch::decode::Decoded;
 use crate::types::{Backend, DeviceId, DeviceInfo, DeviceLabel};
 use flydsl_ir::Target;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -31,7 +31,7 @@ pub(crate) struct DeviceInner {
     pub(crate) raw: RawDevice,
     /// Loaded kernels, keyed by the address of their static `KernelVariant` (`loading`
     /// serialises the loads so each variant loads once).
-    modules: RwLock<HashMap<usize, Arc<RawFunction>>>,
+    modules: RwLock<BTreeMap<usize, Arc<RawFunction>>>,
     loading: Mutex<()>,
 }
 
@@ -82,7 +82,7 @@ fn wrap(backend: Backend, ordinal: usize, raw: RawDevice, info: DeviceInfo) -> D
             ordinal,
             info,
             raw,
-            modules: RwLock::new(HashMap::new()),
+            modules: RwLock::new(BTreeMap::new()),
             loading: Mutex::new(()),
         }),
     }

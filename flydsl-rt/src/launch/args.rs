@@ -37,8 +37,10 @@ struct Push {
 pub struct KernelArgs {
     bytes: Vec<u8>,
     devices: Vec<DeviceId>,
-    /// The devices of `devices`, in the same order (to name them in errors).
-    owners: Vec<Device>,
+    /// The device of `devices[0]` and those of the rest (to name them in errors; kept apart
+    /// so that the usual launch, on one device, allocates nothing for them).
+    first_owner: Option<Device>,
+    other_owners: Vec<Device>,
     pushes: Vec<Push>,
     overflow: Option<String>,
 }
@@ -53,7 +55,8 @@ impl KernelArgs {
         KernelArgs {
             bytes: vec![0; size],
             devices: Vec::new(),
-            owners: Vec::new(),
+            first_owner: None,
+            other_owners: Vec::new(),
             // A slot is at least 4 bytes: one allocation covers every push of a launcher.
             pushes: Vec::with_capacity(size.div_ceil(4).min(64)),
             overflow: None,
@@ -102,7 +105,10 @@ impl KernelArgs {
         self.write(offset.saturating_add(8), &len.to_le_bytes(), false, None);
         if !self.devices.contains(&id) {
             self.devices.push(id);
-            self.owners.push(buf.device().clone());
+            match self.first_owner {
+                None => self.first_owner = Some(buf.device().clone()),
+                Some(_) => self.other_owners.push(buf.device().clone()),
+            }
         }
     }
 
@@ -200,7 +206,11 @@ impl KernelArgs {
             .pushes
             .iter()
             .find(|p| p.device.is_some_and(|d| d != id))?;
-        let i = self.devices.iter().position(|&d| Some(d) == p.device)?;
-        self.owners.get(i).map(|d| (p.offset, d))
+        let owner = self
+            .first_owner
+            .iter()
+            .chain(&self.other_owners)
+            .find(|d| Some(d.id()) == p.device)?;
+        Some((p.offset, owner))
     }
 }
