@@ -9,6 +9,10 @@
 //! Code objects: the Sim runs the IR; CUDA uses the sm_90 PTX of `tests/data/vadd_sm90.ptx`;
 //! HIP needs an HSACO of the same kernel in `FLYDSL_BENCH_HSACO` (the fake-HIP test builds
 //! one). On the Sim every launch also executes the kernel, so the figure includes it.
+//!
+//! `--validate-only` times launches of an empty grid instead (packing the arguments and every
+//! check of `Stream::launch`, nothing launched): the fastest of 20 batches of 100 000, in
+//! nanoseconds per launch. Results: `bench/rt-launch-overhead.md`.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -54,6 +58,28 @@ fn main() -> Result<()> {
     };
     launch()?; // load the module, warm caches
     s.synchronize()?;
+    if std::env::args().any(|a| a == "--validate-only") {
+        let empty = LaunchConfig::linear(0, 64);
+        let mut best = f64::INFINITY;
+        for _ in 0..20 {
+            let t = Instant::now();
+            for _ in 0..100_000 {
+                let mut args = KernelArgs::new(size);
+                args.tensor(0, &a);
+                args.tensor(16, &a);
+                args.tensor(32, &c);
+                // SAFETY: an empty grid launches nothing.
+                unsafe { s.launch(table, empty, &args) }?;
+            }
+            best = best.min(t.elapsed().as_secs_f64() * 1e9 / 100_000.0);
+        }
+        println!(
+            "{} ({}): {best:.1} ns/launch to pack and validate (empty grid, best of 20 x 100000)",
+            dev.name(),
+            dev.backend()
+        );
+        return Ok(());
+    }
     let t0 = Instant::now();
     for _ in 0..LAUNCHES {
         launch()?;

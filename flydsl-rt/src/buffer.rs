@@ -1,8 +1,9 @@
 //! Typed device memory.
 
-use crate::device::{Device, DeviceId};
+use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::repr::{as_bytes, as_bytes_mut, DeviceRepr};
+use crate::types::DeviceId;
 use ndarray::{Array, ArrayView, Dimension, ShapeBuilder};
 use std::fmt;
 use std::marker::PhantomData;

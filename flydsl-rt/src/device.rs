@@ -1,44 +1,16 @@
 //! Devices: discovery per backend, selection (`Device::best`), properties.
 
-use crate::backend::{self, DeviceInfo, RawDevice, RawFunction};
+use crate::backend::{self, RawDevice, RawFunction};
 use crate::error::{Error, Result};
-use crate::launch::{AddrMap, Decoded};
-use crate::stream::{Event, Stream};
+use crate::launch::decode::Decoded;
+use crate::types::{Backend, DeviceId, DeviceInfo, DeviceLabel};
 use flydsl_ir::Target;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
-/// The backends.
-///
-/// ```
-/// use flydsl_rt::Backend;
-/// assert_eq!("sim".parse::<Backend>().unwrap(), Backend::Sim);
-/// assert_eq!(Backend::Hip.to_string(), "HIP");
-/// assert!("opencl".parse::<Backend>().is_err());
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Backend {
-    /// AMD GPUs through `libamdhip64`.
-    Hip,
-    /// NVIDIA GPUs through the CUDA driver.
-    Cuda,
-    /// The CPU simulator of the kernel IR.
-    Sim,
-}
-
-impl fmt::Display for Backend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Backend::Hip => "HIP",
-            Backend::Cuda => "CUDA",
-            Backend::Sim => "Sim",
-        })
-    }
-}
-
+// Parsed here, where `FLYDSL_BACKEND` is read (`types` depends on nothing, not even `Error`).
 impl FromStr for Backend {
     type Err = Error;
     fn from_str(s: &str) -> Result<Backend> {
@@ -51,37 +23,15 @@ impl FromStr for Backend {
     }
 }
 
-/// A process-unique device identity (two Sim devices of the same target differ).
-///
-/// ```
-/// use flydsl_rt::{Device, Target};
-/// let a = Device::new_sim(Target::Gfx942);
-/// let b = Device::new_sim(Target::Gfx942);
-/// assert_ne!(a.id(), b.id());
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct DeviceId(u32);
-
-impl fmt::Display for DeviceId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "device #{}", self.0)
-    }
-}
-
-fn next_id() -> DeviceId {
-    static NEXT: AtomicU32 = AtomicU32::new(1);
-    DeviceId(NEXT.fetch_add(1, Ordering::Relaxed))
-}
-
 pub(crate) struct DeviceInner {
     pub(crate) id: DeviceId,
     pub(crate) backend: Backend,
     pub(crate) ordinal: usize,
     pub(crate) info: DeviceInfo,
     pub(crate) raw: RawDevice,
-    /// Loaded kernels, keyed by the address of their static `KernelVariant` (lock-free
-    /// lookups; `loading` serialises the loads so each variant loads once).
-    modules: AddrMap<RawFunction, 256>,
+    /// Loaded kernels, keyed by the address of their static `KernelVariant` (`loading`
+    /// serialises the loads so each variant loads once).
+    modules: RwLock<BTreeMap<usize, Arc<RawFunction>>>,
     loading: Mutex<()>,
 }
 
@@ -127,12 +77,12 @@ type Enumerated = Vec<std::result::Result<Device, String>>;
 fn wrap(backend: Backend, ordinal: usize, raw: RawDevice, info: DeviceInfo) -> Device {
     Device {
         inner: Arc::new(DeviceInner {
-            id: next_id(),
+            id: DeviceId::next(),
             backend,
             ordinal,
             info,
             raw,
-            modules: AddrMap::new(),
+            modules: RwLock::new(BTreeMap::new()),
             loading: Mutex::new(()),
         }),
     }
@@ -310,7 +260,7 @@ impl Device {
     pub fn new_sim(target: Target) -> Device {
         let wave = target.wave_size();
         let info = DeviceInfo {
-            name: format!("flydsl Sim ({}, wave{wave})", target.name()),
+            name: format!("flydsl Sim ({}, wave{wave})", target.name()).into(),
             arch: target.name().to_string(),
             target,
             wave_size: wave,
@@ -382,58 +332,24 @@ impl Device {
         self.inner.info.compute_units
     }
 
-    /// A new stream on this device.
-    ///
-    /// ```
-    /// let d = flydsl_rt::Device::sim(flydsl_rt::Target::Gfx942);
-    /// d.stream().unwrap().synchronize().unwrap();
-    /// ```
-    pub fn stream(&self) -> Result<Stream> {
-        Ok(Stream {
-            device: self.clone(),
-            raw: self.inner.raw.stream()?,
-            id: crate::stream::StreamId::next(),
-        })
-    }
-
-    /// A new (unrecorded) event on this device.
-    ///
-    /// ```
-    /// let d = flydsl_rt::Device::sim(flydsl_rt::Target::Gfx942);
-    /// let e = d.event().unwrap();
-    /// assert!(flydsl_rt::Event::elapsed_ms(&e, &e).is_err()); // never recorded
-    /// ```
-    pub fn event(&self) -> Result<Event> {
-        Ok(Event {
-            device: self.id(),
-            raw: self.inner.raw.event()?,
-        })
-    }
-
     /// Wait for all work on the device.
     pub fn synchronize(&self) -> Result<()> {
         self.inner.raw.synchronize()
     }
 
-    /// What the device's compiler gave `kernel`'s variant for this device (loading it if
-    /// needed): registers, private (spill) memory, static LDS, the thread limit. `None` where
-    /// the backend does not report them: the Sim, and HIP, whose code objects are final at
-    /// build time (their resources are in the code object's metadata, see
-    /// `flydsl_ir::codeobj` and `cargo xtask build-all`). On CUDA the driver compiles the PTX
-    /// at load, so this is where sm_90 spills show.
+    /// How errors name this device: backend, ordinal, name and id.
     ///
     /// ```
-    /// use flydsl_rt::{Device, KernelVariants};
-    /// static K: KernelVariants = KernelVariants { name: "k", crate_name: "demo", variants: &[] };
-    /// let dev = Device::sim(flydsl_rt::Target::Sm90);
-    /// // No variant for the target: an error naming the missing cargo feature.
-    /// assert!(dev.kernel_resources(&K).is_err());
+    /// let d = flydsl_rt::Device::sim(flydsl_rt::Target::Gfx1201);
+    /// assert_eq!(&*d.label().name, d.name());
     /// ```
-    pub fn kernel_resources(
-        &self,
-        kernel: &'static crate::KernelVariants,
-    ) -> Result<Option<crate::KernelResources>> {
-        crate::launch::resources(self, kernel)
+    pub fn label(&self) -> DeviceLabel {
+        DeviceLabel {
+            id: self.inner.id,
+            backend: self.inner.backend,
+            ordinal: self.inner.ordinal,
+            name: self.inner.info.name.clone(),
+        }
     }
 
     /// The loaded form of a kernel variant on this device, loading it on first use.
@@ -442,15 +358,25 @@ impl Device {
         key: usize,
         code: Option<&'static [u8]>,
         decoded: &Decoded,
-    ) -> Result<&RawFunction> {
-        if let Some(f) = self.inner.modules.get(key) {
+    ) -> Result<Arc<RawFunction>> {
+        let lookup = || {
+            let modules = self.inner.modules.read().unwrap_or_else(|e| e.into_inner());
+            modules.get(&key).cloned()
+        };
+        if let Some(f) = lookup() {
             return Ok(f);
         }
         let _loading = self.inner.loading.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(f) = self.inner.modules.get(key) {
+        if let Some(f) = lookup() {
             return Ok(f);
         }
-        let f = self.inner.raw.load(code, decoded)?;
-        Ok(self.inner.modules.insert(key, f))
+        let f = Arc::new(self.inner.raw.load(code, decoded)?);
+        let mut modules = self
+            .inner
+            .modules
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        modules.insert(key, Arc::clone(&f));
+        Ok(f)
     }
 }

@@ -1,6 +1,6 @@
 //! The one error type of the runtime.
 
-use crate::device::{Backend, DeviceId};
+use crate::types::{Backend, DeviceLabel};
 use flydsl_ir::Target;
 
 /// Result alias used throughout the runtime.
@@ -128,17 +128,33 @@ pub enum Error {
         reason: String,
     },
     /// A buffer passed to a launch lives on another device than the stream.
+    ///
+    /// ```
+    /// use flydsl_rt::{Device, Error, Target};
+    /// let (a, b) = (Device::new_sim(Target::Gfx942), Device::new_sim(Target::Gfx942));
+    /// let e = Error::WrongDevice {
+    ///     kernel: "vadd".into(),
+    ///     argument: "x".into(),
+    ///     buffer_device: a.label(),
+    ///     stream_device: b.label(),
+    /// };
+    /// let msg = e.to_string();
+    /// assert!(msg.contains("argument `x`") && msg.contains(&a.id().to_string()), "{msg}");
+    /// ```
     #[error(
-        "kernel `{kernel}`: a buffer argument lives on {buffer_device} but the stream is on \
-         {stream_device}; copy it to the stream's device first"
+        "kernel `{kernel}`: argument `{argument}` is a buffer on {buffer_device} but the stream \
+         is on {stream_device}; copy the buffer to the stream's device first (or launch on a \
+         stream of the buffer's device)"
     )]
     WrongDevice {
         /// Kernel name.
         kernel: String,
+        /// The kernel parameter the buffer was passed as.
+        argument: String,
         /// The buffer's device.
-        buffer_device: DeviceId,
+        buffer_device: DeviceLabel,
         /// The stream's device.
-        stream_device: DeviceId,
+        stream_device: DeviceLabel,
     },
     /// The kernel needs more LDS / shared memory than the device offers.
     #[error(
@@ -199,12 +215,12 @@ pub enum Error {
     /// Two handles of different devices were combined (events of two devices, ...).
     #[error("{what} belong to different devices ({a} and {b}); use handles of one device")]
     DeviceMismatch {
-        /// What was combined.
+        /// The call and what was combined (`Event::record: the event and the stream`).
         what: &'static str,
         /// One device.
-        a: DeviceId,
+        a: DeviceLabel,
         /// The other.
-        b: DeviceId,
+        b: DeviceLabel,
     },
     /// The simulator reported a failure (out-of-bounds access, LDS race, ...).
     #[error("kernel `{kernel}` failed in the simulator: {source}")]

@@ -9,11 +9,10 @@
 use std::sync::OnceLock;
 
 /// The size rule's threshold, shared by the kernel families: inputs of more than this many
-/// bytes are read with the hint. Measured on the H200 with the device bundle's A/B bench
-/// (`FLYDSL_KEEP_L2=0` against the rule, same run, L2 flushed before each launch): from
-/// 256 MiB the hint saves 4..5% of a streaming row kernel's time (RMSNorm bf16
-/// (32768, 4096) 0.1346 -> 0.1285 ms, softmax f32 (32768, 4096) 0.2645 -> 0.2532); at 128 MiB
-/// and less it is within +-2% either way.
+/// bytes are read with the hint. Chosen from the H200 A/B bench of the hint
+/// (`FLYDSL_KEEP_L2=0` against the rule, same run, L2 flushed before each launch): the hint
+/// pays off only above this size. The measurements are in `bench/h200-table.md` (section
+/// "keep-in-L2 hint A/B").
 ///
 /// ```
 /// assert_eq!(flydsl_rt::hints::KEEP_L2_MIN_BYTES, 128 << 20);

@@ -38,11 +38,12 @@ mod repr;
 mod stream;
 pub mod timing;
 pub mod tune;
+mod types;
 pub mod validate;
 mod variant;
 
 pub use buffer::DeviceBuffer;
-pub use device::{Backend, Device, DeviceId};
+pub use device::Device;
 pub use dtype::{
     DType, Element, ElementMap, ElementMap2, InnerElement, OuterElement, PerElement, PerElement2,
 };
@@ -54,4 +55,5 @@ pub use launch::{KernelArgs, LaunchConfig};
 pub use launch_table::{launcher, Launcher, Launchers};
 pub use repr::{DeviceRepr, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ};
 pub use stream::{Event, Stream, StreamId};
+pub use types::{Backend, DeviceId, DeviceLabel};
 pub use variant::{KernelResources, KernelVariant, KernelVariants};

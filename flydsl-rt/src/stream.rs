@@ -1,10 +1,43 @@
 //! Streams (ordered queues of launches) and events (timestamps on a stream).
 
 use crate::backend::{RawEvent, RawStream};
-use crate::device::{Device, DeviceId};
+use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::launch::{KernelArgs, LaunchConfig};
+use crate::launch::args::KernelArgs;
+use crate::launch::config::LaunchConfig;
 use crate::variant::KernelVariants;
+
+// Streams and events are made by their device; the constructors live here, with the types
+// they build, so that `device` does not depend on this module.
+impl Device {
+    /// A new stream on this device.
+    ///
+    /// ```
+    /// let d = flydsl_rt::Device::sim(flydsl_rt::Target::Gfx942);
+    /// d.stream().unwrap().synchronize().unwrap();
+    /// ```
+    pub fn stream(&self) -> Result<Stream> {
+        Ok(Stream {
+            device: self.clone(),
+            raw: self.inner.raw.stream()?,
+            id: StreamId::next(),
+        })
+    }
+
+    /// A new (unrecorded) event on this device.
+    ///
+    /// ```
+    /// let d = flydsl_rt::Device::sim(flydsl_rt::Target::Gfx942);
+    /// let e = d.event().unwrap();
+    /// assert!(flydsl_rt::Event::elapsed_ms(&e, &e).is_err()); // never recorded
+    /// ```
+    pub fn event(&self) -> Result<Event> {
+        Ok(Event {
+            device: self.clone(),
+            raw: self.inner.raw.event()?,
+        })
+    }
+}
 
 /// An ordered queue of kernel launches on one device.
 ///
@@ -44,7 +77,7 @@ pub struct StreamId(u64);
 
 impl StreamId {
     /// The next unused id.
-    pub(crate) fn next() -> StreamId {
+    fn next() -> StreamId {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         StreamId(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
     }
@@ -126,18 +159,18 @@ impl Stream {
 /// ```
 #[derive(Debug)]
 pub struct Event {
-    pub(crate) device: DeviceId,
-    pub(crate) raw: RawEvent,
+    device: Device,
+    raw: RawEvent,
 }
 
 impl Event {
     /// Record the event at the current end of `stream` (re-recording moves it).
     pub fn record(&self, stream: &Stream) -> Result<()> {
-        if stream.device.id() != self.device {
+        if stream.device != self.device {
             return Err(Error::DeviceMismatch {
-                what: "an event and a stream",
-                a: self.device,
-                b: stream.device.id(),
+                what: "Event::record: the event and the stream",
+                a: self.device.label(),
+                b: stream.device.label(),
             });
         }
         self.raw.record(&stream.raw)
@@ -153,9 +186,9 @@ impl Event {
     pub fn elapsed_ms(start: &Event, end: &Event) -> Result<f32> {
         if start.device != end.device {
             return Err(Error::DeviceMismatch {
-                what: "two events",
-                a: start.device,
-                b: end.device,
+                what: "Event::elapsed_ms: `start` and `end`",
+                a: start.device.label(),
+                b: end.device.label(),
             });
         }
         start.raw.elapsed_ms(&end.raw)

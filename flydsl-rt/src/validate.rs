@@ -4,7 +4,7 @@
 //! ordinal, name and id. A public function runs all its checks before its first launch, so a
 //! call that fails leaves every output unchanged.
 
-use crate::{Backend, Device, DeviceBuffer, DeviceRepr, Error, KernelVariants, Result, Stream};
+use crate::{Backend, DeviceBuffer, DeviceRepr, Error, KernelVariants, Result, Stream};
 use std::fmt::Display;
 
 /// The checks of one call of the public function `op` (its full path, e.g.
@@ -127,8 +127,8 @@ impl<'a> Call<'a> {
             Err(self.fail(format!(
                 "`{arg}` lives on {}, but the stream is on {}; every buffer must be on the \
                  stream's device: copy it to the stream's device first",
-                describe(have),
-                describe(want)
+                have.label(),
+                want.label()
             )))
         }
     }
@@ -171,16 +171,4 @@ impl<'a> Call<'a> {
             })
         }
     }
-}
-
-/// A device for messages: backend, ordinal, name and process-unique id (two Sim devices share
-/// ordinal and name).
-fn describe(d: &Device) -> String {
-    format!(
-        "{} device {} `{}` ({})",
-        d.backend(),
-        d.ordinal(),
-        d.name(),
-        d.id()
-    )
 }

@@ -296,16 +296,28 @@ fn buffers_of_another_device_are_rejected() {
             .launch(table, LaunchConfig::linear(1, 64), &args)
     }
     .unwrap_err();
+    let msg = err.to_string();
     match err {
         Error::WrongDevice {
+            argument,
             buffer_device,
             stream_device,
             ..
         } => {
-            assert_eq!(buffer_device, other.id());
-            assert_eq!(stream_device, dev.id());
+            assert_eq!(argument, "b", "the foreign buffer is the second parameter");
+            assert_eq!(buffer_device, other.label());
+            assert_eq!(stream_device, dev.label());
         }
         e => panic!("expected WrongDevice, got {e}"),
+    }
+    // The message names the argument and both devices by backend, ordinal, name and id.
+    for part in [
+        "argument `b`".to_string(),
+        other.label().to_string(),
+        dev.label().to_string(),
+        format!("Sim device 0 `{}`", dev.name()),
+    ] {
+        assert!(msg.contains(&part), "`{part}` missing from: {msg}");
     }
 }
 
@@ -347,15 +359,23 @@ fn events_time_sim_launches() {
     end.synchronize().unwrap();
     let ms = Event::elapsed_ms(&start, &end).unwrap();
     assert!(ms >= 4.0, "{ms}");
-    let foreign = Device::new_sim(Target::Gfx942).event().unwrap();
-    assert!(matches!(
-        foreign.record(&s),
-        Err(Error::DeviceMismatch { .. })
-    ));
-    assert!(matches!(
-        Event::elapsed_ms(&start, &foreign),
-        Err(Error::DeviceMismatch { .. })
-    ));
+    let other = Device::new_sim(Target::Gfx942);
+    let foreign = other.event().unwrap();
+    match foreign.record(&s) {
+        Err(Error::DeviceMismatch { what, a, b }) => {
+            assert!(what.starts_with("Event::record"), "{what}");
+            assert_eq!((a, b), (other.label(), dev.label()));
+        }
+        r => panic!("expected DeviceMismatch, got {r:?}"),
+    }
+    match Event::elapsed_ms(&start, &foreign) {
+        Err(e @ Error::DeviceMismatch { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains(&dev.id().to_string()), "{msg}");
+            assert!(msg.contains(&other.id().to_string()), "{msg}");
+        }
+        r => panic!("expected DeviceMismatch, got {r:?}"),
+    }
 }
 
 #[test]

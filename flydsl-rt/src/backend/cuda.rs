@@ -7,15 +7,15 @@
 //! in case other code changed the thread's context since).
 //!
 //! Launches pass `kernelParams`: one pointer per kernel argument, pointing into the packed
-//! [`KernelArgs`](crate::KernelArgs) buffer at the slot offsets of the IR's kernarg layout. That
+//! `KernelArgs` buffer at the slot offsets of the IR's kernarg layout. That
 //! needs no assumption about how the driver rounds the size of a packed `extra` buffer, and the
 //! PTX `.param` list is exactly the layout's slots in order.
 
-use super::DeviceInfo;
-use crate::device::Backend;
 use crate::error::{Error, Result};
-use crate::launch::Decoded;
-use crate::LaunchConfig;
+use crate::launch::config::LaunchConfig;
+use crate::launch::decode::Decoded;
+use crate::types::{Backend, DeviceInfo};
+use crate::variant::KernelResources;
 use cudarc::driver::{result, sys};
 use flydsl_ir::Target;
 use std::ffi::{c_void, CString};
@@ -89,7 +89,7 @@ fn probe(ordinal: usize) -> Result<(CudaDevice, DeviceInfo)> {
     }
     let info = DeviceInfo {
         arch: format!("sm_{major}{minor}"),
-        name,
+        name: name.into(),
         target: Target::Sm90,
         wave_size: attr(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?.max(1) as u32,
         // The opt-in limit: kernels with a dynamic region get it at load (see `load`).
@@ -383,7 +383,7 @@ unsafe impl Send for CudaFunction {}
 
 impl CudaFunction {
     /// What the driver's compiler gave the kernel (`cuFuncGetAttribute`).
-    pub(crate) fn resources(&self) -> Result<crate::KernelResources> {
+    pub(crate) fn resources(&self) -> Result<KernelResources> {
         use sys::CUfunction_attribute as A;
         let get = |attr: A| -> Result<u32> {
             let mut v = 0i32;
@@ -393,7 +393,7 @@ impl CudaFunction {
                 .map_err(driver("cuFuncGetAttribute"))?;
             Ok(v.max(0) as u32)
         };
-        Ok(crate::KernelResources {
+        Ok(KernelResources {
             registers: get(A::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
             private_bytes: get(A::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
             static_lds_bytes: get(A::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,

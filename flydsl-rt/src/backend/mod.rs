@@ -9,22 +9,10 @@ pub(crate) mod hip;
 pub(crate) mod sim;
 
 use crate::error::{Error, Result};
-use crate::launch::Decoded;
-use crate::LaunchConfig;
-use flydsl_ir::Target;
+use crate::launch::config::LaunchConfig;
+use crate::launch::decode::Decoded;
+use crate::variant::KernelResources;
 use std::time::Instant;
-
-/// What a backend reports about a device.
-#[derive(Clone, Debug)]
-pub(crate) struct DeviceInfo {
-    pub name: String,
-    /// Driver architecture string (`gfx942:sramecc+:xnack-`, `sm_90`, `gfx942`).
-    pub arch: String,
-    pub target: Target,
-    pub wave_size: u32,
-    pub max_lds_bytes: u64,
-    pub compute_units: u32,
-}
 
 /// A device of one backend.
 #[derive(Debug)]
@@ -60,7 +48,7 @@ pub(crate) enum RawFunction {
 
 impl RawFunction {
     /// The loaded kernel's resources, where the backend reports them (CUDA).
-    pub(crate) fn resources(&self) -> Result<Option<crate::KernelResources>> {
+    pub(crate) fn resources(&self) -> Result<Option<KernelResources>> {
         match self {
             RawFunction::Cuda(f) => f.resources().map(Some),
             RawFunction::Sim | RawFunction::Hip(_) => Ok(None),

@@ -3,7 +3,7 @@
 //! so events record host wall-clock time.
 
 use crate::error::{Error, Result};
-use crate::LaunchConfig;
+use crate::launch::config::LaunchConfig;
 use flydsl_ir::{Kernel, Target};
 use flydsl_sim::{SimMemory, SimOptions};
 use std::sync::Mutex;

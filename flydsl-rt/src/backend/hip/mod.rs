@@ -1,7 +1,8 @@
 //! The HIP backend (AMD GPUs): `libamdhip64` loaded at run time.
 //!
-//! Layers: [`sys`] (raw entry points), [`result`] (one `Result` wrapper per call), and the
-//! handle types here, which own their HIP objects and release them on drop.
+//! Layers: [`sys`] (raw entry points), [`result`] (one `Result` wrapper per call, with its own
+//! error type), and the handle types here, which own their HIP objects, release them on drop
+//! and turn [`result::HipError`] into [`Error::Driver`].
 //!
 //! Every call that depends on the current device runs after `hipSetDevice(ordinal)` on the
 //! calling thread, so handles can move between threads freely.
@@ -9,14 +10,25 @@
 pub(crate) mod result;
 pub(crate) mod sys;
 
-use super::DeviceInfo;
-use crate::device::Backend;
 use crate::error::{Error, Result};
-use crate::launch::Decoded;
-use crate::LaunchConfig;
+use crate::launch::config::LaunchConfig;
+use crate::launch::decode::Decoded;
+use crate::types::{Backend, DeviceInfo};
 use flydsl_ir::Target;
-use std::ffi::c_int;
+use result::HipError;
+use std::ffi::{c_int, CString};
 use sys::HipLib;
+
+impl From<HipError> for Error {
+    fn from(e: HipError) -> Error {
+        Error::Driver {
+            backend: Backend::Hip,
+            call: e.call,
+            code: e.code.into(),
+            message: e.message,
+        }
+    }
+}
 
 /// One HIP device.
 #[derive(Debug)]
@@ -59,7 +71,7 @@ fn probe(lib: &'static HipLib, ordinal: usize) -> Result<(HipDevice, DeviceInfo)
     };
     let attr = |a| result::attribute(lib, a, o);
     let info = DeviceInfo {
-        name,
+        name: name.into(),
         arch,
         target,
         wave_size: attr(sys::ATTR_WARP_SIZE)?.max(1) as u32,
@@ -81,7 +93,7 @@ impl HipDevice {
             len: bytes,
             elem_bytes: 1,
         })?;
-        result::malloc(lib, bytes)
+        Ok(result::malloc(lib, bytes)?)
     }
 
     /// # Safety
@@ -98,7 +110,7 @@ impl HipDevice {
     pub(crate) unsafe fn htod(&self, dst: u64, src: &[u8]) -> Result<()> {
         let lib = self.current()?;
         // SAFETY: guaranteed by the caller.
-        unsafe { result::memcpy_htod(lib, dst, src) }
+        Ok(unsafe { result::memcpy_htod(lib, dst, src) }?)
     }
 
     /// # Safety
@@ -106,7 +118,7 @@ impl HipDevice {
     pub(crate) unsafe fn dtoh(&self, src: u64, dst: &mut [u8]) -> Result<()> {
         let lib = self.current()?;
         // SAFETY: guaranteed by the caller.
-        unsafe { result::memcpy_dtoh(lib, dst, src) }
+        Ok(unsafe { result::memcpy_dtoh(lib, dst, src) }?)
     }
 
     /// # Safety
@@ -118,11 +130,11 @@ impl HipDevice {
             elem_bytes: 1,
         })?;
         // SAFETY: guaranteed by the caller.
-        unsafe { result::memset_d8(lib, dst, 0, bytes) }
+        Ok(unsafe { result::memset_d8(lib, dst, 0, bytes) }?)
     }
 
     pub(crate) fn synchronize(&self) -> Result<()> {
-        result::device_synchronize(self.current()?)
+        Ok(result::device_synchronize(self.current()?)?)
     }
 
     pub(crate) fn stream(&self) -> Result<HipStream> {
@@ -159,9 +171,13 @@ impl HipDevice {
         })?;
         flydsl_ir::codeobj::check_kernarg_layout(meta, &decoded.layout).map_err(mismatch)?;
         let lib = self.current()?;
+        let cname = CString::new(kernel.name.as_str()).map_err(|_| Error::BadVariant {
+            kernel: kernel.name.clone(),
+            reason: "kernel symbol contains a NUL byte".into(),
+        })?;
         let module = result::module_load_data(lib, code)?;
         // SAFETY: `module` was just loaded by this library.
-        match unsafe { result::module_get_function(lib, module, &kernel.name) } {
+        match unsafe { result::module_get_function(lib, module, &cname) } {
             Ok(function) => Ok(HipFunction {
                 lib,
                 module,
@@ -170,7 +186,7 @@ impl HipDevice {
             Err(e) => {
                 // SAFETY: `module` is live and no function of it escapes.
                 let _ = unsafe { result::module_unload(lib, module) };
-                Err(e)
+                Err(e.into())
             }
         }
     }
@@ -187,7 +203,18 @@ impl HipDevice {
     ) -> Result<()> {
         let lib = self.current()?;
         // SAFETY: guaranteed by the caller; both handles are live while borrowed.
-        unsafe { result::module_launch_kernel(lib, f.function, cfg, stream.raw, args) }
+        unsafe {
+            result::module_launch_kernel(
+                lib,
+                f.function,
+                cfg.grid,
+                cfg.block,
+                cfg.dynamic_lds_bytes,
+                stream.raw,
+                args,
+            )
+        }
+        .map_err(Error::from)
     }
 }
 
@@ -208,7 +235,7 @@ unsafe impl Sync for HipStream {}
 impl HipStream {
     pub(crate) fn synchronize(&self) -> Result<()> {
         // SAFETY: `raw` is live for as long as `self`.
-        unsafe { result::stream_synchronize(self.lib, self.raw) }
+        Ok(unsafe { result::stream_synchronize(self.lib, self.raw) }?)
     }
 }
 
@@ -234,17 +261,17 @@ unsafe impl Sync for HipEvent {}
 impl HipEvent {
     pub(crate) fn record(&self, stream: &HipStream) -> Result<()> {
         // SAFETY: both handles are live while borrowed.
-        unsafe { result::event_record(self.lib, self.raw, stream.raw) }
+        Ok(unsafe { result::event_record(self.lib, self.raw, stream.raw) }?)
     }
 
     pub(crate) fn synchronize(&self) -> Result<()> {
         // SAFETY: `raw` is live.
-        unsafe { result::event_synchronize(self.lib, self.raw) }
+        Ok(unsafe { result::event_synchronize(self.lib, self.raw) }?)
     }
 
     pub(crate) fn elapsed_ms(&self, end: &HipEvent) -> Result<f32> {
         // SAFETY: both handles are live while borrowed.
-        unsafe { result::event_elapsed(self.lib, self.raw, end.raw) }
+        Ok(unsafe { result::event_elapsed(self.lib, self.raw, end.raw) }?)
     }
 }
 

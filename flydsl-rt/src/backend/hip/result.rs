@@ -1,11 +1,35 @@
 //! Thin `Result` wrappers over the raw HIP entry points: one function per call, error codes
-//! turned into [`Error::Driver`] with HIP's own description.
+//! turned into a [`HipError`] with HIP's own description. This layer knows nothing of the
+//! safe layer above it (which turns a `HipError` into `crate::Error::Driver`).
 
 use super::sys::{self, hipError_t, HipLib};
-use crate::device::Backend;
-use crate::error::{Error, Result};
-use std::ffi::{c_int, c_void, CStr, CString};
+use std::ffi::{c_int, c_void, CStr};
+use std::fmt;
 use std::ptr::null_mut;
+
+/// A failed HIP call: the entry point, HIP's error code and its description.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct HipError {
+    /// The HIP function (`hipMalloc`).
+    pub call: &'static str,
+    /// The `hipError_t` it returned.
+    pub code: hipError_t,
+    /// `hipGetErrorString` of the code.
+    pub message: String,
+}
+
+impl fmt::Display for HipError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "HIP call {} failed with error {} ({})",
+            self.call, self.code, self.message
+        )
+    }
+}
+
+/// The result of a HIP call.
+pub(crate) type Result<T> = std::result::Result<T, HipError>;
 
 fn check(lib: &HipLib, call: &'static str, code: hipError_t) -> Result<()> {
     if code == sys::HIP_SUCCESS {
@@ -22,10 +46,9 @@ fn check(lib: &HipLib, call: &'static str, code: hipError_t) -> Result<()> {
             .to_string_lossy()
             .into_owned()
     };
-    Err(Error::Driver {
-        backend: Backend::Hip,
+    Err(HipError {
         call,
-        code: code.into(),
+        code,
         message,
     })
 }
@@ -274,12 +297,8 @@ pub unsafe fn module_unload(lib: &HipLib, m: sys::hipModule_t) -> Result<()> {
 pub unsafe fn module_get_function(
     lib: &HipLib,
     m: sys::hipModule_t,
-    name: &str,
+    cname: &CStr,
 ) -> Result<sys::hipFunction_t> {
-    let cname = CString::new(name).map_err(|_| Error::BadVariant {
-        kernel: name.to_string(),
-        reason: "kernel symbol contains a NUL byte".into(),
-    })?;
     let mut f: sys::hipFunction_t = null_mut();
     // SAFETY: `f` is a valid out-pointer, `cname` a NUL-terminated string, `m` live (caller).
     check(lib, "hipModuleGetFunction", unsafe {
@@ -288,7 +307,8 @@ pub unsafe fn module_get_function(
     Ok(f)
 }
 
-/// `hipModuleLaunchKernel` with the packed argument buffer passed through `extra`
+/// `hipModuleLaunchKernel` of `grid` workgroups of `block` threads with `shared_bytes` of
+/// dynamic LDS, the packed argument buffer passed through `extra`
 /// (`HIP_LAUNCH_PARAM_BUFFER_POINTER` / `_SIZE` / `_END`).
 ///
 /// # Safety
@@ -297,7 +317,9 @@ pub unsafe fn module_get_function(
 pub unsafe fn module_launch_kernel(
     lib: &HipLib,
     f: sys::hipFunction_t,
-    cfg: &crate::LaunchConfig,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_bytes: u32,
     s: sys::hipStream_t,
     args: &[u8],
 ) -> Result<()> {
@@ -315,13 +337,13 @@ pub unsafe fn module_launch_kernel(
     check(lib, "hipModuleLaunchKernel", unsafe {
         (lib.hipModuleLaunchKernel)(
             f,
-            cfg.grid[0],
-            cfg.grid[1],
-            cfg.grid[2],
-            cfg.block[0],
-            cfg.block[1],
-            cfg.block[2],
-            cfg.dynamic_lds_bytes,
+            grid[0],
+            grid[1],
+            grid[2],
+            block[0],
+            block[1],
+            block[2],
+            shared_bytes,
             s,
             null_mut(),
             extra.as_mut_ptr(),
