@@ -27,6 +27,7 @@
 mod amdgpu;
 mod arith;
 mod control;
+mod error;
 mod fp8;
 mod func;
 mod memory;
@@ -35,36 +36,8 @@ mod nvptx;
 mod ty;
 mod vector;
 
-use flydsl_ir::{Kernel, VerifyError};
-
-/// A kernel that cannot be lowered, naming the kernel, the op and the reason.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot lower kernel `{kernel}` (target {target}): op #{op} `{op_name}`: {reason}")]
-pub struct LowerError {
-    /// Kernel name.
-    pub kernel: String,
-    /// Target name.
-    pub target: String,
-    /// Position of the op in a pre-order walk of the body (`0` for kernel-level problems),
-    /// counted like the verifier counts.
-    pub op: usize,
-    /// The op's short name (`Mma`, `Load`, ...) or the kernel-level item (`params`, ...).
-    pub op_name: String,
-    /// What is wrong.
-    pub reason: String,
-}
-
-impl From<VerifyError> for LowerError {
-    fn from(e: VerifyError) -> Self {
-        LowerError {
-            kernel: e.kernel,
-            target: e.target,
-            op: e.op,
-            op_name: e.op_name,
-            reason: format!("IR verification failed: {}", e.reason),
-        }
-    }
-}
+pub use error::LowerError;
+use flydsl_ir::Kernel;
 
 /// Lower a kernel to LLVM IR module text that `llc-22` compiles for `kernel.target`.
 ///

@@ -3,11 +3,12 @@
 //! (op, dtype, shape, median_ms, bytes, GBps) that `bench/compare.py` pairs with the torch
 //! peers measured in the same run.
 
+use crate::bench_ctx::{add, e, report, Ctx, FWD_SHAPES, R, SMX_BWD_SHAPES};
 use crate::devsel::{pick, DeviceArgs};
 use crate::elem::{inputs, Dtype};
 use crate::timing::Timer;
 use flydsl_rt::half::bf16;
-use flydsl_rt::{Backend, DeviceBuffer, Stream};
+use flydsl_rt::{Backend, DeviceBuffer};
 use flydsl_testutil::compare::Storage;
 use std::process::ExitCode;
 
@@ -30,68 +31,6 @@ pub struct Args {
     shrink: usize,
 }
 
-pub const FWD_SHAPES: [(usize, usize); 5] = [
-    (32768, 8192),
-    (4096, 8192),
-    (32768, 4096),
-    (8192, 2048),
-    (65536, 1024),
-];
-pub const SMX_BWD_SHAPES: [(usize, usize); 3] = [(32768, 8192), (4096, 32768), (2048, 65536)];
-pub const NORM_BWD_SHAPES: [(usize, usize); 2] = [(4096, 8192), (32768, 4096)];
-
-/// One measured case.
-pub struct Row {
-    pub op: &'static str,
-    pub dtype: &'static str,
-    pub shape: (usize, usize),
-    pub ms: f64,
-    pub bytes: f64,
-}
-
-pub struct Ctx {
-    pub timer: Timer,
-    pub stream: Stream,
-    pub dev: flydsl_rt::Device,
-    pub rows: Vec<Row>,
-    pub shrink: usize,
-}
-
-/// Record (and print) one measured case.
-pub fn add(
-    rows: &mut Vec<Row>,
-    op: &'static str,
-    dtype: &'static str,
-    shape: (usize, usize),
-    ms: f64,
-    bytes: f64,
-) {
-    eprintln!(
-        "{op:<16} {dtype:<5} {:>6}x{:<6} {ms:>9.4} ms {:>8.1} GB/s",
-        shape.0,
-        shape.1,
-        bytes / (ms * 1e-3) / 1e9
-    );
-    rows.push(Row {
-        op,
-        dtype,
-        shape,
-        ms,
-        bytes,
-    });
-}
-
-impl Ctx {
-    pub fn shape(&self, (m, n): (usize, usize)) -> (usize, usize) {
-        ((m / self.shrink).max(1), n)
-    }
-}
-
-pub type R<T> = Result<T, String>;
-pub fn e(x: flydsl_rt::Error) -> String {
-    x.to_string()
-}
-
 fn softmax_fwd<T: fly_softmax::Element + Storage>(
     c: &mut Ctx,
     dt: Dtype,
@@ -110,7 +49,7 @@ fn softmax_fwd<T: fly_softmax::Element + Storage>(
         dt.name(),
         (m, n),
         ms,
-        (2 * m * n * dt.size()) as f64,
+        (2 * m * n * dt.bytes() as usize) as f64,
     );
     Ok(())
 }
@@ -134,13 +73,6 @@ fn softmax_bwd(c: &mut Ctx, shape: (usize, usize)) -> R<()> {
         (3 * m * n * 2) as f64,
     );
     Ok(())
-}
-
-/// Keep going after a failed case (the table shows what ran); print why it failed.
-pub fn report(op: &str, shape: (usize, usize), r: R<()>) {
-    if let Err(x) = r {
-        eprintln!("FAILED {op} {}x{}: {x}", shape.0, shape.1);
-    }
 }
 
 pub fn run(a: Args) -> R<ExitCode> {
@@ -179,10 +111,10 @@ pub fn run(a: Args) -> R<ExitCode> {
         crate::bench_norm::run(&mut c)?;
     }
     if fam("softmax") {
-        for dt in [Dtype::Bf16, Dtype::F32] {
+        for dt in [Dtype::BF16, Dtype::F32] {
             for sh in FWD_SHAPES {
                 let r = match dt {
-                    Dtype::Bf16 => softmax_fwd::<bf16>(&mut c, dt, sh),
+                    Dtype::BF16 => softmax_fwd::<bf16>(&mut c, dt, sh),
                     _ => softmax_fwd::<f32>(&mut c, dt, sh),
                 };
                 report("softmax_fwd", sh, r);

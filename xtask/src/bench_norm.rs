@@ -5,7 +5,7 @@
 //! forward (x read, q and yscale written) and both backwards in bf16 and f32: the kernels
 //! that serve them differ from the bench shapes' (4 tiles a thread, or the generic path).
 
-use crate::bench::{add, e, report, Ctx, FWD_SHAPES, NORM_BWD_SHAPES, R};
+use crate::bench_ctx::{add, e, report, Ctx, FWD_SHAPES, NORM_BWD_SHAPES, R};
 use crate::elem::{inputs, Dtype};
 use flydsl_rt::half::bf16;
 use flydsl_rt::DeviceBuffer;
@@ -19,7 +19,7 @@ fn fwd<T: fly_norm::Element + Storage>(c: &mut Ctx, dt: Dtype, shape: (usize, us
     let mut y = DeviceBuffer::<T>::zeroed(&c.dev, m * n).map_err(e)?;
     let s = &c.stream;
     let args = fly_norm::NormArgs::new(m, n);
-    let es = dt.size();
+    let es = dt.bytes() as usize;
     let ms = c.timer.median(s, &mut || {
         fly_norm::rms_norm(s, &x, &g, &mut y, args).map_err(e)
     })?;
@@ -63,7 +63,7 @@ fn fwd_quant<T: fly_norm::Element + Storage>(
     let ms = c.timer.median(s, &mut || {
         fly_norm::rms_norm_quant(s, &x, &g, None, &mut q, &mut ys, args).map_err(e)
     })?;
-    let es = dt.size();
+    let es = dt.bytes() as usize;
     let bytes = (m * n * es + m * n + 4 * m + n * es) as f64;
     add(
         &mut c.rows,
@@ -88,7 +88,7 @@ fn bwd<T: fly_norm::Element + Storage>(c: &mut Ctx, dt: Dtype, shape: (usize, us
     let mut db = DeviceBuffer::<T>::zeroed(&c.dev, n).map_err(e)?;
     let s = &c.stream;
     let args = fly_norm::NormBwdArgs::new(m, n);
-    let es = dt.size();
+    let es = dt.bytes() as usize;
     let bytes = (3 * m * n * es + 2 * n * es) as f64;
     let ms = c.timer.median(s, &mut || {
         fly_norm::rms_norm_bwd(s, &x, &g, &dy, &rstd, None, &mut dx, &mut dg, args).map_err(e)
@@ -112,22 +112,22 @@ fn bwd<T: fly_norm::Element + Storage>(c: &mut Ctx, dt: Dtype, shape: (usize, us
 }
 
 pub fn run(c: &mut Ctx) -> R<()> {
-    for dt in [Dtype::Bf16, Dtype::F32] {
+    for dt in [Dtype::BF16, Dtype::F32] {
         for sh in FWD_SHAPES {
             let r = match dt {
-                Dtype::Bf16 => fwd::<bf16>(c, dt, sh),
+                Dtype::BF16 => fwd::<bf16>(c, dt, sh),
                 _ => fwd::<f32>(c, dt, sh),
             };
             report("norm_fwd", sh, r);
         }
     }
     for sh in NORM_BWD_SHAPES {
-        report("norm_bwd", sh, bwd::<bf16>(c, Dtype::Bf16, sh));
+        report("norm_bwd", sh, bwd::<bf16>(c, Dtype::BF16, sh));
     }
     for sh in WIDE_SHAPES {
-        report("norm_fwd_quant", sh, fwd_quant::<bf16>(c, Dtype::Bf16, sh));
+        report("norm_fwd_quant", sh, fwd_quant::<bf16>(c, Dtype::BF16, sh));
         report("norm_fwd_quant", sh, fwd_quant::<f32>(c, Dtype::F32, sh));
-        report("norm_bwd", sh, bwd::<bf16>(c, Dtype::Bf16, sh));
+        report("norm_bwd", sh, bwd::<bf16>(c, Dtype::BF16, sh));
         report("norm_bwd", sh, bwd::<f32>(c, Dtype::F32, sh));
     }
     Ok(())

@@ -2,46 +2,12 @@
 
 use flydsl_testutil::compare::Storage;
 
-/// A `--dtype` value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dtype {
-    /// f32
-    F32,
-    /// f16
-    F16,
-    /// bf16
-    Bf16,
-}
+/// A `--dtype` value: the dtype vocabulary every kernel crate shares.
+pub use flydsl_rt::DType as Dtype;
 
-impl std::str::FromStr for Dtype {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "f32" => Ok(Dtype::F32),
-            "f16" => Ok(Dtype::F16),
-            "bf16" => Ok(Dtype::Bf16),
-            _ => Err(format!("unknown dtype `{s}`: expected f32, f16 or bf16")),
-        }
-    }
-}
-
-impl Dtype {
-    /// Its name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Dtype::F32 => "f32",
-            Dtype::F16 => "f16",
-            Dtype::Bf16 => "bf16",
-        }
-    }
-    /// Bytes per element.
-    pub fn size(self) -> usize {
-        if self == Dtype::F32 {
-            4
-        } else {
-            2
-        }
-    }
+/// Parse a `--dtype` value.
+pub fn parse_dtype(s: &str) -> Result<Dtype, String> {
+    Dtype::from_name(s).ok_or_else(|| format!("unknown dtype `{s}`: expected f32, f16 or bf16"))
 }
 
 /// Deterministic inputs in [-3, 3) as the storage type (cheap enough for GiB-sized benches).

@@ -6,6 +6,7 @@
 //! - `device-bundle`: sm90 test/bench binaries + peer script + entry script in one folder.
 
 mod bench;
+mod bench_ctx;
 mod bench_norm;
 mod build_all;
 mod bundle;
@@ -14,6 +15,7 @@ mod elem;
 mod timing;
 mod verify;
 mod verify_norm;
+mod verify_outcome;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -3,7 +3,8 @@
 //! abs / rel error, the tolerance and PASS/FAIL (the exit code follows).
 
 use crate::devsel::{pick, DeviceArgs};
-use crate::elem::{inputs, parse_shape, Dtype};
+use crate::elem::{inputs, parse_dtype, parse_shape, Dtype};
+use crate::verify_outcome::{Outcome, R};
 use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::{DeviceBuffer, Stream};
 use flydsl_testutil::compare::{max_abs_err, widen, Storage};
@@ -24,15 +25,6 @@ pub struct Args {
     dev: DeviceArgs,
 }
 
-/// The outcome of one verification.
-pub struct Outcome {
-    pub max_abs: f64,
-    pub max_rel: f64,
-    pub tolerance: String,
-    pub pass: Result<(), String>,
-}
-
-pub type R<T> = Result<T, String>;
 fn e(x: flydsl_rt::Error) -> String {
     x.to_string()
 }
@@ -105,7 +97,7 @@ fn dispatch(family: &str, s: &Stream, dt: Dtype, shape: &[usize]) -> R<Outcome> 
     match (family, dt) {
         ("softmax" | "softmax-bwd", Dtype::F32) => softmax::<f32>(s, dt, m, n, family != "softmax"),
         ("softmax" | "softmax-bwd", Dtype::F16) => softmax::<f16>(s, dt, m, n, family != "softmax"),
-        ("softmax" | "softmax-bwd", Dtype::Bf16) => {
+        ("softmax" | "softmax-bwd", Dtype::BF16) => {
             softmax::<bf16>(s, dt, m, n, family != "softmax")
         }
         ("rmsnorm" | "layernorm", _) => crate::verify_norm::run(family, s, dt, m, n),
@@ -117,7 +109,7 @@ fn dispatch(family: &str, s: &Stream, dt: Dtype, shape: &[usize]) -> R<Outcome> 
 
 pub fn run(a: Args) -> R<ExitCode> {
     let shape = parse_shape(&a.shape)?;
-    let dt: Dtype = a.dtype.parse()?;
+    let dt = parse_dtype(&a.dtype)?;
     let dev = pick(&a.dev)?;
     let s = dev.stream().map_err(e)?;
     let o = dispatch(&a.family, &s, dt, &shape)?;

@@ -1,7 +1,7 @@
 //! Norm verification: RMSNorm / LayerNorm forward against the CPU reference.
 
 use crate::elem::{inputs, Dtype};
-use crate::verify::{Outcome, R};
+use crate::verify_outcome::{Outcome, R};
 use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::{DeviceBuffer, Stream};
 use flydsl_testutil::compare::{max_abs_err, widen};
@@ -71,6 +71,6 @@ pub fn run(family: &str, s: &Stream, dt: Dtype, m: usize, n: usize) -> R<Outcome
     match dt {
         Dtype::F32 => case::<f32>(family, s, m, n),
         Dtype::F16 => case::<f16>(family, s, m, n),
-        Dtype::Bf16 => case::<bf16>(family, s, m, n),
+        Dtype::BF16 => case::<bf16>(family, s, m, n),
     }
 }
