@@ -19,6 +19,10 @@ pub struct Args {
 
 const MAX_BYTES: u64 = 64 << 20;
 
+/// Test binaries that read the workspace's sources (at the path they were built in), not a
+/// GPU: CI runs them; the GPU machine has no sources at that path.
+const SOURCE_TESTS: [&str; 1] = ["module_cycles"];
+
 fn cargo() -> Command {
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
 }
@@ -136,6 +140,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
     }
     for (label, exe) in &tests {
+        if SOURCE_TESTS.iter().any(|t| label.ends_with(t)) {
+            continue;
+        }
         copy(exe, &tdir.join(label))?;
     }
     for (_, exe) in bins.iter().chain(&ex) {
