@@ -752,7 +752,7 @@ fn check_fwd<T: Elem, W: Elem>(
 #[test]
 fn fuzz_norm_forward() {
     let devs = devices();
-    run("fuzz_norm_forward", 900, fwd_strategy(), |c| {
+    run("fuzz_norm_forward", 1200, fwd_strategy(), |c| {
         let d = &devs[c.target];
         with_types!(c.dt, c.wsel, fwd_one(&c, d))
     });
@@ -1060,7 +1060,7 @@ fn bwd_one<T: Elem, W: Elem>(c: &BwdCase, d: &Devs) -> Result<(), String> {
 #[test]
 fn fuzz_norm_backward() {
     let devs = devices();
-    run("fuzz_norm_backward", 900, bwd_strategy(), |c| {
+    run("fuzz_norm_backward", 1200, bwd_strategy(), |c| {
         let d = &devs[c.target];
         with_types!(c.dt, c.wsel, bwd_one(&c, d))
     });

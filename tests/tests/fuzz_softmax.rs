@@ -441,7 +441,7 @@ fn fuzz_softmax_forward() {
     let devs = devices();
     run(
         "fuzz_softmax_forward",
-        90,
+        150,
         strategy().prop_map(|c| Case {
             backward: false,
             ..c
@@ -455,7 +455,7 @@ fn fuzz_softmax_backward() {
     let devs = devices();
     run(
         "fuzz_softmax_backward",
-        90,
+        150,
         strategy().prop_map(|c| Case {
             backward: true,
             ..c
