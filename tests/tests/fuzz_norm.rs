@@ -53,7 +53,7 @@ const N_MAX: usize = 16_400;
 fn thresholds() -> Vec<usize> {
     let mut set = BTreeSet::new();
     for wave in [32u32, 64] {
-        for dt in [NormDtype::F32, NormDtype::F16, NormDtype::Bf16] {
+        for dt in [NormDtype::F32, NormDtype::F16, NormDtype::BF16] {
             let vec = dt.vec() as usize;
             let keys: [&dyn Fn(usize) -> (fly_norm::Path, u32, bool); 3] = [
                 &|n| {
@@ -1071,7 +1071,7 @@ fn fuzz_norm_backward() {
 #[test]
 fn thresholds_cover_the_dispatcher() {
     let t = thresholds();
-    for dt in [NormDtype::F32, NormDtype::F16, NormDtype::Bf16] {
+    for dt in [NormDtype::F32, NormDtype::F16, NormDtype::BF16] {
         for wave in [32u32, 64] {
             let vec = dt.vec() as usize;
             let first_fast = (1..=N_MAX / vec)

@@ -17,16 +17,15 @@ use std::io::Write;
 
 // ---- API names: the only place that spells the kernel crates' dtype and element types ------
 
-/// fly-norm's dtype enum.
-pub type NormDtype = fly_norm::Dtype;
-/// fly-softmax's dtype enum.
-pub type SoftmaxDtype = fly_softmax::table::DType;
+/// fly-norm's dtype enum (the one all kernel crates share).
+pub type NormDtype = flydsl_rt::DType;
+/// fly-softmax's dtype enum (the same one).
+pub type SoftmaxDtype = flydsl_rt::DType;
 
 /// An activation / weight element type of both kernel crates, with the host-side helpers the
 /// suites need.
 pub trait Elem:
-    fly_norm::Element
-    + fly_softmax::Element
+    flydsl_rt::Element
     + flydsl_testutil::norm::NormDtype
     + flydsl_testutil::compare::Storage
     + DeviceRepr
@@ -46,11 +45,11 @@ pub trait Elem:
     const TINY: f64;
     /// fly-norm's dtype of this type.
     fn norm_dtype() -> NormDtype {
-        <Self as fly_norm::Element>::DTYPE
+        <Self as flydsl_rt::Element>::DTYPE
     }
     /// fly-softmax's dtype of this type.
     fn softmax_dtype() -> SoftmaxDtype {
-        <Self as fly_softmax::Element>::DTYPE
+        <Self as flydsl_rt::Element>::DTYPE
     }
     /// Round an f64 to this type (through f32, round to nearest even).
     fn from_f64(v: f64) -> Self {
