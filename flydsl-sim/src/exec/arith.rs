@@ -2,6 +2,7 @@
 //! shuffling and pointer arithmetic.
 
 use super::Wg;
+use crate::fpmode::ftz;
 use crate::memory::{join, split, LDS_HANDLE_BASE};
 use crate::numeric::*;
 use crate::SimError;
@@ -227,7 +228,95 @@ pub(crate) fn convert(b: u64, from: ScalarType, to: ScalarType, unsigned: bool) 
     }
 }
 
+/// The low `bits` bits of an exact result.
+fn int_bits_w(x: i128, bits: u32) -> u64 {
+    (x as u64) & mask(bits)
+}
+
+/// The exact (unwrapped) result of a checked index op, when it differs from the wrapped one
+/// read back at `bits` (signed).
+fn index_overflow(op: BinOp, a: u64, b: u64, bits: u32) -> Option<(i128, char)> {
+    let (sa, sb) = (sext(a, bits) as i128, sext(b, bits) as i128);
+    let (exact, sym) = match op {
+        BinOp::Add => (sa + sb, '+'),
+        BinOp::Sub => (sa - sb, '-'),
+        BinOp::Mul => (sa * sb, '*'),
+        BinOp::Shl => (sa << ((b & mask(bits)) % bits as u64), '<'),
+        _ => return None,
+    };
+    let (lo, hi) = (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1);
+    (exact < lo || exact > hi).then_some((exact, sym))
+}
+
+/// The bits of type `t` with an f32-denormal value replaced by a zero of the same sign.
+fn daz_bits(t: ScalarType, b: u64) -> u64 {
+    if t == ScalarType::F32 {
+        ftz(f32::from_bits(b as u32)).to_bits() as u64
+    } else {
+        f32_to(t, ftz(f32_of(t, b)))
+    }
+}
+
 impl Wg<'_, '_> {
+    /// Whether arithmetic on `t` flushes f32 denormals on this target (see [`crate::fpmode`]).
+    #[inline]
+    fn flushes(&self, t: ScalarType) -> bool {
+        match t {
+            ScalarType::F32 => self.cx.fp.ftz_f32,
+            ScalarType::BF16 => self.cx.fp.ftz_bf16,
+            _ => false,
+        }
+    }
+
+    /// The index-check site of `res`, when it is checked arithmetic feeding an address.
+    #[inline]
+    fn index_site(&self, res: ValueId) -> Option<u32> {
+        self.cx.index_checked.get(res.0 as usize).copied().flatten()
+    }
+
+    /// Report the first active lane whose checked op overflowed.
+    #[allow(clippy::too_many_arguments)]
+    fn check_index_arith(
+        &self,
+        site: u32,
+        op: BinOp,
+        bits: u32,
+        va: &[u64],
+        vb: &[u64],
+        act: &[u32],
+        w: usize,
+    ) -> Result<(), SimError> {
+        for &th in act {
+            let base = th as usize * w;
+            for k in base..base + w {
+                let Some((exact, sym)) = index_overflow(op, va[k], vb[k], bits) else {
+                    continue;
+                };
+                let x = sext(va[k], bits);
+                let (op_str, y) = if sym == '<' {
+                    (
+                        "<<".to_string(),
+                        ((vb[k] & mask(bits)) % bits as u64) as i64,
+                    )
+                } else {
+                    (sym.to_string(), sext(vb[k], bits))
+                };
+                let wrapped = sext(int_bits_w(exact, bits), bits);
+                let s = &self.cx.index_sites[site as usize];
+                return Err(SimError::IndexOverflow {
+                    kernel: self.kname(),
+                    op: s.op.clone(),
+                    expr: format!(
+                        "{x} {op_str} {y} = {exact}, which wraps to {wrapped} in i{bits}"
+                    ),
+                    sink: s.sink.clone(),
+                    at: self.thread_ref(th),
+                });
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn constant(&mut self, res: ValueId, c: Const, act: &[u32]) {
         let i = self.info(res);
         let bits = match c {
@@ -252,7 +341,12 @@ impl Wg<'_, '_> {
         let mut r = self.take(res);
         let (va, vb) = (self.val(a), self.val(b));
         let mut out = Ok(());
+        let fp = self.cx.fp;
         match t {
+            ScalarType::F32 if fp.ftz_f32 => each(act, w, |k| {
+                let f = |v: u64| ftz(f32::from_bits(v as u32));
+                r[k] = ftz(fbin(op, f(va[k]), f(vb[k]))).to_bits() as u64;
+            }),
             ScalarType::F32 => each(act, w, |k| {
                 let z = fbin(
                     op,
@@ -260,6 +354,10 @@ impl Wg<'_, '_> {
                     f32::from_bits(vb[k] as u32),
                 );
                 r[k] = z.to_bits() as u64;
+            }),
+            ScalarType::BF16 if fp.ftz_bf16 => each(act, w, |k| {
+                let f = |v: u64| ftz(f32_of(t, v));
+                r[k] = f32_to(t, ftz(fbin(op, f(va[k]), f(vb[k]))));
             }),
             _ if t.is_float() => each(act, w, |k| {
                 r[k] = f32_to(t, fbin(op, f32_of(t, va[k]), f32_of(t, vb[k])));
@@ -278,6 +376,11 @@ impl Wg<'_, '_> {
                         }
                     }
                 }
+                if out.is_ok() {
+                    if let Some(site) = self.index_site(res) {
+                        out = self.check_index_arith(site, op, bits, va, vb, act, w);
+                    }
+                }
             }
         }
         self.put(res, r);
@@ -290,7 +393,12 @@ impl Wg<'_, '_> {
         let mut r = self.take(res);
         let va = self.val(a);
         if t.is_float() {
-            each(act, w, |k| r[k] = fun(op, t, va[k]));
+            let daz = self.flushes(t) && matches!(op, UnOp::Sqrt | UnOp::Trunc | UnOp::Floor);
+            if daz {
+                each(act, w, |k| r[k] = fun(op, t, daz_bits(t, va[k])));
+            } else {
+                each(act, w, |k| r[k] = fun(op, t, va[k]));
+            }
         } else {
             let bits = t.bits();
             each(act, w, |k| r[k] = iun(op, va[k], bits));
@@ -303,10 +411,23 @@ impl Wg<'_, '_> {
         let (t, w) = (i.elem, i.words);
         let mut r = self.take(res);
         let (va, vb, vc) = (self.val(a), self.val(b), self.val(c));
-        if t == ScalarType::F32 {
+        let flush = self.flushes(t);
+        if t == ScalarType::F32 && flush {
+            each(act, w, |k| {
+                let f = |v: u64| ftz(f32::from_bits(v as u32));
+                r[k] = ftz(f(va[k]).mul_add(f(vb[k]), f(vc[k]))).to_bits() as u64;
+            });
+        } else if t == ScalarType::F32 {
             each(act, w, |k| {
                 let f = |v: u64| f32::from_bits(v as u32);
                 r[k] = f(va[k]).mul_add(f(vb[k]), f(vc[k])).to_bits() as u64;
+            });
+        } else if flush {
+            // bf16 promoted to an f32 fma: flush the (exactly widened) inputs and a result
+            // below the f32 normal range.
+            each(act, w, |k| {
+                let f = |v: u64| flush_denorm(float_val(t, v));
+                r[k] = float_bits(t, flush_denorm(f(va[k]).mul_add(f(vb[k]), f(vc[k]))));
             });
         } else {
             each(act, w, |k| {
