@@ -1,8 +1,8 @@
 //! The walk over blocks and the structured control flow (`If`, `For`).
 //!
-//! `If` becomes a diamond with one `phi` per yielded value; `For` becomes
-//! preheader -> header (phis of iv and carried values, `iv < ub` signed) -> body ... latch ->
-//! header, exit. Values of enclosing regions stay visible inside; values of a region are
+//! `If` becomes a diamond with one `phi` per yielded value; `For` becomes a rotated loop:
+//! an entry test `lb < ub` (signed), the body (phis of iv and carried values), and a latch
+//! that goes on while `ub - iv > step` (unsigned), which cannot overflow (see `lower_for`). Values of enclosing regions stay visible inside; values of a region are
 //! forgotten when it closes, so a use outside its region is a [`LowerError`], not bad SSA.
 
 use super::func::Func;
@@ -205,6 +205,19 @@ fn lower_if(
     Ok(())
 }
 
+/// `For` as a rotated loop, so the exit test cannot overflow (the IR contract of `For`):
+///
+/// ```text
+/// pre:     %g = icmp slt T lb, ub ; br %g, loop, endloop
+/// loop:    %iv = phi [lb, pre], [%ivnext, latch] ; carried phis ; body ...
+/// latch:   %rem = sub T ub, %iv ; %more = icmp ugt T %rem, step
+///          %ivnext = add nsw T %iv, step ; br %more, loop, endloop
+/// endloop: results = phi [init, pre], [yielded, latch]
+/// ```
+///
+/// `ub - iv` is in `1..2^bits` (as unsigned) because `iv < ub` on every run, so
+/// `rem > step` is exactly `iv + step < ub`; `nsw` holds on the back edge, the only place
+/// `%ivnext` is used.
 fn lower_for(
     f: &mut Func,
     op: &Op,
@@ -212,6 +225,7 @@ fn lower_for(
     init: &[ValueId],
     body: &Block,
 ) -> Result<(), LowerError> {
+    let it = f.lty(f.ty(lb)?);
     let (lb, ub, step) = (f.get(lb)?, f.get(ub)?, f.get(step)?);
     let init: Vec<String> = init.iter().map(|&v| f.get(v)).collect::<Result<_, _>>()?;
     if body.args.len() != init.len() + 1 || op.results.len() != init.len() {
@@ -223,32 +237,28 @@ fn lower_for(
         .map(|&r| Ok(f.lty(f.ty(r)?)))
         .collect::<Result<_, LowerError>>()?;
     let (op_index, op_name) = (f.op_index, f.op_name.clone());
+    let (lh, le) = (f.new_label("loop"), f.new_label("endloop"));
+    let enter = f.inst(format!("icmp slt {it} {lb}, {ub}"));
     let pre = f.cur_block.clone();
-    let (lh, lb_, le) = (
-        f.new_label("loop"),
-        f.new_label("body"),
-        f.new_label("endloop"),
-    );
-    f.br(&lh);
+    f.cond_br(&enter, &lh, &le);
     f.start_block(&lh);
     let phi_pos = f.mark();
     let id = lh.clone();
     let iv = format!("%{id}.iv");
     let carried: Vec<String> = (0..init.len()).map(|k| format!("%{id}.c{k}")).collect();
-    let cond = f.inst(format!("icmp slt i32 {iv}, {ub}"));
-    f.cond_br(&cond, &lb_, &le);
-    f.start_block(&lb_);
     let mut args = vec![iv.clone()];
     args.extend(carried.iter().cloned());
     let (next, latch) = lower_region(f, body, &args)?;
     let (saved_i, saved_n) = (f.op_index, std::mem::replace(&mut f.op_name, op_name));
     f.op_index = op_index;
     check_yield(f, &next, init.len())?;
+    let rem = f.inst(format!("sub {it} {ub}, {iv}"));
+    let more = f.inst(format!("icmp ugt {it} {rem}, {step}"));
     let iv_next = format!("%{id}.ivnext");
-    f.emit(format!("{iv_next} = add i32 {iv}, {step}"));
-    f.br(&lh);
+    f.emit(format!("{iv_next} = add nsw {it} {iv}, {step}"));
+    f.cond_br(&more, &lh, &le);
     let mut phis = vec![format!(
-        "{iv} = phi i32 [ {lb}, %{pre} ], [ {iv_next}, %{latch} ]"
+        "{iv} = phi {it} [ {lb}, %{pre} ], [ {iv_next}, %{latch} ]"
     )];
     for k in 0..init.len() {
         phis.push(format!(
@@ -259,7 +269,11 @@ fn lower_for(
     f.insert_at(phi_pos, &phis);
     f.start_block(&le);
     for (k, &r) in op.results.iter().enumerate() {
-        f.def(r, carried[k].clone());
+        let p = f.inst(format!(
+            "phi {} [ {}, %{pre} ], [ {}, %{latch} ]",
+            carried_tys[k], init[k], next[k]
+        ));
+        f.def(r, p);
     }
     f.op_index = saved_i;
     f.op_name = saved_n;
