@@ -42,12 +42,14 @@ impl FpMode {
     }
 }
 
-/// An f32 subnormal becomes a zero of the same sign.
+/// An f32 subnormal becomes a zero of the same sign (on the bits: a zero exponent field
+/// keeps only the sign).
 #[inline]
 pub(crate) fn ftz(x: f32) -> f32 {
-    if x.is_subnormal() {
-        0.0f32.copysign(x)
+    let b = x.to_bits();
+    f32::from_bits(if b & 0x7F80_0000 == 0 {
+        b & 0x8000_0000
     } else {
-        x
-    }
+        b
+    })
 }
