@@ -617,10 +617,11 @@ pub enum OpKind {
     ///
     /// Contract (what the Sim executes and both lowerings emit), in the bounds' type:
     /// - the body runs first with `iv = lb` if `lb < ub` (signed), else never;
-    /// - after a run with `iv`, it runs again with `iv + step` if `ub - iv > step`, the
-    ///   difference taken as unsigned: that is exactly "`iv + step < ub`" computed without
-    ///   overflow, so the loop ends correctly for any `ub` up to the type's maximum (a loop
-    ///   from `i32::MAX - 10` to `i32::MAX` by 4 runs 3 times) and `iv` never wraps;
+    /// - after a run with `iv`, it runs again with `iv + step` if `iv + step < ub` as exact
+    ///   integers, with no overflow: the loop ends correctly for any `ub` up to the type's
+    ///   maximum (a loop from `i32::MAX - 10` to `i32::MAX` by 4 runs 3 times) and `iv` never
+    ///   wraps. (The lowering steps `iv` by `umin(step, ub - iv)`, the difference unsigned, so
+    ///   it lands on `ub` instead of wrapping; the Sim tests `ub - iv > step`, unsigned.)
     /// - `step` must be > 0 whenever the body runs. A step of 0 never ends and a negative
     ///   step runs the body once on hardware; the Sim reports both as a fault.
     For {

@@ -1,9 +1,11 @@
 //! The walk over blocks and the structured control flow (`If`, `For`).
 //!
-//! `If` becomes a diamond with one `phi` per yielded value; `For` becomes a rotated loop:
-//! an entry test `lb < ub` (signed), the body (phis of iv and carried values), and a latch
-//! that goes on while `ub - iv > step` (unsigned), which cannot overflow (see `lower_for`). Values of enclosing regions stay visible inside; values of a region are
-//! forgotten when it closes, so a use outside its region is a [`LowerError`], not bad SSA.
+//! `If` becomes a diamond with one `phi` per yielded value; `For` becomes
+//! preheader -> header (phis of iv and carried values, `iv < ub` signed) -> body ... latch ->
+//! header, exit; the latch steps `iv` by `umin(step, ub - iv)`, so it stops at `ub` instead of
+//! wrapping (see `lower_for`). Values of enclosing regions stay visible inside; values of a
+//! region are forgotten when it closes, so a use outside its region is a [`LowerError`], not
+//! bad SSA.
 
 use super::func::Func;
 use super::{amdgpu, arith, memory, mma, nvptx, vector, LowerError};
@@ -205,19 +207,13 @@ fn lower_if(
     Ok(())
 }
 
-/// `For` as a rotated loop, so the exit test cannot overflow (the IR contract of `For`):
-///
-/// ```text
-/// pre:     %g = icmp slt T lb, ub ; br %g, loop, endloop
-/// loop:    %iv = phi [lb, pre], [%ivnext, latch] ; carried phis ; body ...
-/// latch:   %rem = sub T ub, %iv ; %more = icmp ugt T %rem, step
-///          %ivnext = add nsw T %iv, step ; br %more, loop, endloop
-/// endloop: results = phi [init, pre], [yielded, latch]
-/// ```
-///
-/// `ub - iv` is in `1..2^bits` (as unsigned) because `iv < ub` on every run, so
-/// `rem > step` is exactly `iv + step < ub`; `nsw` holds on the back edge, the only place
-/// `%ivnext` is used.
+/// `For`: the header tests `iv < ub` (signed); the latch computes
+/// `iv + umin(step, ub - iv)` (`ub - iv` taken unsigned), which is `iv + step` when that is
+/// below `ub` and exactly `ub` otherwise, so the next header test ends the loop without the
+/// increment ever overflowing (the IR contract of `For`). Kept in this non-rotated form on
+/// purpose: a rotated loop with an `ub - iv > step` exit test lets LLVM's loop strength
+/// reduction keep one 64-bit pointer per address in registers (+17% VGPRs over fly-norm's
+/// forward kernels on gfx942 with llc-22).
 fn lower_for(
     f: &mut Func,
     op: &Op,
@@ -237,15 +233,21 @@ fn lower_for(
         .map(|&r| Ok(f.lty(f.ty(r)?)))
         .collect::<Result<_, LowerError>>()?;
     let (op_index, op_name) = (f.op_index, f.op_name.clone());
-    let (lh, le) = (f.new_label("loop"), f.new_label("endloop"));
-    let enter = f.inst(format!("icmp slt {it} {lb}, {ub}"));
     let pre = f.cur_block.clone();
-    f.cond_br(&enter, &lh, &le);
+    let (lh, lb_, le) = (
+        f.new_label("loop"),
+        f.new_label("body"),
+        f.new_label("endloop"),
+    );
+    f.br(&lh);
     f.start_block(&lh);
     let phi_pos = f.mark();
     let id = lh.clone();
     let iv = format!("%{id}.iv");
     let carried: Vec<String> = (0..init.len()).map(|k| format!("%{id}.c{k}")).collect();
+    let cond = f.inst(format!("icmp slt {it} {iv}, {ub}"));
+    f.cond_br(&cond, &lb_, &le);
+    f.start_block(&lb_);
     let mut args = vec![iv.clone()];
     args.extend(carried.iter().cloned());
     let (next, latch) = lower_region(f, body, &args)?;
@@ -253,10 +255,14 @@ fn lower_for(
     f.op_index = op_index;
     check_yield(f, &next, init.len())?;
     let rem = f.inst(format!("sub {it} {ub}, {iv}"));
-    let more = f.inst(format!("icmp ugt {it} {rem}, {step}"));
+    let inc = f.call(
+        &it,
+        &format!("llvm.umin.{it}"),
+        &[(&it, &rem), (&it, &step)],
+    );
     let iv_next = format!("%{id}.ivnext");
-    f.emit(format!("{iv_next} = add nsw {it} {iv}, {step}"));
-    f.cond_br(&more, &lh, &le);
+    f.emit(format!("{iv_next} = add {it} {iv}, {inc}"));
+    f.br(&lh);
     let mut phis = vec![format!(
         "{iv} = phi {it} [ {lb}, %{pre} ], [ {iv_next}, %{latch} ]"
     )];
@@ -269,11 +275,7 @@ fn lower_for(
     f.insert_at(phi_pos, &phis);
     f.start_block(&le);
     for (k, &r) in op.results.iter().enumerate() {
-        let p = f.inst(format!(
-            "phi {} [ {}, %{pre} ], [ {}, %{latch} ]",
-            carried_tys[k], init[k], next[k]
-        ));
-        f.def(r, p);
+        f.def(r, carried[k].clone());
     }
     f.op_index = saved_i;
     f.op_name = saved_n;
