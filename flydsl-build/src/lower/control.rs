@@ -212,8 +212,8 @@ fn lower_if(
 /// below `ub` and exactly `ub` otherwise, so the next header test ends the loop without the
 /// increment ever overflowing (the IR contract of `For`). Kept in this non-rotated form on
 /// purpose: a rotated loop with an `ub - iv > step` exit test lets LLVM's loop strength
-/// reduction keep one 64-bit pointer per address in registers (+17% VGPRs over fly-norm's
-/// forward kernels on gfx942 with llc-22).
+/// reduction keep one 64-bit pointer per address in registers (measured in
+/// `bench/for-latch-and-sim-checks.md`).
 fn lower_for(
     f: &mut Func,
     op: &Op,
