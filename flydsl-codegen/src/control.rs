@@ -2,8 +2,10 @@
 //!
 //! `If` becomes a diamond with one `phi` per yielded value; `For` becomes
 //! preheader -> header (phis of iv and carried values, `iv < ub` signed) -> body ... latch ->
-//! header, exit. Values of enclosing regions stay visible inside; values of a region are
-//! forgotten when it closes, so a use outside its region is a [`LowerError`], not bad SSA.
+//! header, exit; the latch steps `iv` by `umin(step, ub - iv)`, so it stops at `ub` instead of
+//! wrapping (see `lower_for`). Values of enclosing regions stay visible inside; values of a
+//! region are forgotten when it closes, so a use outside its region is a [`LowerError`], not
+//! bad SSA.
 
 use super::func::Func;
 use super::{arith, memory, mma, vector, LowerError};
@@ -183,6 +185,13 @@ fn lower_if(
     Ok(())
 }
 
+/// `For`: the header tests `iv < ub` (signed); the latch computes
+/// `iv + umin(step, ub - iv)` (`ub - iv` taken unsigned), which is `iv + step` when that is
+/// below `ub` and exactly `ub` otherwise, so the next header test ends the loop without the
+/// increment ever overflowing (the IR contract of `For`). Kept in this non-rotated form on
+/// purpose: a rotated loop with an `ub - iv > step` exit test lets LLVM's loop strength
+/// reduction keep one 64-bit pointer per address in registers (measured in
+/// `bench/for-latch-and-sim-checks.md`).
 fn lower_for(
     f: &mut Func,
     op: &Op,
@@ -190,6 +199,7 @@ fn lower_for(
     init: &[ValueId],
     body: &Block,
 ) -> Result<(), LowerError> {
+    let it = f.lty(f.ty(lb)?);
     let (lb, ub, step) = (f.get(lb)?, f.get(ub)?, f.get(step)?);
     let init: Vec<String> = init.iter().map(|&v| f.get(v)).collect::<Result<_, _>>()?;
     if body.args.len() != init.len() + 1 || op.results.len() != init.len() {
@@ -213,7 +223,7 @@ fn lower_for(
     let id = lh.clone();
     let iv = format!("%{id}.iv");
     let carried: Vec<String> = (0..init.len()).map(|k| format!("%{id}.c{k}")).collect();
-    let cond = f.inst(format!("icmp slt i32 {iv}, {ub}"));
+    let cond = f.inst(format!("icmp slt {it} {iv}, {ub}"));
     f.cond_br(&cond, &lb_, &le);
     f.start_block(&lb_);
     let mut args = vec![iv.clone()];
@@ -222,11 +232,17 @@ fn lower_for(
     let (saved_i, saved_n) = (f.op_index, std::mem::replace(&mut f.op_name, op_name));
     f.op_index = op_index;
     check_yield(f, &next, init.len())?;
+    let rem = f.inst(format!("sub {it} {ub}, {iv}"));
+    let inc = f.call(
+        &it,
+        &format!("llvm.umin.{it}"),
+        &[(&it, &rem), (&it, &step)],
+    );
     let iv_next = format!("%{id}.ivnext");
-    f.emit(format!("{iv_next} = add i32 {iv}, {step}"));
+    f.emit(format!("{iv_next} = add {it} {iv}, {inc}"));
     f.br(&lh);
     let mut phis = vec![format!(
-        "{iv} = phi i32 [ {lb}, %{pre} ], [ {iv_next}, %{latch} ]"
+        "{iv} = phi {it} [ {lb}, %{pre} ], [ {iv_next}, %{latch} ]"
     )];
     for k in 0..init.len() {
         phis.push(format!(

@@ -254,11 +254,14 @@ fn all_ops(target: Target) -> Kernel {
         let c = b.op(OpKind::Cmp(p, i, n), s(I1));
         let r = b.op(OpKind::Select(c, i, n), s(I32));
         sinks.put(&mut b, r);
-        let c = b.op(OpKind::Cmp(p, f, eps), s(I1));
-        let r = b.op(OpKind::Select(c, f4, f4), v(F32, 4));
-        sinks.put(&mut b, r);
-        let c = b.op(OpKind::Cmp(p, q8, q8), s(I1));
-        sinks.put(&mut b, c);
+        // The unsigned predicates are integer-only (the verifier rejects them on floats).
+        if !matches!(p, ULt | ULe | UGt | UGe) {
+            let c = b.op(OpKind::Cmp(p, f, eps), s(I1));
+            let r = b.op(OpKind::Select(c, f4, f4), v(F32, 4));
+            sinks.put(&mut b, r);
+            let c = b.op(OpKind::Cmp(p, q8, q8), s(I1));
+            sinks.put(&mut b, c);
+        }
         let c4 = b.op(OpKind::Cmp(p, i4, i4), v(I1, 4));
         let r = b.op(OpKind::Select(c4, i4, i4), v(I32, 4));
         sinks.put(&mut b, r);

@@ -289,7 +289,9 @@ pub enum UnOp {
     Floor,
 }
 
-/// Comparison predicates (integers compare signed unless `U*`; floats are ordered except `Une`).
+/// Comparison predicates (integers compare signed unless `U*`; floats are ordered except `Ne`,
+/// which is true when unordered). The unsigned predicates `U*` are integer-only: the verifier
+/// rejects them on floats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CmpPred {
     /// ==
@@ -607,9 +609,21 @@ pub enum OpKind {
         /// Taken when false.
         else_block: Block,
     },
-    /// Structured counted loop `for iv in (lb..ub).step_by(step)` (i32, step > 0) with
-    /// loop-carried values. The body's args are `[iv, carried...]`; it ends with a `Yield`
-    /// of the next carried values; the op's results are the final carried values.
+    /// Structured counted loop `for iv in (lb..ub).step_by(step)` with loop-carried values.
+    /// `lb`, `ub`, `step` and the induction variable share one type, `i32` or `i64`. The
+    /// body's args are `[iv, carried...]`; it ends with a `Yield` of the next carried values;
+    /// the op's results are the final carried values (the initial ones when the body never
+    /// runs).
+    ///
+    /// Contract (what the Sim executes and both lowerings emit), in the bounds' type:
+    /// - the body runs first with `iv = lb` if `lb < ub` (signed), else never;
+    /// - after a run with `iv`, it runs again with `iv + step` if `iv + step < ub` as exact
+    ///   integers, with no overflow: the loop ends correctly for any `ub` up to the type's
+    ///   maximum (a loop from `i32::MAX - 10` to `i32::MAX` by 4 runs 3 times) and `iv` never
+    ///   wraps. (The lowering steps `iv` by `umin(step, ub - iv)`, the difference unsigned, so
+    ///   it lands on `ub` instead of wrapping; the Sim tests `ub - iv > step`, unsigned.)
+    /// - `step` must be > 0 whenever the body runs. A step of 0 never ends and a negative
+    ///   step runs the body once on hardware; the Sim reports both as a fault.
     For {
         /// Lower bound.
         lb: ValueId,

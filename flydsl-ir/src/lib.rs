@@ -21,7 +21,7 @@ pub use dtype::DType;
 pub use kernarg::{KernargLayout, KernargSlot};
 pub use kernel::*;
 pub use target::Target;
-pub use types::{AddrSpace, ScalarType, Type};
+pub use types::{AddrSpace, LanesError, ScalarType, Type};
 pub use verify::{operands_of, verify, VerifyError};
 
 /// Serialize a kernel to the compact binary form embedded for the Sim backend.

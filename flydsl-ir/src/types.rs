@@ -119,7 +119,8 @@ pub enum AddrSpace {
 pub enum Type {
     /// A scalar.
     Scalar(ScalarType),
-    /// A short vector (2..=32 lanes of one scalar type).
+    /// A vector of 2..=[`Type::MAX_LANES`] lanes of one scalar type (build it with
+    /// [`Type::vec`] or [`Type::try_vec`]; the verifier rejects fewer than 2 lanes).
     Vector(ScalarType, u8),
     /// A pointer to elements of the given type in an address space.
     Ptr(AddrSpace, ScalarType),
@@ -134,11 +135,41 @@ impl Type {
         Type::Scalar(t)
     }
     /// Shorthand for a vector type (`n == 1` gives the scalar).
+    ///
+    /// # Panics
+    ///
+    /// When `n` is 0 or above [`Type::MAX_LANES`]: the kernel description is wrong (inside
+    /// `KernelBuilder::build` the panic becomes a build error naming the kernel). Use
+    /// [`Type::try_vec`] to get the error as a value.
+    ///
+    /// ```
+    /// use flydsl_ir::{Type, ScalarType};
+    /// assert_eq!(Type::vec(ScalarType::F32, 1), Type::s(ScalarType::F32));
+    /// assert_eq!(Type::vec(ScalarType::F32, 4).lanes(), 4);
+    /// ```
+    #[track_caller]
     pub fn vec(t: ScalarType, n: u32) -> Type {
-        if n == 1 {
-            Type::Scalar(t)
-        } else {
-            Type::Vector(t, n as u8)
+        match Type::try_vec(t, n) {
+            Ok(ty) => ty,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    /// Most lanes a vector type holds.
+    pub const MAX_LANES: u32 = u8::MAX as u32;
+    /// A vector type of `n` lanes (`n == 1` gives the scalar), or an error when `n` is 0 or
+    /// above [`Type::MAX_LANES`] (never a silently truncated lane count).
+    ///
+    /// ```
+    /// use flydsl_ir::{Type, ScalarType};
+    /// assert_eq!(Type::try_vec(ScalarType::F16, 255).unwrap().lanes(), 255);
+    /// assert!(Type::try_vec(ScalarType::F16, 256).is_err());
+    /// assert!(Type::try_vec(ScalarType::F16, 0).is_err());
+    /// ```
+    pub fn try_vec(t: ScalarType, n: u32) -> Result<Type, LanesError> {
+        match n {
+            1 => Ok(Type::Scalar(t)),
+            2..=Self::MAX_LANES => Ok(Type::Vector(t, n as u8)),
+            _ => Err(LanesError { elem: t, lanes: n }),
         }
     }
     /// The element type of a scalar, vector, pointer or resource.
@@ -175,6 +206,20 @@ impl Type {
     pub fn is_bool(self) -> bool {
         self.value_elem() == Some(ScalarType::I1)
     }
+}
+
+/// A vector type with a lane count no [`Type`] can hold (0, or above [`Type::MAX_LANES`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "Type::vec: lanes = {lanes} for element type {elem} is outside 1..={max}; \
+     split the value into vectors of at most {max} lanes",
+    max = Type::MAX_LANES
+)]
+pub struct LanesError {
+    /// The element type asked for.
+    pub elem: ScalarType,
+    /// The lane count asked for.
+    pub lanes: u32,
 }
 
 impl fmt::Display for Type {

@@ -60,6 +60,20 @@ pub fn verify(k: &Kernel) -> Result<(), VerifyError> {
             format!("max_threads {} is outside 1..={max}", k.attrs.max_threads),
         ));
     }
+    if let Some((i, t)) = k
+        .values
+        .iter()
+        .enumerate()
+        .find(|(_, t)| matches!(t, Type::Vector(_, n) if *n < 2))
+    {
+        return Err(err(
+            "values",
+            format!(
+                "value %{i} has type {t}: a vector has 2..={} lanes (use a scalar for 1)",
+                Type::MAX_LANES
+            ),
+        ));
+    }
     if k.params.len() != k.param_values.len() {
         return Err(err(
             "params",
@@ -272,8 +286,17 @@ impl Verifier<'_> {
                     return fail(format!("fma needs three {} float operands", rt()));
                 }
             }
-            OpKind::Cmp(_, a, b) => {
+            OpKind::Cmp(p, a, b) => {
                 nres(1)?;
+                let unsigned =
+                    matches!(p, CmpPred::ULt | CmpPred::ULe | CmpPred::UGt | CmpPred::UGe);
+                if unsigned && t(*a).value_elem().is_some_and(|e| e.is_float()) {
+                    return fail(format!(
+                        "{p:?} is an unsigned integer compare, not defined for {}: compare \
+                         floats with Eq, Ne, Lt, Le, Gt or Ge",
+                        t(*a)
+                    ));
+                }
                 if t(*a) != t(*b)
                     || !is_num(t(*a))
                     || !rt().is_bool()
@@ -568,18 +591,26 @@ impl Verifier<'_> {
                 init,
                 body,
             } => {
-                if !is_i32(t(*lb)) || !is_i32(t(*ub)) || !is_i32(t(*step)) {
-                    return fail("for bounds and step are i32".into());
+                let iv_ty = t(*lb);
+                if !is_index(iv_ty) || t(*ub) != iv_ty || t(*step) != iv_ty {
+                    return fail(format!(
+                        "for bounds and step must all be i32 or all i64; got {}, {}, {}",
+                        t(*lb),
+                        t(*ub),
+                        t(*step)
+                    ));
                 }
                 let tys: Vec<Type> = op.results.iter().map(|&r| t(r)).collect();
                 let init_tys: Vec<Type> = init.iter().map(|&v| t(v)).collect();
                 if tys != init_tys || body.args.len() != init.len() + 1 {
                     return fail("for results, init values and body arguments must match".into());
                 }
-                if !is_i32(t(body.args[0]))
+                if t(body.args[0]) != iv_ty
                     || body.args[1..].iter().map(|&a| t(a)).collect::<Vec<_>>() != tys
                 {
-                    return fail("for body args are [i32 iv, carried...]".into());
+                    return fail(format!(
+                        "for body args are [{iv_ty} iv (the bounds' type), carried...]"
+                    ));
                 }
                 self.block(body, &tys)?;
             }

@@ -54,6 +54,8 @@ fn vadd_ptx() {
     assert_eq!(m.version, "8.0");
     assert_eq!(m.target, vec!["sm_90".to_string()]);
     assert_eq!(m.address_size, Some(64));
+    m.check_target(flydsl_ir::Target::Sm90).unwrap();
+    assert!(m.check_target(flydsl_ir::Target::Gfx1201).is_err());
     assert_eq!(m.entries.len(), 1);
     let e = m.entry("vadd").unwrap();
     let lines = param_lines(&ptx, "vadd");

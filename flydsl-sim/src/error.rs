@@ -99,6 +99,25 @@ pub enum SimError {
         /// Its kind.
         second_kind: LdsAccess,
     },
+    /// Integer arithmetic that feeds an address overflowed its IR type (indexcheck): the
+    /// wrapped value would address the wrong element on the GPU.
+    #[error(
+        "sim: index overflow in kernel `{kernel}` at {at}: {op} computes {expr}; the result \
+         feeds the {sink}, so the access would land at a wrapped address. Compute the index \
+         in i64 (widen the operands before the op) or bound them"
+    )]
+    IndexOverflow {
+        /// Kernel name.
+        kernel: String,
+        /// The op, as `Mul (op #12)` (numbered as the verifier counts).
+        op: String,
+        /// The exact result and the wrapped one, e.g. `65536 * 65536 = 4294967296, which is 0 in i32`.
+        expr: String,
+        /// The address use, e.g. `index of Load (op #15)`.
+        sink: String,
+        /// The offending thread.
+        at: ThreadRef,
+    },
     /// A barrier reached by only part of the workgroup.
     #[error(
         "sim: barrier in divergent control flow in kernel `{kernel}` (block ({bx},{by},{bz})): \

@@ -13,11 +13,34 @@
 //!   writing, is a race. This is stricter than AMD's wave-synchronous execution on purpose
 //!   (it matches NVIDIA's independent thread scheduling), so a clean kernel is correct on
 //!   every target.
+//! - **indexcheck**: integer `Add`/`Sub`/`Mul`/`Shl` whose result flows into an address (the
+//!   index of a load, store, buffer access, atomic or `PtrAdd`, a dynamic LDS offset) must not
+//!   overflow its IR type (signed): an i32 index product that wraps is reported as
+//!   [`SimError::IndexOverflow`], naming the op, the values and the address it feeds. The flow
+//!   stops at bit-pattern ops (`And`, `Or`, `Xor`, right shifts, unsigned `UDiv`/`URem`), so
+//!   hashing that wraps on purpose and is then masked or reduced is not reported. On AMD
+//!   targets it also reports a buffer access whose byte offset (`index * size`, 32 bits in the
+//!   lowered code) cannot reach the element.
 //!
-//! Arithmetic is bit-exact per type: integers wrap, shift amounts are taken modulo the width,
-//! signed division by zero or overflow is a [`SimError::Fault`]; f16/bf16 round to nearest
-//! even after every op; `Exp2`/`Log2`/`Rsqrt`/`Rcp` model the hardware approximations (f64
-//! then f32, denormals flushed); fp8 conversions saturate ([`fp8`]).
+//! Arithmetic is bit-exact per type, at the IR width: integers wrap in two's complement (an
+//! i32 `Add`/`Sub`/`Mul`/`Shl` gives what a GPU's 32-bit instruction gives), shift amounts are
+//! taken modulo the width, signed `Div`/`Rem` truncate toward zero (the remainder has the
+//! dividend's sign), and signed division by zero or overflow (`MIN / -1`) and unsigned
+//! division by zero are a [`SimError::Fault`]. `For` loops count at their bounds' width with
+//! the overflow-free exit test of [`flydsl_ir::OpKind::For`]. f16/bf16 round to nearest even
+//! after every op; `Exp2`/`Log2`/`Rsqrt`/`Rcp` model the hardware approximations (f64 then
+//! f32, denormals flushed); fp8 conversions saturate ([`fp8`]).
+//!
+//! Denormals follow the target: on AMD targets f32 (and bf16, computed in f32) arithmetic
+//! flushes denormal inputs and results to a zero of the same sign, as the code objects do
+//! (their FP32 denormal mode is flush); on sm_90 they are kept, as the PTX is compiled; f32
+//! atomic adds flush on both. The op-by-op list is in the source of the `fpmode` module.
+//!
+//! ```
+//! # use flydsl_sim::SimOptions;
+//! let opts = SimOptions::default();
+//! assert!(opts.memcheck && opts.racecheck && opts.indexcheck);
+//! ```
 //!
 //! ```
 //! use flydsl_sim::{SimMemory, SimOptions, launch};
@@ -27,9 +50,11 @@
 //! launch(&k, [4, 1, 1], [64, 1, 1], &[], &mem, &SimOptions::default()).unwrap();
 //! ```
 
+mod addr;
 mod error;
 mod exec;
 pub mod fp8;
+mod fpmode;
 mod launch;
 mod memory;
 mod minifloat;
@@ -50,6 +75,9 @@ pub struct SimOptions {
     pub memcheck: bool,
     /// Report LDS data races.
     pub racecheck: bool,
+    /// Report integer arithmetic that overflows while computing an address (see the crate
+    /// docs), and AMD buffer accesses whose 32-bit byte offset cannot reach the element.
+    pub indexcheck: bool,
     /// Worker threads for workgroups (0 = all cores).
     pub threads: usize,
 }
@@ -59,6 +87,7 @@ impl Default for SimOptions {
         SimOptions {
             memcheck: true,
             racecheck: true,
+            indexcheck: true,
             threads: 0,
         }
     }

@@ -142,6 +142,42 @@ impl PtxModule {
         self.entries.iter().find(|e| e.name == name)
     }
 
+    /// Check the module was built for `target`: an NVIDIA target whose `.target` names its
+    /// architecture (`sm_90`, or the architecture-specific `sm_90a`), with 64-bit addresses.
+    /// The PTX check of a build calls this with the kernel's target; the wave size to expect
+    /// is `target.wave_size()`.
+    ///
+    /// ```
+    /// # use flydsl_ir::{codeobj::parse_ptx, Target};
+    /// let m = parse_ptx(".version 8.4\n.target sm_90a\n.address_size 64\n").unwrap();
+    /// assert!(m.check_target(Target::Sm90).is_ok());
+    /// let m = parse_ptx(".version 8.0\n.target sm_80\n.address_size 64\n").unwrap();
+    /// assert!(m.check_target(Target::Sm90).unwrap_err().contains("sm_80"));
+    /// assert!(m.check_target(Target::Gfx942).is_err());
+    /// ```
+    pub fn check_target(&self, target: crate::Target) -> Result<(), String> {
+        if target.is_amd() {
+            return Err(format!(
+                "PTX checked against {target}: PTX is built for NVIDIA targets only"
+            ));
+        }
+        let arch = target.mcpu();
+        let got = self.target.first().map(String::as_str).unwrap_or("");
+        if got != arch && got.strip_suffix('a') != Some(arch) {
+            return Err(format!(
+                "PTX `.target {got}` is not {target}: expected `.target {arch}` or \
+                 `.target {arch}a` (rebuild with -mcpu={arch})"
+            ));
+        }
+        if self.address_size != Some(64) {
+            return Err(format!(
+                "PTX `.address_size` is {:?}, not 64: build with the nvptx64 triple",
+                self.address_size
+            ));
+        }
+        Ok(())
+    }
+
     /// Static shared bytes an entry may use: its own `.shared` variables plus every
     /// module-scope one (an upper bound: use is not analysed), each placed at its alignment.
     ///

@@ -2,6 +2,7 @@
 //! shuffling and pointer arithmetic.
 
 use super::Wg;
+use crate::fpmode::ftz;
 use crate::memory::{join, split, LDS_HANDLE_BASE};
 use crate::numeric::*;
 use crate::SimError;
@@ -66,6 +67,157 @@ fn fbin(op: BinOp, x: f32, y: f32) -> f32 {
         BinOp::MaxNan => maximum(x, y),
         _ => f32::NAN,
     }
+}
+
+/// `r[k] = f(va[k], vb[k])` over the active words (one loop per op, no match inside).
+#[inline(always)]
+fn map2(
+    act: &[u32],
+    w: usize,
+    r: &mut [u64],
+    va: &[u64],
+    vb: &[u64],
+    mut f: impl FnMut(u64, u64) -> u64,
+) {
+    each(act, w, |k| r[k] = f(va[k], vb[k]));
+}
+
+/// An f32 binary op, flushing denormal inputs and results when `FLUSH`.
+#[inline(always)]
+fn f32_map<const FLUSH: bool>(
+    act: &[u32],
+    w: usize,
+    r: &mut [u64],
+    va: &[u64],
+    vb: &[u64],
+    f: impl Fn(f32, f32) -> f32,
+) {
+    let g = |v: u64| {
+        let x = f32::from_bits(v as u32);
+        if FLUSH {
+            ftz(x)
+        } else {
+            x
+        }
+    };
+    map2(act, w, r, va, vb, |a, b| {
+        let z = f(g(a), g(b));
+        (if FLUSH { ftz(z) } else { z }).to_bits() as u64
+    });
+}
+
+/// f32 binary ops, the common ones with their own loop.
+fn f32_binary<const FLUSH: bool>(
+    op: BinOp,
+    act: &[u32],
+    w: usize,
+    r: &mut [u64],
+    va: &[u64],
+    vb: &[u64],
+) {
+    match op {
+        BinOp::Add => f32_map::<FLUSH>(act, w, r, va, vb, |x, y| x + y),
+        BinOp::Sub => f32_map::<FLUSH>(act, w, r, va, vb, |x, y| x - y),
+        BinOp::Mul => f32_map::<FLUSH>(act, w, r, va, vb, |x, y| x * y),
+        BinOp::Div => f32_map::<FLUSH>(act, w, r, va, vb, |x, y| x / y),
+        BinOp::Max => f32_map::<FLUSH>(act, w, r, va, vb, f32::max),
+        BinOp::Min => f32_map::<FLUSH>(act, w, r, va, vb, f32::min),
+        _ => f32_map::<FLUSH>(act, w, r, va, vb, |x, y| fbin(op, x, y)),
+    }
+}
+
+/// Integer ops that cannot fault, one loop per op; false when `op` needs [`ibin`].
+fn int_fast(
+    op: BinOp,
+    bits: u32,
+    act: &[u32],
+    w: usize,
+    r: &mut [u64],
+    va: &[u64],
+    vb: &[u64],
+) -> bool {
+    let m = mask(bits);
+    // Widths are powers of two: `& (bits - 1)` is the shift amount modulo the width.
+    let sh = bits as u64 - 1;
+    match op {
+        BinOp::Add => map2(act, w, r, va, vb, |a, b| a.wrapping_add(b) & m),
+        BinOp::Sub => map2(act, w, r, va, vb, |a, b| a.wrapping_sub(b) & m),
+        BinOp::Mul => map2(act, w, r, va, vb, |a, b| a.wrapping_mul(b) & m),
+        BinOp::And => map2(act, w, r, va, vb, |a, b| a & b & m),
+        BinOp::Or => map2(act, w, r, va, vb, |a, b| (a | b) & m),
+        BinOp::Xor => map2(act, w, r, va, vb, |a, b| (a ^ b) & m),
+        BinOp::Shl => map2(act, w, r, va, vb, |a, b| (a << (b & sh)) & m),
+        BinOp::LShr => map2(act, w, r, va, vb, |a, b| (a & m) >> (b & sh)),
+        _ => return false,
+    }
+    true
+}
+
+/// [`int_fast`] for the checked index ops (`Add`, `Sub`, `Mul`, `Shl`): the same results, and
+/// whether any lane overflowed its signed range. `None` for other ops.
+fn int_checked(
+    op: BinOp,
+    bits: u32,
+    act: &[u32],
+    w: usize,
+    r: &mut [u64],
+    va: &[u64],
+    vb: &[u64],
+) -> Option<bool> {
+    if !matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl) {
+        return None;
+    }
+    let sh = bits as u64 - 1;
+    let mut ovf = false;
+    if bits <= 32 {
+        match op {
+            BinOp::Add => checked_map(bits, act, w, r, va, vb, &mut ovf, |x, y, _| x + y),
+            BinOp::Sub => checked_map(bits, act, w, r, va, vb, &mut ovf, |x, y, _| x - y),
+            BinOp::Mul => checked_map(bits, act, w, r, va, vb, &mut ovf, |x, y, _| x * y),
+            _ => checked_map(bits, act, w, r, va, vb, &mut ovf, |x, _, s| x << s),
+        }
+    } else {
+        map2(act, w, r, va, vb, |a, b| {
+            let (x, y, s) = (a as i64, b as i64, (b & sh) as u32);
+            let (z, o) = match op {
+                BinOp::Add => x.overflowing_add(y),
+                BinOp::Sub => x.overflowing_sub(y),
+                BinOp::Mul => x.overflowing_mul(y),
+                _ => {
+                    let z = x.wrapping_shl(s);
+                    (z, z.wrapping_shr(s) != x)
+                }
+            };
+            ovf |= o;
+            z as u64
+        });
+    }
+    Some(ovf)
+}
+
+/// One checked op at `bits <= 32`: exact in i64; a lane overflowed when its result does not
+/// survive the round trip through `bits`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn checked_map(
+    bits: u32,
+    act: &[u32],
+    w: usize,
+    r: &mut [u64],
+    va: &[u64],
+    vb: &[u64],
+    ovf: &mut bool,
+    f: impl Fn(i64, i64, u64) -> i64,
+) {
+    let m = mask(bits);
+    let sh = bits as u64 - 1;
+    let mut o = false;
+    map2(act, w, r, va, vb, |a, b| {
+        let e = f(sext(a, bits), sext(b, bits), b & sh);
+        o |= sext(e as u64, bits) != e;
+        e as u64 & m
+    });
+    *ovf |= o;
 }
 
 /// Integer binary op on canonical bits of width `bits`.
@@ -227,7 +379,110 @@ pub(crate) fn convert(b: u64, from: ScalarType, to: ScalarType, unsigned: bool) 
     }
 }
 
+/// The low `bits` bits of an exact result.
+fn int_bits_w(x: i128, bits: u32) -> u64 {
+    (x as u64) & mask(bits)
+}
+
+/// The exact (unwrapped) result of a checked index op, when it differs from the wrapped one
+/// read back at `bits` (signed).
+#[inline]
+fn index_overflow(op: BinOp, a: u64, b: u64, bits: u32) -> Option<(i128, char)> {
+    if bits <= 32 {
+        // Fast path: exact in i64, no overflow in the common case.
+        let (sa, sb) = (sext(a, bits), sext(b, bits));
+        let exact = match op {
+            BinOp::Add => sa + sb,
+            BinOp::Sub => sa - sb,
+            BinOp::Mul => sa * sb,
+            BinOp::Shl => sa << ((b & mask(bits)) % bits as u64),
+            _ => return None,
+        };
+        if sext(exact as u64, bits) == exact {
+            return None;
+        }
+    }
+    let (sa, sb) = (sext(a, bits) as i128, sext(b, bits) as i128);
+    let (exact, sym) = match op {
+        BinOp::Add => (sa + sb, '+'),
+        BinOp::Sub => (sa - sb, '-'),
+        BinOp::Mul => (sa * sb, '*'),
+        BinOp::Shl => (sa << ((b & mask(bits)) % bits as u64), '<'),
+        _ => return None,
+    };
+    let (lo, hi) = (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1);
+    (exact < lo || exact > hi).then_some((exact, sym))
+}
+
+/// The bits of type `t` with an f32-denormal value replaced by a zero of the same sign.
+fn daz_bits(t: ScalarType, b: u64) -> u64 {
+    if t == ScalarType::F32 {
+        ftz(f32::from_bits(b as u32)).to_bits() as u64
+    } else {
+        f32_to(t, ftz(f32_of(t, b)))
+    }
+}
+
 impl Wg<'_, '_> {
+    /// Whether arithmetic on `t` flushes f32 denormals on this target (see [`crate::fpmode`]).
+    #[inline]
+    fn flushes(&self, t: ScalarType) -> bool {
+        match t {
+            ScalarType::F32 => self.cx.fp.ftz_f32,
+            ScalarType::BF16 => self.cx.fp.ftz_bf16,
+            _ => false,
+        }
+    }
+
+    /// The index-check site of `res`, when it is checked arithmetic feeding an address.
+    #[inline]
+    fn index_site(&self, res: ValueId) -> Option<u32> {
+        self.cx.index_checked.get(res.0 as usize).copied().flatten()
+    }
+
+    /// Report the first active lane whose checked op overflowed.
+    #[allow(clippy::too_many_arguments)]
+    fn check_index_arith(
+        &self,
+        site: u32,
+        op: BinOp,
+        bits: u32,
+        va: &[u64],
+        vb: &[u64],
+        act: &[u32],
+        w: usize,
+    ) -> Result<(), SimError> {
+        for &th in act {
+            let base = th as usize * w;
+            for k in base..base + w {
+                let Some((exact, sym)) = index_overflow(op, va[k], vb[k], bits) else {
+                    continue;
+                };
+                let x = sext(va[k], bits);
+                let (op_str, y) = if sym == '<' {
+                    (
+                        "<<".to_string(),
+                        ((vb[k] & mask(bits)) % bits as u64) as i64,
+                    )
+                } else {
+                    (sym.to_string(), sext(vb[k], bits))
+                };
+                let wrapped = sext(int_bits_w(exact, bits), bits);
+                let s = &self.cx.index_sites[site as usize];
+                return Err(SimError::IndexOverflow {
+                    kernel: self.kname(),
+                    op: s.op.clone(),
+                    expr: format!(
+                        "{x} {op_str} {y} = {exact}, which wraps to {wrapped} in i{bits}"
+                    ),
+                    sink: s.sink.clone(),
+                    at: self.thread_ref(th),
+                });
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn constant(&mut self, res: ValueId, c: Const, act: &[u32]) {
         let i = self.info(res);
         let bits = match c {
@@ -252,28 +507,40 @@ impl Wg<'_, '_> {
         let mut r = self.take(res);
         let (va, vb) = (self.val(a), self.val(b));
         let mut out = Ok(());
+        let fp = self.cx.fp;
         match t {
-            ScalarType::F32 => each(act, w, |k| {
-                let z = fbin(
-                    op,
-                    f32::from_bits(va[k] as u32),
-                    f32::from_bits(vb[k] as u32),
-                );
-                r[k] = z.to_bits() as u64;
+            ScalarType::F32 if fp.ftz_f32 => f32_binary::<true>(op, act, w, &mut r, va, vb),
+            ScalarType::F32 => f32_binary::<false>(op, act, w, &mut r, va, vb),
+            ScalarType::BF16 if fp.ftz_bf16 => each(act, w, |k| {
+                let f = |v: u64| ftz(f32_of(t, v));
+                r[k] = f32_to(t, ftz(fbin(op, f(va[k]), f(vb[k]))));
             }),
             _ if t.is_float() => each(act, w, |k| {
                 r[k] = f32_to(t, fbin(op, f32_of(t, va[k]), f32_of(t, vb[k])));
             }),
             _ => {
                 let bits = t.bits();
-                'outer: for &th in act {
-                    let base = th as usize * w;
-                    for k in base..base + w {
-                        match ibin(op, va[k], vb[k], bits) {
-                            Ok(z) => r[k] = z,
-                            Err(e) => {
-                                out = Err(self.fault(&format!("{op:?}"), th, e));
-                                break 'outer;
+                let handled = match self.index_site(res) {
+                    Some(site) => match int_checked(op, bits, act, w, &mut r, va, vb) {
+                        Some(true) => {
+                            out = self.check_index_arith(site, op, bits, va, vb, act, w);
+                            true
+                        }
+                        Some(false) => true,
+                        None => false,
+                    },
+                    None => int_fast(op, bits, act, w, &mut r, va, vb),
+                };
+                if !handled {
+                    'outer: for &th in act {
+                        let base = th as usize * w;
+                        for k in base..base + w {
+                            match ibin(op, va[k], vb[k], bits) {
+                                Ok(z) => r[k] = z,
+                                Err(e) => {
+                                    out = Err(self.fault(&format!("{op:?}"), th, e));
+                                    break 'outer;
+                                }
                             }
                         }
                     }
@@ -290,7 +557,12 @@ impl Wg<'_, '_> {
         let mut r = self.take(res);
         let va = self.val(a);
         if t.is_float() {
-            each(act, w, |k| r[k] = fun(op, t, va[k]));
+            let daz = self.flushes(t) && matches!(op, UnOp::Sqrt | UnOp::Trunc | UnOp::Floor);
+            if daz {
+                each(act, w, |k| r[k] = fun(op, t, daz_bits(t, va[k])));
+            } else {
+                each(act, w, |k| r[k] = fun(op, t, va[k]));
+            }
         } else {
             let bits = t.bits();
             each(act, w, |k| r[k] = iun(op, va[k], bits));
@@ -303,10 +575,23 @@ impl Wg<'_, '_> {
         let (t, w) = (i.elem, i.words);
         let mut r = self.take(res);
         let (va, vb, vc) = (self.val(a), self.val(b), self.val(c));
-        if t == ScalarType::F32 {
+        let flush = self.flushes(t);
+        if t == ScalarType::F32 && flush {
+            each(act, w, |k| {
+                let f = |v: u64| ftz(f32::from_bits(v as u32));
+                r[k] = ftz(f(va[k]).mul_add(f(vb[k]), f(vc[k]))).to_bits() as u64;
+            });
+        } else if t == ScalarType::F32 {
             each(act, w, |k| {
                 let f = |v: u64| f32::from_bits(v as u32);
                 r[k] = f(va[k]).mul_add(f(vb[k]), f(vc[k])).to_bits() as u64;
+            });
+        } else if flush {
+            // bf16 promoted to an f32 fma: flush the (exactly widened) inputs and a result
+            // below the f32 normal range.
+            each(act, w, |k| {
+                let f = |v: u64| flush_denorm(float_val(t, v));
+                r[k] = float_bits(t, flush_denorm(f(va[k]).mul_add(f(vb[k]), f(vc[k]))));
             });
         } else {
             each(act, w, |k| {

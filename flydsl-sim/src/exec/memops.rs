@@ -2,6 +2,7 @@
 //! checking (memcheck) and LDS race detection (racecheck).
 
 use super::Wg;
+use crate::fpmode::ftz;
 use crate::memory::{split, LDS_HANDLE_BASE};
 use crate::numeric::{mask, sext};
 use crate::race::Access;
@@ -265,6 +266,37 @@ impl Wg<'_, '_> {
         }
     }
 
+    /// AMD lowers a buffer access's element index to a 32-bit byte offset (`idx * size`,
+    /// unsigned in the hardware's range check): an access whose last byte lies past
+    /// `u32::MAX` would wrap to another element there (indexcheck).
+    fn check_buffer_offset(
+        &self,
+        op: &str,
+        t: u32,
+        idx: i64,
+        w: usize,
+        es: u32,
+    ) -> Result<(), SimError> {
+        if !self.cx.buffer_offset_check || idx < 0 {
+            return Ok(());
+        }
+        let end = (idx as i128 + w as i128) * es as i128;
+        if end <= u32::MAX as i128 {
+            return Ok(());
+        }
+        Err(self.fault(
+            op,
+            t,
+            format!(
+                "element index {idx} of a buffer resource is byte offset {} (access ends at \
+                 byte {end}): past the 32-bit buffer offset the AMD code computes, so the \
+                 GPU would access another element. Index it with a global Load/Store and an \
+                 i64 index, or make the resource over a base pointer nearer the element",
+                idx as i128 * es as i128
+            ),
+        ))
+    }
+
     fn partial_fault(&self, op: &str, t: u32, idx: i64, w: usize, num: i64) -> SimError {
         self.fault(
             op,
@@ -287,6 +319,7 @@ impl Wg<'_, '_> {
     ) -> Result<(), SimError> {
         let i = self.info(res);
         let w = i.words;
+        let es = i.elem.size_bytes();
         let mut r = self.take(res);
         let mut out = Ok(());
         for &t in act {
@@ -296,7 +329,14 @@ impl Wg<'_, '_> {
             };
             let idx = self.index_of(index, t);
             let b = t as usize * w;
-            let res = match Self::buffer_range(idx, w as i64, num) {
+            let range = Self::buffer_range(idx, w as i64, num);
+            if !matches!(range, BufRange::Out) {
+                if let Err(e) = self.check_buffer_offset("BufferLoad", t, idx, w, es) {
+                    out = Err(e);
+                    break;
+                }
+            }
+            let res = match range {
                 BufRange::In => self.read_elems(base, idx, i.elem, &mut r[b..b + w], "load", t),
                 BufRange::Out => {
                     r[b..b + w].fill(0);
@@ -352,7 +392,11 @@ impl Wg<'_, '_> {
             let idx = self.index_of(index, t);
             let b = t as usize * w;
             tmp[..w].copy_from_slice(&self.val(value)[b..b + w]);
-            match Self::buffer_range(idx, w as i64, num) {
+            let range = Self::buffer_range(idx, w as i64, num);
+            if !matches!(range, BufRange::Out) {
+                self.check_buffer_offset("BufferStore", t, idx, w, i.elem.size_bytes())?;
+            }
+            match range {
                 BufRange::In => self.write_elems(base, idx, i.elem, &tmp[..w], "store", t)?,
                 BufRange::Out => {}
                 BufRange::Partial if self.cx.memcheck => {
@@ -381,9 +425,10 @@ impl Wg<'_, '_> {
     ) -> Result<(), SimError> {
         let elem = self.info(value).elem;
         let is_f32 = elem == ScalarType::F32;
+        // f32 atomic adds flush denormal inputs and results on every target (crate::fpmode).
         let add = |old: u32, v: u32| {
             if is_f32 {
-                (f32::from_bits(old) + f32::from_bits(v)).to_bits()
+                ftz(ftz(f32::from_bits(old)) + ftz(f32::from_bits(v))).to_bits()
             } else {
                 old.wrapping_add(v)
             }

@@ -6,6 +6,7 @@ mod memops;
 mod wave;
 
 use crate::memory::Alloc;
+use crate::numeric::{mask, sext};
 use crate::race::RaceDetector;
 use crate::{SimError, SimOptions, ThreadRef};
 use flydsl_ir::{Block, Dim, Kernel, Op, OpKind, ScalarType, Special, Type, ValueId};
@@ -98,6 +99,15 @@ pub(crate) struct Ctx<'k> {
     pub args: Vec<(ValueId, u64)>,
     pub memcheck: bool,
     pub racecheck: bool,
+    /// Per value: the index into `index_sites` when the value is checked integer arithmetic
+    /// feeding an address (empty with indexcheck off).
+    pub index_checked: Vec<Option<u32>>,
+    /// The checked arithmetic sites (see [`crate::addr`]).
+    pub index_sites: Vec<crate::addr::Site>,
+    /// Check 32-bit AMD buffer byte offsets (indexcheck on an AMD target).
+    pub buffer_offset_check: bool,
+    /// The target's float mode (see [`crate::fpmode`]).
+    pub fp: crate::fpmode::FpMode,
     /// LDS regions (static arrays, then the dynamic region if any).
     pub lds: Vec<LdsRegion>,
     /// LDS bytes per workgroup (static and dynamic).
@@ -123,6 +133,11 @@ impl<'k> Ctx<'k> {
         dynamic_lds_bytes: u32,
     ) -> Ctx<'k> {
         let (lds, lds_bytes) = lds_regions(k, dynamic_lds_bytes);
+        let (index_checked, index_sites) = if opts.indexcheck {
+            crate::addr::checked_arith(k)
+        } else {
+            (Vec::new(), Vec::new())
+        };
         Ctx {
             k,
             info: Ctx::value_info(k),
@@ -135,6 +150,10 @@ impl<'k> Ctx<'k> {
             args,
             memcheck: opts.memcheck,
             racecheck: opts.racecheck && lds_bytes > 0,
+            index_checked,
+            index_sites,
+            buffer_offset_check: opts.indexcheck && k.target.is_amd(),
+            fp: crate::fpmode::FpMode::of(k.target),
             lds,
             lds_bytes,
         }
@@ -434,22 +453,27 @@ impl<'c, 'k> Wg<'c, 'k> {
         for (&c, &i) in carried.iter().zip(init) {
             self.copy_val(c, i, act);
         }
-        // Per-thread counters in i64 so `iv + step` cannot overflow.
-        let mut cur = vec![0i64; n];
-        let mut end = vec![0i64; n];
-        let mut stp = vec![0i64; n];
+        // Per-thread counters as canonical bits of the bounds' width (i32 or i64), following
+        // the `For` contract: enter if `lb < ub` (signed), go on while `ub - iv > step`
+        // (unsigned), so `iv` never wraps.
+        let bits = self.info(iv).elem.bits();
+        let m = mask(bits);
+        let mut cur = vec![0u64; n];
+        let mut end = vec![0u64; n];
+        let mut stp = vec![0u64; n];
         {
             let (l, u, s) = (self.val(lb), self.val(ub), self.val(step));
             for &t in act {
                 let t = t as usize;
-                cur[t] = l[t] as u32 as i32 as i64;
-                end[t] = u[t] as u32 as i32 as i64;
-                stp[t] = s[t] as u32 as i32 as i64;
-                if stp[t] <= 0 && cur[t] < end[t] {
+                cur[t] = l[t] & m;
+                end[t] = u[t] & m;
+                stp[t] = s[t] & m;
+                let step = sext(stp[t], bits);
+                if step <= 0 && sext(cur[t], bits) < sext(end[t], bits) {
                     return Err(self.fault(
                         "For",
                         t as u32,
-                        format!("loop step is {} (must be > 0)", stp[t]),
+                        format!("loop step is {step} (must be > 0)"),
                     ));
                 }
             }
@@ -464,12 +488,12 @@ impl<'c, 'k> Wg<'c, 'k> {
         let mut live: Vec<u32> = act
             .iter()
             .copied()
-            .filter(|&t| cur[t as usize] < end[t as usize])
+            .filter(|&t| sext(cur[t as usize], bits) < sext(end[t as usize], bits))
             .collect();
         while !live.is_empty() {
             let mut ivv = self.take(iv);
             for &t in &live {
-                ivv[t as usize] = cur[t as usize] as u32 as u64;
+                ivv[t as usize] = cur[t as usize];
             }
             self.put(iv, ivv);
             self.run_block(body, &live)?;
@@ -478,8 +502,9 @@ impl<'c, 'k> Wg<'c, 'k> {
             }
             live.retain(|&t| {
                 let t = t as usize;
-                cur[t] += stp[t];
-                cur[t] < end[t]
+                let more = end[t].wrapping_sub(cur[t]) & m > stp[t];
+                cur[t] = cur[t].wrapping_add(stp[t]) & m;
+                more
             });
         }
         for (&r, &c) in results.iter().zip(carried) {

@@ -207,7 +207,7 @@ impl B {
         init: Vec<ValueId>,
         f: impl FnOnce(&mut B, ValueId, &[ValueId]) -> Vec<ValueId>,
     ) -> Vec<ValueId> {
-        let iv = self.val(I32);
+        let iv = self.val(self.ty(lb));
         let carried: Vec<ValueId> = init
             .iter()
             .map(|&v| self.k.ty(v))
@@ -250,6 +250,7 @@ impl B {
 pub enum Arg {
     Tensor(u64, i64),
     I32(i32),
+    I64(i64),
     F32(f32),
 }
 
@@ -266,6 +267,7 @@ pub fn pack(k: &Kernel, args: &[Arg]) -> Vec<u8> {
                 put(slots.next().unwrap().offset, &n.to_le_bytes());
             }
             Arg::I32(v) => put(slots.next().unwrap().offset, &v.to_le_bytes()),
+            Arg::I64(v) => put(slots.next().unwrap().offset, &v.to_le_bytes()),
             Arg::F32(v) => put(slots.next().unwrap().offset, &v.to_le_bytes()),
         }
     }
