@@ -100,6 +100,7 @@ pub fn check_code_object(ir: &Kernel, code: &[u8]) -> Result<Resources, String> 
     } else {
         let text = std::str::from_utf8(code).map_err(|e| format!("PTX is not UTF-8: {e}"))?;
         let m = parse_ptx(text).map_err(|e| e.to_string())?;
+        m.check_target(t)?;
         let entry = m
             .entry(&ir.name)
             .ok_or_else(|| format!("no .entry `{}` in the PTX", ir.name))?;
@@ -120,7 +121,7 @@ pub fn check_code_object(ir: &Kernel, code: &[u8]) -> Result<Resources, String> 
         Ok(Resources {
             lds_bytes: shared as u32,
             code_bytes: code.len() as u64,
-            wave_size: 32,
+            wave_size: t.wave_size(),
             ..Resources::default()
         })
     }

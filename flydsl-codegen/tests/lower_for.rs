@@ -4,8 +4,8 @@
 
 mod common_lower;
 use common_lower::{compile, tools};
-use flydsl_build::dsl::*;
-use flydsl_build::ir::{Kernel, ScalarType, Target};
+use flydsl_dsl::*;
+use flydsl_dsl::ir::{Kernel, ScalarType, Target};
 use flydsl_sim::{launch, SimMemory, SimOptions};
 
 /// `out = [iterations, sum of iv]` of `for iv in (lb..ub).step_by(step)` over scalar bounds of
@@ -39,7 +39,7 @@ fn latch_is_overflow_free_at_the_bounds_width() {
         let t = st.name();
         for target in Target::ALL {
             let k = count_kernel(target, st);
-            let ir = flydsl_build::lower::lower(&k).unwrap();
+            let ir = flydsl_codegen::lower(&k).unwrap();
             let lines = iv_lines(&ir);
             let has = |pat: &str| lines.iter().any(|l| l.contains(pat));
             // The iv is of the bounds' type, tested against `ub` in the header...
