@@ -43,6 +43,9 @@ if [ "${SKIP_TORCH_CHECK:-0}" != 1 ]; then
 fi
 echo "test binaries: $pass passed, $fail failed"
 
+# SKIP_BENCH=1 stops here (tests only).
+if [ "${SKIP_BENCH:-0}" = 1 ]; then exit 0; fi
+
 # Every forward plan of fly-norm at the bench shapes (< 1 min; SKIP_SWEEP=1 skips it).
 if [ "${SKIP_SWEEP:-0}" != 1 ]; then
   timeout 150 ./bin/fwd_sweep 2>&1 | tee "$OUT/sweep.log"
