@@ -14,7 +14,7 @@ use crate::config::{
     ROWS_BLOCK,
 };
 use flydsl_build::dsl::*;
-use flydsl_build::ir::{Kernel, ScalarType, Target, Type};
+use flydsl_build::ir::{Const, Kernel, ScalarType, Target, Type};
 
 use ScalarType::{F32, I32, I64};
 
@@ -93,7 +93,8 @@ pub fn build(fam: Family, path: Path, target: Target) -> Result<Kernel, BuildErr
             let p = Params::declare(k, fam);
             let scratch = match path {
                 Path::Rows(_) => None,
-                _ => Some(k.lds("red", F32, scratch_len(4))),
+                Path::Fast(_) => Some(k.lds("red", F32, scratch_len(2 * ROUNDS as u32))),
+                Path::Generic => Some(k.lds("red", F32, scratch_len(2 * GENERIC_REGIONS as u32))),
             };
             let math = RowMath::new(fam.norm, p.n, p.eps);
             match (path, scratch) {
@@ -104,6 +105,15 @@ pub fn build(fam: Family, path: Path, target: Target) -> Result<Kernel, BuildErr
             }
         })
 }
+
+/// Block reductions of a row on the fast path, each in its own LDS region (`parity * ROUNDS
+/// + round`, rows alternating parity, so consecutive reductions never share a region; see
+/// [`block_reduce2`]): 0 the first pass's sum, 1 LayerNorm's deviations, 2 the quant amax.
+const ROUNDS: i32 = 3;
+/// LDS regions of a row on the generic path (`parity * GENERIC_REGIONS + k`): 0 and 1 the
+/// row's moments ([`chan_block_reduce`] takes two), 2 and 3 alternately the reductions of
+/// the overflow fallback (which ends with a barrier), then 2 the quant amax.
+const GENERIC_REGIONS: i32 = 4;
 
 /// How the vectorised paths map threads to rows.
 #[derive(Clone, Copy)]
@@ -128,9 +138,8 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
     let dt = st(fam.dt);
     // Fewer instructions per element on sm_90, where the bf16 LayerNorm forward spends about
     // 70% of the issue slots a copy-rate row allows: bf16 widened by integer ops ([`widen`]),
-    // the sums of squares by fused multiply-adds ([`RowMath::partials_of`]) and LayerNorm's
-    // `xhat` by one fused multiply-add (together 360 -> 306 instructions a warp and row for 2
-    // tiles of bf16 LayerNorm, ptxas 12.9). AMD keeps the plain forms: with them LLVM allocates
+    // and the sums (of squares) accumulated lane-wise, by fused multiply-adds
+    // ([`RowMath::first_partial`]). AMD keeps the plain forms: with them LLVM allocates
     // fewer VGPRs there (gfx950 bf16 LayerNorm, 4 tiles: 69 against 84, 7 waves per SIMD
     // against 5).
     let lean = !target.is_amd();
@@ -152,6 +161,14 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
         .map(|t| (stride * t as i32 + j) * vec as i32)
         .collect();
     let inrange: Vec<Val> = idx.iter().map(|&i| i.lt(p.n)).collect();
+    // LayerNorm's second pass drops the padding vectors by multiplying them by 0.
+    let keep: Vec<Val> = match fam.norm {
+        Norm::Layer => inrange
+            .iter()
+            .map(|&ok| select(ok, c_f32(1.0), c_f32(0.0)))
+            .collect(),
+        Norm::Rms => vec![],
+    };
     let (gr, br) = (p.gamma.rsrc(), p.beta.rsrc());
     let smooth = p.q.map(|(_, _, xs)| (xs.len().gt(0i64), xs.rsrc()));
     let xsv: Vec<Val> = match smooth {
@@ -202,31 +219,73 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
             || xs.clone(),
         );
         let xf: Vec<Val> = xin.iter().map(|&v| wide(v)).collect();
-        let part = if lean {
-            math.partials_of(&xf)
-        } else {
-            let parts = xf.iter().map(|&v| math.partials(v));
-            parts.fold(math.zeros(), |a, b| math.add(&a, &b))
-        };
         let reduce = |vals: Vec<(Val, Red)>, round: i32| -> Vec<Val> {
             match shape {
-                Shape::Block(s) => block_reduce2(&vals, s, parity * 2 + round, nwaves),
+                Shape::Block(s) => block_reduce2(&vals, s, parity * ROUNDS + round, nwaves),
                 Shape::Rows => vals
                     .iter()
                     .map(|&(v, r)| group_reduce(v, r, Some(p.lanes)))
                     .collect(),
             }
         };
-        let sums = reduce(part.iter().map(|&v| (v, Red::Sum)).collect(), 0);
-        // 2-byte inputs stay packed across the reduction (half the registers of f32), and
-        // are widened again afterwards (see `opaque`).
-        let xf: Vec<Val> = if fam.dt.bytes() == 2 {
-            xin.iter().map(|&v| wide(opaque(v, p.n))).collect()
-        } else {
-            xf
+        let first = reduce(vec![(math.first_partial(&xf, lean), Red::Sum)], 0)[0];
+        // 2-byte inputs stay packed across each reduction (half the registers of f32), and
+        // are widened again after it (see `opaque`; the last copy is taken after the last
+        // reduction).
+        let packed = fam.dt.bytes() == 2;
+        let rewiden =
+            |zero: Val| -> Vec<Val> { xin.iter().map(|&v| wide(opaque(v, zero))).collect() };
+        // (mean, rstd, overflowed, the i32 zero that orders the last widening after the
+        // last reduction).
+        let (mean, rstd, over, zero) = match fam.norm {
+            Norm::Rms => {
+                let rstd = math.rms_rstd(first);
+                let over = math.overflowed(c_f32(0.0), first);
+                (c_f32(0.0), rstd, over, p.n >> 31)
+            }
+            Norm::Layer => {
+                // Second pass over the registers: deviations from the first pass's mean.
+                let mean = first * math.inv_n;
+                let xm = if packed {
+                    rewiden(p.n >> 31)
+                } else {
+                    xf.clone()
+                };
+                let (sd, sq) = math.dev_partials(&xm, &keep, mean, lean);
+                let t = reduce(vec![(sd, Red::Sum), (sq, Red::Sum)], 1);
+                let over = math.overflowed(mean, t[1]);
+                let (mean, rstd) = math.layer_stats(mean, t[0], t[1]);
+                let zero = t[1].bitcast(Type::s(I32)) & (p.n >> 31);
+                (mean, rstd, over, zero)
+            }
         };
-        // The weights are read per row after the reduction (L1 hits after the first rows of
-        // an SM), so that they are not live across its barrier: the gammas, then the betas
+        // Rows whose sums overflowed: statistics from this lane's own pass over the whole
+        // row in memory (no cross-lane operation, so the branch may diverge between the
+        // multi-row path's rows), rows of at most `MAX_BLOCK * tiles * vec` elements.
+        let row_fold = |init: &[Val], f: &dyn Fn(&[Val], Val, Val) -> Vec<Val>| -> Vec<Val> {
+            let xr = p.x.offset(cx.base).rsrc_n(cx.nrow);
+            for_range(c_i32(0), p.n, c_i32(vec as i32), init, |i, acc| {
+                let x = xr.load_vec(i, vec, 16);
+                let v = if_else(
+                    has_res,
+                    || {
+                        let rr = p.res.offset(cx.base).rsrc_n(cx.nrow);
+                        vec![(wide(x) + wide(rr.load_vec(i, vec, 16))).cast(dt)]
+                    },
+                    || vec![x],
+                )[0];
+                f(acc, wide(v), c_f32(1.0))
+            })
+        };
+        let own = |v: &[(Val, Red)]| v.iter().map(|&(x, _)| x).collect::<Vec<_>>();
+        let share = Share {
+            fold: &row_fold,
+            reduce: &own,
+        };
+        let (mean, rstd) = math.fallback(over, (mean, rstd), &share);
+        let xf: Vec<Val> = if packed { rewiden(zero) } else { xf };
+        // The weights are read per row after the reductions (L1 hits after the first rows of
+        // an SM), so that they are not live across their barriers: the gammas, then the betas
         // (LayerNorm) of tiles `ts`, each index plus `off` when given.
         let load_w = |ts: std::ops::Range<usize>, off: Option<Val>| {
             let at = |t: usize| off.map_or(idx[t], |o| idx[t] + o);
@@ -243,19 +302,10 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
             None => tiles as usize,
         };
         let mut w = load_w(0..chunk, None);
-        let (mean, rstd) = math.stats(&sums);
-        // LayerNorm with 2-byte outputs (lean targets): `xhat = x * rstd - mean * rstd`, one
-        // fused multiply-add an element; rounding `mean * rstd` costs |mean / std| * 2^-24 of
-        // xhat, far below the output's rounding. f32 keeps `(x - mean) * rstd`.
-        let shift =
-            (lean && fam.norm == Norm::Layer && fam.dt.bytes() == 2).then(|| -(mean * rstd));
-        let xhat = |x: Val| match shift {
-            Some(sh) => {
-                let l = x.lanes();
-                x.fma(splat(rstd, l), splat(sh, l))
-            }
-            None => math.xhat(x, mean, rstd),
-        };
+        // `xhat = (x - mean) * rstd` on every target. (The one-FMA form `x * rstd - mean *
+        // rstd` errs by |mean| * rstd * 2^-24, which reaches 0.2 for a near-constant row
+        // of 1e4 whose rstd is eps-bound.)
+        let xhat = |x: Val| math.xhat(x, mean, rstd);
         // `y` of tile `t` in f32 from its weights.
         let y_of = |t: usize, (g, b): (Val, Option<Val>)| {
             let xh = xhat(xf[t]);
@@ -308,7 +358,9 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
                 for (&y, &ok) in ys.iter().zip(&inrange) {
                     amax = amax.max(select(ok, hmax(y.abs()), c_f32(0.0)));
                 }
-                let amax = reduce(vec![(amax, Red::Max)], 1)[0];
+                let nf = nonfinite_acc(cnst(Type::vec(F32, vec), Const::Float(0.0)), &ys);
+                let amax = amax_or_inf(amax, hsum(nf));
+                let amax = reduce(vec![(amax, Red::Max)], 2)[0];
                 let (scale, inv) = quant_scale(amax);
                 if_(write_stats, || yscale.store(cx.row, scale));
                 let qr = q.offset(cx.base).rsrc_n(cx.nrow);
@@ -392,16 +444,17 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
     let has_res = p.res.len().gt(0i64);
     let has_mean = p.mean.len().gt(0i64);
     let has_rstd = p.rstd.len().gt(0i64);
-    let nwaves = c_i32(bt / wave_size() as i32);
+    let waves = GENERIC_THREADS / wave_size();
+    let nwaves = c_i32(waves as i32);
     for_range(block_id_x(), p.m, grid_dim_x(), &[c_i32(0)], |row, c| {
         let parity = c[0];
         let base = row.cast(I64) * n64;
         let (xt, rt, rot) = (p.x.offset(base), p.res.offset(base), p.res_out.offset(base));
-        // Pass 1: (fused add and) partial sums.
-        let zeros = math.zeros();
-        let part = for_range(start, p.n, step, &zeros, |i, acc| {
+        let region = |k: i32| parity * GENERIC_REGIONS + k;
+        // Pass 1's input of element i: x, or (stored to residual_out) x + residual.
+        let pass1 = |i: Val| {
             let xv = xt.load_vec(i, w, al);
-            let xin = if_else(
+            if_else(
                 has_res,
                 || {
                     let s = (xv.cast(F32) + rt.load_vec(i, w, al).cast(F32)).cast(dt);
@@ -409,16 +462,81 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
                     vec![s]
                 },
                 || vec![xv],
-            )[0];
-            math.add(acc, &math.partials(xin.cast(F32)))
-        });
-        let sums = block_reduce2(
-            &part.iter().map(|&v| (v, Red::Sum)).collect::<Vec<_>>(),
-            scratch,
-            parity * 2,
-            nwaves,
+            )[0]
+            .cast(F32)
+        };
+        let zero = c_f32(0.0);
+        // Pass 1: (fused add and) the row's statistics, and whether they overflowed.
+        let (mean, rstd, over) = match fam.norm {
+            Norm::Rms => {
+                let ss = for_range(start, p.n, step, &[zero], |i, acc| {
+                    let x = pass1(i);
+                    vec![acc[0] + hsum(x * x)]
+                })[0];
+                let ss = block_reduce2(&[(ss, Red::Sum)], scratch, region(0), nwaves)[0];
+                let over = math.overflowed(zero, ss);
+                (zero, math.rms_rstd(ss), over)
+            }
+            Norm::Layer => {
+                // Each thread sums its elements shifted by its first one (`k`, read again
+                // from x; any value near the row's works), so its sums cancel nothing when
+                // |mean| >> std; the threads' (count, mean, M2) merge by Chan's formulas,
+                // with the means taken relative to the row's first x (`k0`), so that they
+                // are of the order of the spread and their roundings do not blur the
+                // differences the merge squares.
+                let k0 = xt.load(c_i32(0)).cast(F32);
+                let k = xt.load(start.min(p.n - 1)).cast(F32);
+                let kv = splat(k, w);
+                let acc = for_range(start, p.n, step, &[zero, zero, zero], |i, acc| {
+                    let d = pass1(i) - kv;
+                    vec![acc[0] + w as f32, acc[1] + hsum(d), acc[2] + hsum(d * d)]
+                });
+                let (cnt, s, q) = (acc[0], acc[1], acc[2]);
+                let r = c_f32(1.0) / cnt.max(1.0f32);
+                let own_mean = select(cnt.gt(0.0f32), (k - k0) + s * r, zero);
+                let m2 = (q - s * (s * r)).max(0.0f32);
+                let [_, mean, m2] =
+                    chan_block_reduce([cnt, own_mean, m2], scratch, region(0), waves);
+                let mean = k0 + mean;
+                let var = m2 * math.inv_n;
+                // Overflow and NaN look alike after the merge: both take the fallback,
+                // which gives up after its first pass on a NaN.
+                let finite = mean.abs().lt(f32::INFINITY) & m2.lt(f32::INFINITY);
+                (mean, (var + math.eps).rsqrt(), !finite)
+            }
+        };
+        // The overflow fallback over the same elements (the thread's own residual_out
+        // stores when adding), reductions alternating between two regions, then a barrier
+        // so that the next reduction may use either.
+        let fold = |init: &[Val], f: &dyn Fn(&[Val], Val, Val) -> Vec<Val>| -> Vec<Val> {
+            for_range(start, p.n, step, init, |i, acc| {
+                let v = if_else(
+                    has_res,
+                    || vec![rot.load_vec(i, w, al)],
+                    || vec![xt.load_vec(i, w, al)],
+                )[0];
+                f(acc, v.cast(F32), c_f32(1.0))
+            })
+        };
+        let round = std::cell::Cell::new(0);
+        let reduce = |v: &[(Val, Red)]| {
+            round.set(round.get() + 1);
+            block_reduce2(v, scratch, region(2 + (round.get() & 1)), nwaves)
+        };
+        let share = Share {
+            fold: &fold,
+            reduce: &reduce,
+        };
+        let r = if_else(
+            over,
+            || {
+                let (m, s) = math.rescaled(&share, (mean, rstd));
+                barrier();
+                vec![m, s]
+            },
+            || vec![mean, rstd],
         );
-        let (mean, rstd) = math.stats(&sums);
+        let (mean, rstd) = (r[0], r[1]);
         let first = tid.eq(0);
         if fam.norm == Norm::Layer {
             if_(first & has_mean, || p.mean.store(row, mean));
@@ -454,11 +572,13 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
                     let y = yof(i);
                     select(smooth, y * rsrc_load(xsr, i, w), y)
                 };
-                let amax = for_range(start, p.n, step, &[c_f32(0.0)], |i, acc| {
-                    vec![acc[0].max(hmax(ysof(i).abs()))]
+                let zv = cnst(Type::vec(F32, w), Const::Float(0.0));
+                let acc = for_range(start, p.n, step, &[c_f32(0.0), zv], |i, acc| {
+                    let y = ysof(i);
+                    vec![acc[0].max(hmax(y.abs())), nonfinite_acc(acc[1], &[y])]
                 });
-                let amax =
-                    block_reduce2(&[(amax[0], Red::Max)], scratch, parity * 2 + 1, nwaves)[0];
+                let amax = amax_or_inf(acc[0], hsum(acc[1]));
+                let amax = block_reduce2(&[(amax, Red::Max)], scratch, region(2), nwaves)[0];
                 let (scale, inv) = quant_scale(amax);
                 if_(first, || yscale.store(row, scale));
                 let qt = q.offset(base);

@@ -20,11 +20,11 @@ pub(crate) fn shape(op: &str, m: usize, n: usize) -> Result<usize> {
             "n = 0: rows must have at least one element (n >= 1)".into(),
         ));
     }
-    let lim = i32::MAX as usize;
-    if m > lim || n > lim {
+    let (ml, nl) = (crate::config::MAX_ROWS, crate::config::MAX_COLS);
+    if m > ml || n > nl {
         return Err(invalid(
             op,
-            format!("shape ({m}, {n}) exceeds the kernels' limit of {lim} rows and {lim} columns"),
+            format!("shape ({m}, {n}) exceeds the kernels' limit of {ml} rows and {nl} columns; split the call"),
         ));
     }
     m.checked_mul(n)

@@ -43,7 +43,7 @@ mod layernorm;
 mod rmsnorm;
 
 pub use bwd::{norm_bwd, norm_bwd_unchecked, BwdBuffers, BwdStrategy, NormBwdArgs};
-pub use config::{Dtype, Norm, Path};
+pub use config::{Dtype, Norm, Path, MAX_COLS, MAX_GRID, MAX_ROWS};
 pub use dispatch::{forward_plans, plan_backward, plan_forward, Plan, KEEP_L2_MIN_BYTES};
 pub use element::Element;
 pub use fwd::{norm_fwd, norm_fwd_unchecked, norm_fwd_with_plan, FwdBuffers, FwdOut, NormArgs};
