@@ -206,15 +206,22 @@ pub struct Share<'a> {
 ///   give `c = sum(d) / n` and `var = sum(d^2) / n - c^2` and the mean is corrected to
 ///   `mean + c` (the corrected two-pass algorithm: exact for constant rows, and accurate
 ///   whatever `|mean| / std`). The looped path takes one pass: each thread sums its
-///   elements shifted by its first one and the threads' (count, mean, M2) are merged by
-///   Chan's formulas ([`chan_block_reduce`]).
+///   elements shifted by its first one and the threads' (count, mean relative to the row's
+///   first element, M2) are merged by Chan's formulas ([`chan_block_reduce`]): one pass
+///   over memory, as before.
 /// - Sums of squares cannot overflow for finite inputs: when a row's sums come out
 ///   infinite (squares past f32's range: |x| above about `1.8e19 / sqrt(n)`), the row's
 ///   statistics are recomputed from the row scaled by a power of two that brings its
 ///   largest |x| into [2, 4) ([`RowMath::rescaled`]). The test costs the common case one
-///   compare and a uniform branch per row; the recomputation reads the row again. Rows
-///   with a NaN skip it (their outputs are NaN either way); rows with an infinity take it
-///   and keep their non-finite statistics.
+///   compare and a uniform branch per row; the recomputation reads the row again (on the
+///   register-resident paths each lane reads the whole row itself, so that the branch
+///   needs no cross-lane operation and may diverge between the rows of a wave). A row
+///   with a NaN skips it on the vectorised paths and RMSNorm's generic path (its outputs
+///   are NaN either way); LayerNorm's generic path cannot tell NaN from overflow after the
+///   merge, so such rows pay the fallback's first pass. A row with an infinity keeps its
+///   non-finite statistics.
+/// - What remains: `x - mean` in f32 overflows when |x - mean| passes f32's maximum (as in
+///   any f32 implementation), and `eps` below the smallest normal f32 is flushed to 0.
 #[derive(Clone, Copy, Debug)]
 pub struct RowMath {
     /// Which norm.

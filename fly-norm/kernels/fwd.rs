@@ -7,6 +7,11 @@
 //! RMSNorm ignores `beta` and `mean`; only the multi-row path reads `lanes`; a non-zero
 //! `keep_l2` makes the vectorised paths read `x` and `residual` with the keep-in-L2 hint
 //! (NVIDIA; see [`Rsrc::load_vec_keep_l2`]).
+//!
+//! Numerics (see [`RowMath`]): LayerNorm's variance by a corrected two-pass over the
+//! registers (vectorised paths) or Chan-merged shifted sums (generic path); rows whose sums
+//! overflow recomputed from the row scaled by a power of two; quant rows with a NaN or an
+//! infinity give yscale +inf and q 0.
 
 use crate::common::*;
 use crate::config::{
@@ -372,6 +377,10 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
         }
     };
 
+    // i32 bounds (kernels/config.rs): the row loops step `row += grid` (grid <= MAX_GRID)
+    // while `row < m` and the multi-row path's `(m + rpb - 1) / rpb` and `rb * rpb + group`
+    // stay below `m + 256`: all below 2^31 for `m <= MAX_ROWS`. Element indices within a
+    // row are below `MAX_BLOCK * tiles * vec` (the path's row capacity).
     match shape {
         Shape::Block(_) => {
             for_range(block_id_x(), p.m, grid_dim_x(), &[c_i32(0)], |row, c| {
@@ -430,7 +439,10 @@ fn generic(p: &Params, fam: Family, math: &RowMath, scratch: Lds) {
     );
 }
 
-/// [`generic`] with `w` elements an access (`n % w == 0`).
+/// [`generic`] with `w` elements an access (`n % w == 0`). i32 bounds: the column loops
+/// step `i += 256 * w` (at most 2048) while `i < n`, and the AMD byte offsets of the weight
+/// resources are `i * 4` at most: below 2^31 for `n <= MAX_COLS`; the row loop as the
+/// vectorised paths' (`m <= MAX_ROWS`).
 fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
     let dt = st(fam.dt);
     let bt = GENERIC_THREADS as i32;
