@@ -19,7 +19,7 @@ use crate::config::{
     ROWS_BLOCK,
 };
 use flydsl_build::dsl::*;
-use flydsl_build::ir::{Const, Kernel, ScalarType, Target, Type};
+use flydsl_build::ir::{Kernel, ScalarType, Target, Type};
 
 use ScalarType::{F32, I32, I64};
 
@@ -98,8 +98,8 @@ pub fn build(fam: Family, path: Path, target: Target) -> Result<Kernel, BuildErr
             let p = Params::declare(k, fam);
             let scratch = match path {
                 Path::Rows(_) => None,
-                Path::Fast(_) => Some(k.lds("red", F32, scratch_len(2 * ROUNDS as u32))),
-                Path::Generic => Some(k.lds("red", F32, scratch_len(2 * GENERIC_REGIONS as u32))),
+                Path::Fast(_) => Some(k.lds("red", F32, scratch_len(2))),
+                Path::Generic => Some(k.lds("red", F32, scratch_len(4))),
             };
             let math = RowMath::new(fam.norm, p.n, p.eps);
             match (path, scratch) {
@@ -111,14 +111,21 @@ pub fn build(fam: Family, path: Path, target: Target) -> Result<Kernel, BuildErr
         })
 }
 
-/// Block reductions of a row on the fast path, each in its own LDS region (`parity * ROUNDS
-/// + round`, rows alternating parity, so consecutive reductions never share a region; see
-/// [`block_reduce2`]): 0 the first pass's sum, 1 LayerNorm's deviations, 2 the quant amax.
-const ROUNDS: i32 = 3;
-/// LDS regions of a row on the generic path (`parity * GENERIC_REGIONS + k`): 0 and 1 the
-/// row's moments ([`chan_block_reduce`] takes two), 2 and 3 alternately the reductions of
-/// the overflow fallback (which ends with a barrier), then 2 the quant amax.
-const GENERIC_REGIONS: i32 = 4;
+/// LDS regions: a block reduction's region may be written again once the next reduction's
+/// barrier has passed (see [`block_reduce2`]), so consecutive reductions alternate between
+/// two regions. The fast path's round `j` of a row uses region `parity ^ (j & 1)` and the
+/// next row starts at `parity ^ (rounds & 1)` ([`fast_rounds`]); the generic path's units
+/// are in [`generic_rows`].
+///
+/// The block reductions of a row on the fast path: the first pass's sum, LayerNorm's
+/// deviations, the quant amax.
+fn fast_rounds(fam: Family) -> i32 {
+    let stats = match fam.norm {
+        Norm::Layer => 2,
+        Norm::Rms => 1,
+    };
+    stats + i32::from(fam.kind == Kind::FwdQuant)
+}
 
 /// How the vectorised paths map threads to rows.
 #[derive(Clone, Copy)]
@@ -166,14 +173,6 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
         .map(|t| (stride * t as i32 + j) * vec as i32)
         .collect();
     let inrange: Vec<Val> = idx.iter().map(|&i| i.lt(p.n)).collect();
-    // LayerNorm's second pass drops the padding vectors by multiplying them by 0.
-    let keep: Vec<Val> = match fam.norm {
-        Norm::Layer => inrange
-            .iter()
-            .map(|&ok| select(ok, c_f32(1.0), c_f32(0.0)))
-            .collect(),
-        Norm::Rms => vec![],
-    };
     let (gr, br) = (p.gamma.rsrc(), p.beta.rsrc());
     let smooth = p.q.map(|(_, _, xs)| (xs.len().gt(0i64), xs.rsrc()));
     let xsv: Vec<Val> = match smooth {
@@ -226,7 +225,10 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
         let xf: Vec<Val> = xin.iter().map(|&v| wide(v)).collect();
         let reduce = |vals: Vec<(Val, Red)>, round: i32| -> Vec<Val> {
             match shape {
-                Shape::Block(s) => block_reduce2(&vals, s, parity * ROUNDS + round, nwaves),
+                Shape::Block(s) => {
+                    let region = if round & 1 == 0 { parity } else { parity ^ 1 };
+                    block_reduce2(&vals, s, region, nwaves)
+                }
                 Shape::Rows => vals
                     .iter()
                     .map(|&(v, r)| group_reduce(v, r, Some(p.lanes)))
@@ -256,26 +258,34 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
                 } else {
                     xf.clone()
                 };
-                let (sd, sq) = math.dev_partials(&xm, &keep, mean, lean);
+                let (sd, sq) = math.dev_partials(&xm, &inrange, mean);
                 let t = reduce(vec![(sd, Red::Sum), (sq, Red::Sum)], 1);
                 let over = math.overflowed(mean, t[1]);
                 let (mean, rstd) = math.layer_stats(mean, t[0], t[1]);
-                let zero = t[1].bitcast(Type::s(I32)) & (p.n >> 31);
+                // A zero the compilers cannot equate with the first copy's `n >> 31`, and
+                // uniform (AMD keeps it in an SGPR; a VGPR zero from the reduction made LLVM
+                // compute every copied word up front: +23 VGPRs, bf16 4 tiles on gfx950).
+                let zero = (p.n & p.m) >> 31;
                 (mean, rstd, over, zero)
             }
         };
         // Rows whose sums overflowed: statistics from this lane's own pass over the whole
         // row in memory (no cross-lane operation, so the branch may diverge between the
         // multi-row path's rows), rows of at most `MAX_BLOCK * tiles * vec` elements.
-        let row_fold = |init: &[Val], f: &dyn Fn(&[Val], Val, Val) -> Vec<Val>| -> Vec<Val> {
-            let xr = p.x.offset(cx.base).rsrc_n(cx.nrow);
-            for_range(c_i32(0), p.n, c_i32(vec as i32), init, |i, acc| {
-                let x = xr.load_vec(i, vec, 16);
+        // 4-byte plain loads: registers are allocated for the whole kernel, so this rarely
+        // taken loop keeps to a few (16-byte loads cost the light multi-row kernels up to 25
+        // VGPRs), and a pointer takes half the SGPRs of a buffer resource. The multi-row
+        // path's rows past `m` read row `m - 1`, and never take this branch (their sums are 0).
+        let fb = 4 / fam.dt.bytes();
+        let row_fold = |init: &[Val], f: Step| -> Vec<Val> {
+            let xt = p.x.offset(cx.base);
+            for_range(c_i32(0), p.n, c_i32(fb as i32), init, |i, acc| {
+                let x = xt.load_vec(i, fb, 4);
                 let v = if_else(
                     has_res,
                     || {
-                        let rr = p.res.offset(cx.base).rsrc_n(cx.nrow);
-                        vec![(wide(x) + wide(rr.load_vec(i, vec, 16))).cast(dt)]
+                        let rt = p.res.offset(cx.base);
+                        vec![(wide(x) + wide(rt.load_vec(i, fb, 4))).cast(dt)]
                     },
                     || vec![x],
                 )[0];
@@ -363,9 +373,9 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
                 for (&y, &ok) in ys.iter().zip(&inrange) {
                     amax = amax.max(select(ok, hmax(y.abs()), c_f32(0.0)));
                 }
-                let nf = nonfinite_acc(cnst(Type::vec(F32, vec), Const::Float(0.0)), &ys);
-                let amax = amax_or_inf(amax, hsum(nf));
-                let amax = reduce(vec![(amax, Red::Max)], 2)[0];
+                let amax = amax_or_inf(amax, nonfinite_acc(c_f32(0.0), &ys));
+                // The row's last round (`fast_rounds`).
+                let amax = reduce(vec![(amax, Red::Max)], fast_rounds(fam) - 1)[0];
                 let (scale, inv) = quant_scale(amax);
                 if_(write_stats, || yscale.store(cx.row, scale));
                 let qr = q.offset(cx.base).rsrc_n(cx.nrow);
@@ -393,7 +403,11 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
                     first: tid.eq(0),
                 };
                 row_body(cx, c[0]);
-                vec![c[0] ^ 1]
+                vec![if fast_rounds(fam) & 1 == 1 {
+                    c[0] ^ 1
+                } else {
+                    c[0]
+                }]
             });
         }
         Shape::Rows => {
@@ -462,7 +476,13 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
         let parity = c[0];
         let base = row.cast(I64) * n64;
         let (xt, rt, rot) = (p.x.offset(base), p.res.offset(base), p.res_out.offset(base));
-        let region = |k: i32| parity * GENERIC_REGIONS + k;
+        // LDS units (block_reduce2 regions; Chan's merge takes two): the row's moments in
+        // units 2p and 2p + 1 (p = parity), the fallback's reductions alternately in 2q and
+        // 2q + 1 (q = 1 - p; it ends with a barrier), the quant amax in 2q. Consecutive
+        // reductions never share a unit: the next row keeps p after a quant row (its last
+        // reduction used 2q) and flips it after a plain one.
+        let (p2, q2) = (parity * 2, (parity ^ 1) * 2);
+        let region = |k: i32| if k < 2 { p2 + k } else { q2 + (k - 2) };
         // Pass 1's input of element i: x, or (stored to residual_out) x + residual.
         let pass1 = |i: Val| {
             let xv = xt.load_vec(i, w, al);
@@ -520,7 +540,7 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
         // The overflow fallback over the same elements (the thread's own residual_out
         // stores when adding), reductions alternating between two regions, then a barrier
         // so that the next reduction may use either.
-        let fold = |init: &[Val], f: &dyn Fn(&[Val], Val, Val) -> Vec<Val>| -> Vec<Val> {
+        let fold = |init: &[Val], f: Step| -> Vec<Val> {
             for_range(start, p.n, step, init, |i, acc| {
                 let v = if_else(
                     has_res,
@@ -584,12 +604,11 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
                     let y = yof(i);
                     select(smooth, y * rsrc_load(xsr, i, w), y)
                 };
-                let zv = cnst(Type::vec(F32, w), Const::Float(0.0));
-                let acc = for_range(start, p.n, step, &[c_f32(0.0), zv], |i, acc| {
+                let acc = for_range(start, p.n, step, &[c_f32(0.0), c_f32(0.0)], |i, acc| {
                     let y = ysof(i);
                     vec![acc[0].max(hmax(y.abs())), nonfinite_acc(acc[1], &[y])]
                 });
-                let amax = amax_or_inf(acc[0], hsum(acc[1]));
+                let amax = amax_or_inf(acc[0], acc[1]);
                 let amax = block_reduce2(&[(amax, Red::Max)], scratch, region(2), nwaves)[0];
                 let (scale, inv) = quant_scale(amax);
                 if_(first, || yscale.store(row, scale));
@@ -600,6 +619,9 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
             }
             _ => {}
         }
-        vec![parity ^ 1]
+        match fam.kind {
+            Kind::FwdQuant => vec![parity],
+            _ => vec![parity ^ 1],
+        }
     });
 }
