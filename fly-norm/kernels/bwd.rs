@@ -8,6 +8,16 @@
 //! fused-add gradient; RMSNorm ignores `mean` and `dbeta_part`. In two-stage mode every
 //! block writes (the generic path: clears, then accumulates into) its whole partial rows, so
 //! they need no initialisation; atomic mode adds into row 0, which the caller zeroes.
+//!
+//! Numerics: the forward's `mean` and `rstd` come in, so `xhat = (x - mean) * rstd` is a
+//! plain difference (nothing cancels however large |mean| / std) and no sum of squares is
+//! formed: rows of any finite magnitude work given their statistics (`|x - mean|` must be
+//! below f32's maximum, as in any f32 backward). The row sums `sum(xhat * dy * gamma)` and
+//! `sum(dy * gamma)` overflow only for gradients near f32's maximum.
+//!
+//! i32 bounds (kernels/config.rs): row loops step `row += grid` (grid <= MAX_GRID) while
+//! `row < m <= MAX_ROWS`, the generic path's column loops `i += 256` while
+//! `i < n <= MAX_COLS`; fast-path indices stay below the block's row capacity.
 
 use crate::common::*;
 use crate::config::{fast_max_block, Family, Norm, Path, GENERIC_THREADS};

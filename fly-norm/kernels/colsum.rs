@@ -9,7 +9,8 @@
 //! accumulators are added in order, the slices of a wave meet by butterfly shuffles and the
 //! waves' sums in LDS, added in wave order by one thread per column.
 //!
-//! Parameters: `part` (f32), `out` (weight dtype), scalars `g`, `n`.
+//! Parameters: `part` (f32), `out` (weight dtype), scalars `g`, `n`. i32 bounds: `g` is the
+//! backward's grid (at most MAX_GRID), columns are below `n + 32 <= MAX_COLS + 32`.
 
 use crate::common::st;
 use crate::config::{reduce_name, DType, GENERIC_THREADS, REDUCE_COLS as COLS};

@@ -50,19 +50,21 @@ pub fn rsrc_store(r: Rsrc, i: Val, v: Val) {
 }
 
 /// `v` itself, in a form the compilers cannot prove equal to `v`: its bits xor'ed with
-/// `n >> 31` (0 for the row length `n >= 0` every launched kernel has; with `n < 0` no
-/// element is in range, so nothing that depends on it is stored).
+/// `zero`, an i32 that is 0 at run time but not provably so: `n >> 31` (0 for the row
+/// length `n >= 0` every launched kernel has; with `n < 0` no element is in range, so
+/// nothing that depends on it is stored), or that and'ed with a reduction's result, which
+/// also keeps the copy after that reduction.
 ///
 /// Widening a packed 2-byte vector to f32 once for the row sums and again from this copy
 /// after the block reduction keeps only the packed value live across the reduction's
 /// barrier: without it the compilers reuse the first widening and hold the f32 copy, twice
 /// the registers (bf16 LayerNorm forward with 4 tiles on sm_90: 92 registers, 2 blocks of
 /// 256 threads per SM, against 80 with it).
-pub fn opaque(v: Val, n: Val) -> Val {
+pub fn opaque(v: Val, zero: Val) -> Val {
     let words = v.lanes() * v.elem().size_bytes() / 4;
     let ty = v.ty();
     let w = v.bitcast(Type::vec(ScalarType::I32, words));
-    (w ^ splat(n >> 31, words)).bitcast(ty)
+    (w ^ splat(zero, words)).bitcast(ty)
 }
 
 /// The f32 lanes of `v`. A bf16 widens exactly by moving its bits to the top half of an f32,
@@ -176,73 +178,210 @@ pub fn block_reduce2(vals: &[(Val, Red)], scratch: Lds, region: Val, nwaves: Val
         .collect()
 }
 
+/// `+inf` as an f32 constant.
+pub fn inf() -> Val {
+    c_f32(f32::INFINITY)
+}
+
+/// The step of a [`Share`]'s fold: `acc = step(acc, x, keep)`.
+pub type Step<'a> = &'a dyn Fn(&[Val], Val, Val) -> Vec<Val>;
+
+/// One lane's share of a row, for the overflow fallback ([`RowMath::rescaled`]).
+pub struct Share<'a> {
+    /// `fold(init, f)`: runs `acc = f(acc, x, keep)` over this lane's f32 vectors `x` of the
+    /// row and returns the final `acc`; `keep` is an f32 1.0, or 0.0 for padding vectors past
+    /// the row's end (which read as zeros).
+    pub fold: &'a dyn Fn(&[Val], Step) -> Vec<Val>,
+    /// Combines the lanes' values over the lanes that share the row (the identity when one
+    /// lane holds the whole row). Called from the branch [`RowMath::fallback`] takes, so only
+    /// a block-uniform branch may reduce across lanes.
+    #[allow(clippy::type_complexity)]
+    pub reduce: &'a dyn Fn(&[(Val, Red)]) -> Vec<Val>,
+}
+
 /// Per-row statistics of a norm: from partial sums to (mean, rstd).
+///
+/// Accuracy and range (the contract the tests in `tests/numerics_sim.rs` check):
+///
+/// - LayerNorm's variance is never `E[x^2] - mean^2`. The register-resident paths take two
+///   passes over the registers: `mean = sum(x) / n`, then the deviations `d = x - mean`
+///   give `c = sum(d) / n` and `var = sum(d^2) / n - c^2` and the mean is corrected to
+///   `mean + c` (the corrected two-pass algorithm: exact for constant rows, and accurate
+///   whatever `|mean| / std`). The looped path takes one pass: each thread sums its
+///   elements shifted by its first one and the threads' (count, mean relative to the row's
+///   first element, M2) are merged by Chan's formulas ([`chan_block_reduce`]): one pass
+///   over memory, as before.
+/// - Sums of squares cannot overflow for finite inputs: when a row's sums come out
+///   infinite (squares past f32's range: |x| above about `1.8e19 / sqrt(n)`), the row's
+///   statistics are recomputed from the row scaled by a power of two that brings its
+///   largest |x| into [2, 4) ([`RowMath::rescaled`]). The test costs the common case one
+///   compare and a uniform branch per row; the recomputation reads the row again (on the
+///   register-resident paths each lane reads the whole row itself, so that the branch
+///   needs no cross-lane operation and may diverge between the rows of a wave). A row
+///   with a NaN skips it on the vectorised paths and RMSNorm's generic path (its outputs
+///   are NaN either way); LayerNorm's generic path cannot tell NaN from overflow after the
+///   merge, so such rows pay the fallback's first pass. A row with an infinity keeps its
+///   non-finite statistics.
+/// - What remains: `x - mean` in f32 overflows when |x - mean| passes f32's maximum (as in
+///   any f32 implementation), and `eps` below the smallest normal f32 is flushed to 0.
 #[derive(Clone, Copy, Debug)]
 pub struct RowMath {
     /// Which norm.
     pub norm: Norm,
+    /// n (f32).
+    pub nf: Val,
     /// 1 / n (f32).
     pub inv_n: Val,
     /// eps (f32).
     pub eps: Val,
 }
 
+/// Sum of the lanes of several f32 vectors of one length: lane-wise first, then one tree
+/// (`lean`), or a tree per vector.
+fn sum_of(xs: &[Val], lean: bool) -> Val {
+    if lean {
+        let (x0, rest) = xs.split_first().expect("at least one vector");
+        hsum(rest.iter().fold(*x0, |acc, &x| acc + x))
+    } else {
+        xs.iter().fold(c_f32(0.0), |acc, &x| acc + hsum(x))
+    }
+}
+
+/// Sum of the squared lanes of several f32 vectors: lane-wise fused multiply-adds and one
+/// tree (`lean`: `8 * tiles + 7` instructions for 8-lane vectors), or a tree per vector.
+fn sum_sq_of(xs: &[Val], lean: bool) -> Val {
+    if lean {
+        let (x0, rest) = xs.split_first().expect("at least one vector");
+        hsum(rest.iter().fold(*x0 * *x0, |acc, &x| x.fma(x, acc)))
+    } else {
+        xs.iter().fold(c_f32(0.0), |acc, &x| acc + hsum(x * x))
+    }
+}
+
 impl RowMath {
     /// `inv_n` from the i32 row length.
     pub fn new(norm: Norm, n: Val, eps: Val) -> RowMath {
+        let nf = n.cast(ScalarType::F32);
         RowMath {
             norm,
-            inv_n: c_f32(1.0) / n.cast(ScalarType::F32),
+            nf,
+            inv_n: c_f32(1.0) / nf,
             eps,
         }
     }
-    /// The per-thread partial sums of an f32 vector: (sum, sum of squares) for LayerNorm,
-    /// (sum of squares) for RMSNorm.
-    pub fn partials(&self, xf: Val) -> Vec<Val> {
-        let sq = hsum(xf * xf);
+    /// The first pass's per-lane partial of the register-resident f32 vectors `xs` (padding
+    /// vectors read as zeros): `sum(x)` (LayerNorm) or `sum(x^2)` (RMSNorm).
+    pub fn first_partial(&self, xs: &[Val], lean: bool) -> Val {
         match self.norm {
-            Norm::Layer => vec![hsum(xf), sq],
-            Norm::Rms => vec![sq],
+            Norm::Layer => sum_of(xs, lean),
+            Norm::Rms => sum_sq_of(xs, lean),
         }
     }
-    /// The per-thread partial sums of several f32 vectors of one length (as
-    /// [`RowMath::partials`] summed over them): lane-wise accumulation over the vectors, the
-    /// squares by fused multiply-adds, then one tree per sum (`8 * tiles + 7` instructions a
-    /// sum of 8-lane vectors; the squares take `15 * tiles + tiles - 1` by `partials`).
-    pub fn partials_of(&self, xs: &[Val]) -> Vec<Val> {
-        let (x0, rest) = xs.split_first().expect("at least one vector");
-        let sq = hsum(rest.iter().fold(*x0 * *x0, |acc, &x| x.fma(x, acc)));
-        match self.norm {
-            Norm::Layer => {
-                let s = hsum(rest.iter().fold(*x0, |acc, &x| acc + x));
-                vec![s, sq]
+    /// LayerNorm's second pass over the registers: the per-lane partials `(sum(d), sum(d^2))`
+    /// of `d = x - mean` over the vectors `xs`, each vector's sums dropped unless `ok[t]`
+    /// (i1: not padding): three instructions an element (subtract, add, and a chain of fused
+    /// multiply-adds, which needs no vector of squares) and a select a vector. (Masking the
+    /// elements instead, `d = x * keep - mean * keep`, costs no more instructions, but LLVM
+    /// keeps the hoisted splats of `keep` in registers: 32 VGPRs for 4 tiles of bf16 on
+    /// gfx950.)
+    pub fn dev_partials(&self, xs: &[Val], ok: &[Val], mean: Val) -> (Val, Val) {
+        let zero = c_f32(0.0);
+        let (mut sd, mut sq) = (zero, zero);
+        for (&x, &k) in xs.iter().zip(ok) {
+            let d = x - splat(mean, x.lanes());
+            let es = d.elems();
+            let q = es[1..].iter().fold(es[0] * es[0], |acc, &e| e.fma(e, acc));
+            sd = sd + select(k, hsum(d), zero);
+            sq = sq + select(k, q, zero);
+        }
+        (sd, sq)
+    }
+    /// RMSNorm: rstd from the row's sum of squares.
+    pub fn rms_rstd(&self, ss: Val) -> Val {
+        (ss * self.inv_n + self.eps).rsqrt()
+    }
+    /// LayerNorm: (corrected mean, rstd) from the first pass's mean and the second pass's
+    /// row totals `(sum(d), sum(d^2))`.
+    pub fn layer_stats(&self, mean: Val, sd: Val, sq: Val) -> (Val, Val) {
+        let (mean, var) = self.corrected(mean, sd, sq);
+        (mean, (var + self.eps).rsqrt())
+    }
+    /// The corrected two-pass (mean, var): `c = sum(d) / n`, `var = sum(d^2) / n - c^2`
+    /// (clamped at 0; a NaN stays NaN), `mean + c`. Divided, not multiplied by `1 / n`: a
+    /// constant row's deviations are all one `d`, its sums `n * d` and `n * d^2` are exact,
+    /// and so `c = d` and `var = 0` exactly, as the f64 reference and torch give.
+    fn corrected(&self, mean: Val, sd: Val, sq: Val) -> (Val, Val) {
+        let c = sd / self.nf;
+        let var = sq / self.nf - c * c;
+        let var = select(var.lt(0.0f32), c_f32(0.0), var);
+        (mean + c, var)
+    }
+    /// Whether a row needs [`RowMath::rescaled`]: its totals overflowed (`mean` infinite, or
+    /// the sum of squares `sq` +inf; a NaN does not count). For RMSNorm pass `mean` = 0.
+    pub fn overflowed(&self, mean: Val, sq: Val) -> Val {
+        mean.abs().max(sq).eq(f32::INFINITY)
+    }
+    /// `(mean, rstd)`, or when `overflowed` (a block-uniform condition if `share` reduces
+    /// across lanes) the statistics recomputed by [`RowMath::rescaled`].
+    pub fn fallback(&self, overflowed: Val, stats: (Val, Val), share: &Share) -> (Val, Val) {
+        let r = if_else(
+            overflowed,
+            || {
+                let (m, s) = self.rescaled(share, stats);
+                vec![m, s]
+            },
+            || vec![stats.0, stats.1],
+        );
+        (r[0], r[1])
+    }
+    /// The row's `(mean, rstd)` from the row scaled by `sc = 2^(128 - E)`, `E` the biased
+    /// exponent of its largest |x| (clamped to 1..=254): the scaled values are at most 4, so
+    /// no sum can overflow. Then `mean = mean' / sc` and `rstd = sc / sqrt(var' + eps * sc^2)`
+    /// (capped at `1 / sqrt(eps)`, which it cannot exceed, for when `eps * sc^2` underflows
+    /// and `var'` is 0). A row with a NaN or an infinity keeps `orig` after the first pass.
+    /// Three passes over `share` (LayerNorm; RMSNorm two), each with a reduction.
+    pub fn rescaled(&self, share: &Share, orig: (Val, Val)) -> (Val, Val) {
+        use ScalarType::{F32, I32};
+        let fold = share.fold;
+        let reduce = share.reduce;
+        let zero = c_f32(0.0);
+        let first = fold(&[zero, zero], &|a, x, _| {
+            vec![a[0].max(hmax(x.abs())), a[1] + hsum(x * 0.0f32)]
+        });
+        let r = reduce(&[(first[0], Red::Max), (first[1], Red::Sum)]);
+        let amax = r[0];
+        // A NaN or an infinity in the row (sum of x * 0 not 0): keep `orig`.
+        let bad = r[1].ne(0.0f32);
+        let e = (amax.bitcast(Type::s(I32)) >> 23).max(1i32).min(254i32);
+        let sc = ((c_i32(255) - e) << 23).bitcast(Type::s(F32));
+        let unsc = (e << 23).bitcast(Type::s(F32)); // 2 / sc
+        let rstd_of = |var: Val| (sc * (var + self.eps * sc * sc).rsqrt()).min(self.eps.rsqrt());
+        let scaled = || match self.norm {
+            Norm::Rms => {
+                let ss = fold(&[zero], &|a, x, _| {
+                    let xs = x * splat(sc, x.lanes());
+                    vec![a[0] + hsum(xs * xs)]
+                })[0];
+                let ss = reduce(&[(ss, Red::Sum)])[0];
+                vec![zero, rstd_of(ss * self.inv_n)]
             }
-            Norm::Rms => vec![sq],
-        }
-    }
-    /// Zero partial sums.
-    pub fn zeros(&self) -> Vec<Val> {
-        match self.norm {
-            Norm::Layer => vec![c_f32(0.0), c_f32(0.0)],
-            Norm::Rms => vec![c_f32(0.0)],
-        }
-    }
-    /// Add two lists of partial sums.
-    pub fn add(&self, a: &[Val], b: &[Val]) -> Vec<Val> {
-        a.iter().zip(b).map(|(&x, &y)| x + y).collect()
-    }
-    /// (mean, rstd) from row totals. LayerNorm: var = E[x^2] - mean^2 clamped at 0 (a NaN
-    /// stays NaN); RMSNorm: mean is 0.
-    pub fn stats(&self, sums: &[Val]) -> (Val, Val) {
-        match self.norm {
             Norm::Layer => {
-                let mean = sums[0] * self.inv_n;
-                let var = sums[1] * self.inv_n - mean * mean;
-                let var = select(var.lt(0.0f32), c_f32(0.0), var);
-                (mean, (var + self.eps).rsqrt())
+                let s = fold(&[zero], &|a, x, _| {
+                    vec![a[0] + hsum(x * splat(sc, x.lanes()))]
+                })[0];
+                let mean = reduce(&[(s, Red::Sum)])[0] * self.inv_n;
+                let part = fold(&[zero, zero], &|a, x, k| {
+                    let l = x.lanes();
+                    let d = x.fma(splat(sc * k, l), splat(-(mean * k), l));
+                    vec![a[0] + hsum(d), a[1] + hsum(d * d)]
+                });
+                let tot = reduce(&[(part[0], Red::Sum), (part[1], Red::Sum)]);
+                let (mean, var) = self.corrected(mean, tot[0], tot[1]);
+                vec![(mean * 0.5f32) * unsc, rstd_of(var)]
             }
-            Norm::Rms => (c_f32(0.0), (sums[0] * self.inv_n + self.eps).rsqrt()),
-        }
+        };
+        let r = if_else(bad, || vec![orig.0, orig.1], scaled);
+        (r[0], r[1])
     }
     /// `xhat = (x - mean) * rstd` (LayerNorm) or `x * rstd` (RMSNorm) of an f32 vector or scalar.
     pub fn xhat(&self, xf: Val, mean: Val, rstd: Val) -> Val {
@@ -261,6 +400,43 @@ impl RowMath {
     }
 }
 
+/// Merge two partial moments `(count, mean, M2)` (Chan et al.): `count = ca + cb`,
+/// `mean = ma + (mb - ma) * cb / count`, `M2 = Ma + Mb + (mb - ma)^2 * ca * cb / count`.
+/// An empty side (count 0, mean 0, M2 0) leaves the other unchanged.
+pub fn chan_merge(a: [Val; 3], b: [Val; 3]) -> [Val; 3] {
+    let c = a[0] + b[0];
+    let wb = b[0] / c.max(1.0f32);
+    let d = b[1] - a[1];
+    [c, d.fma(wb, a[1]), a[2] + b[2] + d * d * (a[0] * wb)]
+}
+
+/// Merge the per-thread moments `(count, mean, M2)` of a block of `nwaves` (build-time)
+/// waves: [`chan_merge`] butterflies over each wave, one LDS slot per wave and value in
+/// region `region` (uniform i32; the region and the next one, 4 slots per wave), one
+/// barrier, then every thread folds the waves' moments in wave order, so all threads get
+/// the same bits. No trailing barrier (as [`block_reduce2`]).
+pub fn chan_block_reduce(m: [Val; 3], scratch: Lds, region: Val, nwaves: u32) -> [Val; 3] {
+    let mut acc = m;
+    let mut k = wave_size() / 2;
+    while k >= 1 {
+        let o = acc.map(|v| shuffle_xor(v, k as i32));
+        acc = chan_merge(acc, o);
+        k /= 2;
+    }
+    let wave = thread_id_x() / wave_size() as i32;
+    let base = region * (2 * MAX_WAVES) as i32;
+    if_(lane_id().eq(0), || {
+        for (j, &v) in acc.iter().enumerate() {
+            scratch.store(base + wave + (j as u32 * MAX_WAVES) as i32, v);
+        }
+    });
+    barrier();
+    let load = |w: u32| -> [Val; 3] {
+        [0u32, 1, 2].map(|j| scratch.load(base + (w + j * MAX_WAVES) as i32))
+    };
+    (1..nwaves).fold(load(0), |a, w| chan_merge(a, load(w)))
+}
+
 /// Dynamic int8 quantisation of one value or vector `ys` (f32) given the row's `inv_scale`
 /// (= 1 / yscale): `trunc(ys * inv_scale)` saturated to i32 (NaN -> 0), clamped to
 /// [-127, 127], as i8.
@@ -270,7 +446,25 @@ pub fn quantize(ys: Val, inv_scale: Val) -> Val {
     q.max(-127i32).min(127i32).cast(ScalarType::I8)
 }
 
-/// The row's yscale (`amax / 127`, or 1 when amax is 0) and its reciprocal.
+/// Fold the elements of `ys` (f32 vectors or scalars) into the f32 `acc` (start at 0):
+/// `acc + y * 0`, one fused multiply-add an element in one scalar chain. The sum stays 0
+/// while every `y` is finite and becomes NaN at the first NaN or infinity: the quant paths'
+/// detector of non-finite outputs, which the maxNum of `amax` would skip.
+pub fn nonfinite_acc(acc: Val, ys: &[Val]) -> Val {
+    ys.iter()
+        .flat_map(|y| y.elems())
+        .fold(acc, |a, e| e.fma(0.0f32, a))
+}
+
+/// A lane's amax for the row's yscale: `amax`, or +inf when its non-finite detector `nf`
+/// (from [`nonfinite_acc`]) is not 0, so that the maxNum reductions across lanes keep it.
+pub fn amax_or_inf(amax: Val, nf: Val) -> Val {
+    select(nf.eq(0.0f32), amax, inf())
+}
+
+/// The row's yscale (`amax / 127`, or 1 when amax is 0) and its reciprocal. A row with a
+/// NaN or infinite output has `amax` = +inf ([`amax_or_inf`]): yscale +inf, and every `q`
+/// of the row 0 (`y * 0` is 0 or NaN, and NaN converts to 0), so dequantised values are NaN.
 pub fn quant_scale(amax: Val) -> (Val, Val) {
     let s = amax / 127.0f32;
     let s = select(amax.eq(0.0f32), c_f32(1.0), s);

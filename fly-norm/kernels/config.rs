@@ -120,6 +120,28 @@ pub const GENERIC_THREADS: u32 = 256;
 pub const REDUCE_COLS: u32 = 32;
 /// Largest block of the fast path.
 pub const MAX_BLOCK: u32 = 1024;
+/// Most blocks of any fly-norm launch (the dispatcher's cap): blocks loop over the rows.
+///
+/// ```
+/// assert_eq!(fly_norm::MAX_GRID, 1 << 20);
+/// ```
+pub const MAX_GRID: u32 = 1 << 20;
+/// Largest `m` the kernels take. Their row loops count in i32 (`row += grid` while
+/// `row < m`, multi-row blocks `(m + rows_per_block - 1) / rows_per_block`), which stays
+/// below 2^31 for `m <= i32::MAX - MAX_GRID`.
+///
+/// ```
+/// assert_eq!(fly_norm::MAX_ROWS, (i32::MAX - (1 << 20)) as usize);
+/// ```
+pub const MAX_ROWS: usize = i32::MAX as usize - MAX_GRID as usize;
+/// Largest `n` the kernels take, for every dtype: a row of f32 stays under 2 GiB, so every
+/// element index of a row, its AMD buffer byte offset (`index * element size`, i32) and the
+/// generic path's column loop counter (`i += 256 * vec` while `i < n`) stay below 2^31.
+///
+/// ```
+/// assert_eq!(fly_norm::MAX_COLS, (i32::MAX / 4) as usize);
+/// ```
+pub const MAX_COLS: usize = i32::MAX as usize / 4;
 
 /// The tile counts of the fast path of `kind`.
 pub const fn fast_tiles(kind: Kind) -> &'static [u32] {

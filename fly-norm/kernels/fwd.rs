@@ -7,6 +7,11 @@
 //! RMSNorm ignores `beta` and `mean`; only the multi-row path reads `lanes`; a non-zero
 //! `keep_l2` makes the vectorised paths read `x` and `residual` with the keep-in-L2 hint
 //! (NVIDIA; see [`Rsrc::load_vec_keep_l2`]).
+//!
+//! Numerics (see [`RowMath`]): LayerNorm's variance by a corrected two-pass over the
+//! registers (vectorised paths) or Chan-merged shifted sums (generic path); rows whose sums
+//! overflow recomputed from the row scaled by a power of two; quant rows with a NaN or an
+//! infinity give yscale +inf and q 0.
 
 use crate::common::*;
 use crate::config::{
@@ -93,7 +98,8 @@ pub fn build(fam: Family, path: Path, target: Target) -> Result<Kernel, BuildErr
             let p = Params::declare(k, fam);
             let scratch = match path {
                 Path::Rows(_) => None,
-                _ => Some(k.lds("red", F32, scratch_len(4))),
+                Path::Fast(_) => Some(k.lds("red", F32, scratch_len(2))),
+                Path::Generic => Some(k.lds("red", F32, scratch_len(4))),
             };
             let math = RowMath::new(fam.norm, p.n, p.eps);
             match (path, scratch) {
@@ -103,6 +109,22 @@ pub fn build(fam: Family, path: Path, target: Target) -> Result<Kernel, BuildErr
                 _ => {}
             }
         })
+}
+
+/// LDS regions: a block reduction's region may be written again once the next reduction's
+/// barrier has passed (see [`block_reduce2`]), so consecutive reductions alternate between
+/// two regions. The fast path's round `j` of a row uses region `parity ^ (j & 1)` and the
+/// next row starts at `parity ^ (rounds & 1)` ([`fast_rounds`]); the generic path's units
+/// are in [`generic_rows`].
+///
+/// The block reductions of a row on the fast path: the first pass's sum, LayerNorm's
+/// deviations, the quant amax.
+fn fast_rounds(fam: Family) -> i32 {
+    let stats = match fam.norm {
+        Norm::Layer => 2,
+        Norm::Rms => 1,
+    };
+    stats + i32::from(fam.kind == Kind::ForwardQuant)
 }
 
 /// How the vectorised paths map threads to rows.
@@ -128,9 +150,8 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
     let dt = st(fam.dt);
     // Fewer instructions per element on sm_90, where the bf16 LayerNorm forward spends about
     // 70% of the issue slots a copy-rate row allows: bf16 widened by integer ops ([`widen`]),
-    // the sums of squares by fused multiply-adds ([`RowMath::partials_of`]) and LayerNorm's
-    // `xhat` by one fused multiply-add (together 360 -> 306 instructions a warp and row for 2
-    // tiles of bf16 LayerNorm, ptxas 12.9). AMD keeps the plain forms: with them LLVM allocates
+    // and the sums (of squares) accumulated lane-wise, by fused multiply-adds
+    // ([`RowMath::first_partial`]). AMD keeps the plain forms: with them LLVM allocates
     // fewer VGPRs there (gfx950 bf16 LayerNorm, 4 tiles: 69 against 84, 7 waves per SIMD
     // against 5).
     let lean = !target.is_amd();
@@ -202,31 +223,84 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
             || xs.clone(),
         );
         let xf: Vec<Val> = xin.iter().map(|&v| wide(v)).collect();
-        let part = if lean {
-            math.partials_of(&xf)
-        } else {
-            let parts = xf.iter().map(|&v| math.partials(v));
-            parts.fold(math.zeros(), |a, b| math.add(&a, &b))
-        };
         let reduce = |vals: Vec<(Val, Red)>, round: i32| -> Vec<Val> {
             match shape {
-                Shape::Block(s) => block_reduce2(&vals, s, parity * 2 + round, nwaves),
+                Shape::Block(s) => {
+                    let region = if round & 1 == 0 { parity } else { parity ^ 1 };
+                    block_reduce2(&vals, s, region, nwaves)
+                }
                 Shape::Rows => vals
                     .iter()
                     .map(|&(v, r)| group_reduce(v, r, Some(p.lanes)))
                     .collect(),
             }
         };
-        let sums = reduce(part.iter().map(|&v| (v, Red::Sum)).collect(), 0);
-        // 2-byte inputs stay packed across the reduction (half the registers of f32), and
-        // are widened again afterwards (see `opaque`).
-        let xf: Vec<Val> = if fam.dt.bytes() == 2 {
-            xin.iter().map(|&v| wide(opaque(v, p.n))).collect()
-        } else {
-            xf
+        let first = reduce(vec![(math.first_partial(&xf, lean), Red::Sum)], 0)[0];
+        // 2-byte inputs stay packed across each reduction (half the registers of f32), and
+        // are widened again after it (see `opaque`; the last copy is taken after the last
+        // reduction).
+        let packed = fam.dt.bytes() == 2;
+        let rewiden =
+            |zero: Val| -> Vec<Val> { xin.iter().map(|&v| wide(opaque(v, zero))).collect() };
+        // (mean, rstd, overflowed, the i32 zero that orders the last widening after the
+        // last reduction).
+        let (mean, rstd, over, zero) = match fam.norm {
+            Norm::Rms => {
+                let rstd = math.rms_rstd(first);
+                let over = math.overflowed(c_f32(0.0), first);
+                (c_f32(0.0), rstd, over, p.n >> 31)
+            }
+            Norm::Layer => {
+                // Second pass over the registers: deviations from the first pass's mean.
+                let mean = first * math.inv_n;
+                let xm = if packed {
+                    rewiden(p.n >> 31)
+                } else {
+                    xf.clone()
+                };
+                let (sd, sq) = math.dev_partials(&xm, &inrange, mean);
+                let t = reduce(vec![(sd, Red::Sum), (sq, Red::Sum)], 1);
+                let over = math.overflowed(mean, t[1]);
+                let (mean, rstd) = math.layer_stats(mean, t[0], t[1]);
+                // A zero the compilers cannot equate with the first copy's `n >> 31`, and
+                // uniform (AMD keeps it in an SGPR; a VGPR zero from the reduction made LLVM
+                // compute every copied word up front: +23 VGPRs, bf16 4 tiles on gfx950).
+                let zero = (p.n & p.m) >> 31;
+                (mean, rstd, over, zero)
+            }
         };
-        // The weights are read per row after the reduction (L1 hits after the first rows of
-        // an SM), so that they are not live across its barrier: the gammas, then the betas
+        // Rows whose sums overflowed: statistics from this lane's own pass over the whole
+        // row in memory (no cross-lane operation, so the branch may diverge between the
+        // multi-row path's rows), rows of at most `MAX_BLOCK * tiles * vec` elements.
+        // 4-byte plain loads: registers are allocated for the whole kernel, so this rarely
+        // taken loop keeps to a few (16-byte loads cost the light multi-row kernels up to 25
+        // VGPRs), and a pointer takes half the SGPRs of a buffer resource. The multi-row
+        // path's rows past `m` read row `m - 1`, and never take this branch (their sums are 0).
+        let fb = 4 / fam.dt.bytes();
+        let row_fold = |init: &[Val], f: Step| -> Vec<Val> {
+            let xt = p.x.offset(cx.base);
+            for_range(c_i32(0), p.n, c_i32(fb as i32), init, |i, acc| {
+                let x = xt.load_vec(i, fb, 4);
+                let v = if_else(
+                    has_res,
+                    || {
+                        let rt = p.res.offset(cx.base);
+                        vec![(wide(x) + wide(rt.load_vec(i, fb, 4))).cast(dt)]
+                    },
+                    || vec![x],
+                )[0];
+                f(acc, wide(v), c_f32(1.0))
+            })
+        };
+        let own = |v: &[(Val, Red)]| v.iter().map(|&(x, _)| x).collect::<Vec<_>>();
+        let share = Share {
+            fold: &row_fold,
+            reduce: &own,
+        };
+        let (mean, rstd) = math.fallback(over, (mean, rstd), &share);
+        let xf: Vec<Val> = if packed { rewiden(zero) } else { xf };
+        // The weights are read per row after the reductions (L1 hits after the first rows of
+        // an SM), so that they are not live across their barriers: the gammas, then the betas
         // (LayerNorm) of tiles `ts`, each index plus `off` when given.
         let load_w = |ts: std::ops::Range<usize>, off: Option<Val>| {
             let at = |t: usize| off.map_or(idx[t], |o| idx[t] + o);
@@ -243,19 +317,10 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
             None => tiles as usize,
         };
         let mut w = load_w(0..chunk, None);
-        let (mean, rstd) = math.stats(&sums);
-        // LayerNorm with 2-byte outputs (lean targets): `xhat = x * rstd - mean * rstd`, one
-        // fused multiply-add an element; rounding `mean * rstd` costs |mean / std| * 2^-24 of
-        // xhat, far below the output's rounding. f32 keeps `(x - mean) * rstd`.
-        let shift =
-            (lean && fam.norm == Norm::Layer && fam.dt.bytes() == 2).then(|| -(mean * rstd));
-        let xhat = |x: Val| match shift {
-            Some(sh) => {
-                let l = x.lanes();
-                x.fma(splat(rstd, l), splat(sh, l))
-            }
-            None => math.xhat(x, mean, rstd),
-        };
+        // `xhat = (x - mean) * rstd` on every target. (The one-FMA form `x * rstd - mean *
+        // rstd` errs by |mean| * rstd * 2^-24, which reaches 0.2 for a near-constant row
+        // of 1e4 whose rstd is eps-bound.)
+        let xhat = |x: Val| math.xhat(x, mean, rstd);
         // `y` of tile `t` in f32 from its weights.
         let y_of = |t: usize, (g, b): (Val, Option<Val>)| {
             let xh = xhat(xf[t]);
@@ -308,7 +373,9 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
                 for (&y, &ok) in ys.iter().zip(&inrange) {
                     amax = amax.max(select(ok, hmax(y.abs()), c_f32(0.0)));
                 }
-                let amax = reduce(vec![(amax, Red::Max)], 1)[0];
+                let amax = amax_or_inf(amax, nonfinite_acc(c_f32(0.0), &ys));
+                // The row's last round (`fast_rounds`).
+                let amax = reduce(vec![(amax, Red::Max)], fast_rounds(fam) - 1)[0];
                 let (scale, inv) = quant_scale(amax);
                 if_(write_stats, || yscale.store(cx.row, scale));
                 let qr = q.offset(cx.base).rsrc_n(cx.nrow);
@@ -320,6 +387,10 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
         }
     };
 
+    // i32 bounds (kernels/config.rs): the row loops step `row += grid` (grid <= MAX_GRID)
+    // while `row < m` and the multi-row path's `(m + rpb - 1) / rpb` and `rb * rpb + group`
+    // stay below `m + 256`: all below 2^31 for `m <= MAX_ROWS`. Element indices within a
+    // row are below `MAX_BLOCK * tiles * vec` (the path's row capacity).
     match shape {
         Shape::Block(_) => {
             for_range(block_id_x(), p.m, grid_dim_x(), &[c_i32(0)], |row, c| {
@@ -332,7 +403,11 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
                     first: tid.eq(0),
                 };
                 row_body(cx, c[0]);
-                vec![c[0] ^ 1]
+                vec![if fast_rounds(fam) & 1 == 1 {
+                    c[0] ^ 1
+                } else {
+                    c[0]
+                }]
             });
         }
         Shape::Rows => {
@@ -378,7 +453,10 @@ fn generic(p: &Params, fam: Family, math: &RowMath, scratch: Lds) {
     );
 }
 
-/// [`generic`] with `w` elements an access (`n % w == 0`).
+/// [`generic`] with `w` elements an access (`n % w == 0`). i32 bounds: the column loops
+/// step `i += 256 * w` (at most 2048) while `i < n`, and the AMD byte offsets of the weight
+/// resources are `i * 4` at most: below 2^31 for `n <= MAX_COLS`; the row loop as the
+/// vectorised paths' (`m <= MAX_ROWS`).
 fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
     let dt = st(fam.dt);
     let bt = GENERIC_THREADS as i32;
@@ -392,16 +470,23 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
     let has_res = p.res.len().gt(0i64);
     let has_mean = p.mean.len().gt(0i64);
     let has_rstd = p.rstd.len().gt(0i64);
-    let nwaves = c_i32(bt / wave_size() as i32);
+    let waves = GENERIC_THREADS / wave_size();
+    let nwaves = c_i32(waves as i32);
     for_range(block_id_x(), p.m, grid_dim_x(), &[c_i32(0)], |row, c| {
         let parity = c[0];
         let base = row.cast(I64) * n64;
         let (xt, rt, rot) = (p.x.offset(base), p.res.offset(base), p.res_out.offset(base));
-        // Pass 1: (fused add and) partial sums.
-        let zeros = math.zeros();
-        let part = for_range(start, p.n, step, &zeros, |i, acc| {
+        // LDS units (block_reduce2 regions; Chan's merge takes two): the row's moments in
+        // units 2p and 2p + 1 (p = parity), the fallback's reductions alternately in 2q and
+        // 2q + 1 (q = 1 - p; it ends with a barrier), the quant amax in 2q. Consecutive
+        // reductions never share a unit: the next row keeps p after a quant row (its last
+        // reduction used 2q) and flips it after a plain one.
+        let (p2, q2) = (parity * 2, (parity ^ 1) * 2);
+        let region = |k: i32| if k < 2 { p2 + k } else { q2 + (k - 2) };
+        // Pass 1's input of element i: x, or (stored to residual_out) x + residual.
+        let pass1 = |i: Val| {
             let xv = xt.load_vec(i, w, al);
-            let xin = if_else(
+            if_else(
                 has_res,
                 || {
                     let s = (xv.cast(F32) + rt.load_vec(i, w, al).cast(F32)).cast(dt);
@@ -409,16 +494,81 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
                     vec![s]
                 },
                 || vec![xv],
-            )[0];
-            math.add(acc, &math.partials(xin.cast(F32)))
-        });
-        let sums = block_reduce2(
-            &part.iter().map(|&v| (v, Red::Sum)).collect::<Vec<_>>(),
-            scratch,
-            parity * 2,
-            nwaves,
+            )[0]
+            .cast(F32)
+        };
+        let zero = c_f32(0.0);
+        // Pass 1: (fused add and) the row's statistics, and whether they overflowed.
+        let (mean, rstd, over) = match fam.norm {
+            Norm::Rms => {
+                let ss = for_range(start, p.n, step, &[zero], |i, acc| {
+                    let x = pass1(i);
+                    vec![acc[0] + hsum(x * x)]
+                })[0];
+                let ss = block_reduce2(&[(ss, Red::Sum)], scratch, region(0), nwaves)[0];
+                let over = math.overflowed(zero, ss);
+                (zero, math.rms_rstd(ss), over)
+            }
+            Norm::Layer => {
+                // Each thread sums its elements shifted by its first one (`k`, read again
+                // from x; any value near the row's works), so its sums cancel nothing when
+                // |mean| >> std; the threads' (count, mean, M2) merge by Chan's formulas,
+                // with the means taken relative to the row's first x (`k0`), so that they
+                // are of the order of the spread and their roundings do not blur the
+                // differences the merge squares.
+                let k0 = xt.load(c_i32(0)).cast(F32);
+                let k = xt.load(start.min(p.n - 1)).cast(F32);
+                let kv = splat(k, w);
+                let acc = for_range(start, p.n, step, &[zero, zero, zero], |i, acc| {
+                    let d = pass1(i) - kv;
+                    vec![acc[0] + w as f32, acc[1] + hsum(d), acc[2] + hsum(d * d)]
+                });
+                let (cnt, s, q) = (acc[0], acc[1], acc[2]);
+                let r = c_f32(1.0) / cnt.max(1.0f32);
+                let own_mean = select(cnt.gt(0.0f32), (k - k0) + s * r, zero);
+                let m2 = (q - s * (s * r)).max(0.0f32);
+                let [_, mean, m2] =
+                    chan_block_reduce([cnt, own_mean, m2], scratch, region(0), waves);
+                let mean = k0 + mean;
+                let var = m2 * math.inv_n;
+                // Overflow and NaN look alike after the merge: both take the fallback,
+                // which gives up after its first pass on a NaN.
+                let finite = mean.abs().lt(f32::INFINITY) & m2.lt(f32::INFINITY);
+                (mean, (var + math.eps).rsqrt(), !finite)
+            }
+        };
+        // The overflow fallback over the same elements (the thread's own residual_out
+        // stores when adding), reductions alternating between two regions, then a barrier
+        // so that the next reduction may use either.
+        let fold = |init: &[Val], f: Step| -> Vec<Val> {
+            for_range(start, p.n, step, init, |i, acc| {
+                let v = if_else(
+                    has_res,
+                    || vec![rot.load_vec(i, w, al)],
+                    || vec![xt.load_vec(i, w, al)],
+                )[0];
+                f(acc, v.cast(F32), c_f32(1.0))
+            })
+        };
+        let round = std::cell::Cell::new(0);
+        let reduce = |v: &[(Val, Red)]| {
+            round.set(round.get() + 1);
+            block_reduce2(v, scratch, region(2 + (round.get() & 1)), nwaves)
+        };
+        let share = Share {
+            fold: &fold,
+            reduce: &reduce,
+        };
+        let r = if_else(
+            over,
+            || {
+                let (m, s) = math.rescaled(&share, (mean, rstd));
+                barrier();
+                vec![m, s]
+            },
+            || vec![mean, rstd],
         );
-        let (mean, rstd) = math.stats(&sums);
+        let (mean, rstd) = (r[0], r[1]);
         let first = tid.eq(0);
         if fam.norm == Norm::Layer {
             if_(first & has_mean, || p.mean.store(row, mean));
@@ -454,11 +604,12 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
                     let y = yof(i);
                     select(smooth, y * rsrc_load(xsr, i, w), y)
                 };
-                let amax = for_range(start, p.n, step, &[c_f32(0.0)], |i, acc| {
-                    vec![acc[0].max(hmax(ysof(i).abs()))]
+                let acc = for_range(start, p.n, step, &[c_f32(0.0), c_f32(0.0)], |i, acc| {
+                    let y = ysof(i);
+                    vec![acc[0].max(hmax(y.abs())), nonfinite_acc(acc[1], &[y])]
                 });
-                let amax =
-                    block_reduce2(&[(amax[0], Red::Max)], scratch, parity * 2 + 1, nwaves)[0];
+                let amax = amax_or_inf(acc[0], acc[1]);
+                let amax = block_reduce2(&[(amax, Red::Max)], scratch, region(2), nwaves)[0];
                 let (scale, inv) = quant_scale(amax);
                 if_(first, || yscale.store(row, scale));
                 let qt = q.offset(base);
@@ -468,6 +619,9 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
             }
             _ => {}
         }
-        vec![parity ^ 1]
+        match fam.kind {
+            Kind::ForwardQuant => vec![parity],
+            _ => vec![parity ^ 1],
+        }
     });
 }

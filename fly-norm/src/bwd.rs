@@ -221,8 +221,9 @@ pub(crate) fn backward<T: Element, W: Element>(
 /// [`norm_bwd`] without validation.
 ///
 /// # Safety
-/// Buffer lengths must match `args` as [`norm_bwd`] checks, `n >= 1`, `m, n <= i32::MAX`,
-/// and LayerNorm needs `mean`; otherwise the kernels access memory out of bounds.
+/// Buffer lengths must match `args` as [`norm_bwd`] checks, `n >= 1`,
+/// `m <= `[`crate::MAX_ROWS`], `n <= `[`crate::MAX_COLS`], and LayerNorm needs `mean`;
+/// otherwise the kernels access memory out of bounds.
 ///
 /// ```
 /// use fly_norm::{norm_bwd_unchecked, BwdBuffers, Norm, NormBwdArgs};

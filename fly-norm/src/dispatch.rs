@@ -10,7 +10,7 @@ pub use flydsl_rt::hints::KEEP_L2_MIN_BYTES;
 use flydsl_rt::LaunchConfig;
 
 /// Most workgroups launched for row-looping kernels (they loop over further rows).
-const MAX_GRID: usize = 1 << 20;
+const MAX_GRID: usize = crate::config::MAX_GRID as usize;
 
 /// A chosen kernel path and its launch geometry.
 ///

@@ -263,8 +263,9 @@ fn dispatch<T: Element, W: Element>(
 ///
 /// # Safety
 /// The buffer lengths must match `args` as [`norm_fwd`] checks (x, y, q, residuals: m * n;
-/// gamma, beta, xscale: n; mean, rstd, yscale: m), `n >= 1`, `m, n <= i32::MAX`, and the weight
-/// dtype must be allowed for the norm; otherwise the kernel reads or writes out of bounds.
+/// gamma, beta, xscale: n; mean, rstd, yscale: m), `n >= 1`, `m <= `[`crate::MAX_ROWS`],
+/// `n <= `[`crate::MAX_COLS`], and the weight dtype must be allowed for the norm; otherwise
+/// the kernel reads or writes out of bounds.
 ///
 /// ```
 /// use fly_norm::{norm_fwd_unchecked, FwdBuffers, FwdOut, Norm, NormArgs};

@@ -14,7 +14,8 @@ use flydsl_rt::Result;
 /// ```
 pub const MIN_EPS: f32 = f32::MIN_POSITIVE;
 
-/// `m * n` as an element count, with `n >= 1` and `m, n` within the kernels' i32 scalars.
+/// `m * n` as an element count, with `n >= 1`, `m <= MAX_ROWS` and `n <= MAX_COLS` (the
+/// bounds the kernels' i32 loop counters and offsets rely on).
 pub(crate) fn shape(call: Call<'_>, m: usize, n: usize) -> Result<usize> {
     if n == 0 {
         return Err(call.error(
@@ -24,13 +25,18 @@ pub(crate) fn shape(call: Call<'_>, m: usize, n: usize) -> Result<usize> {
             "pass n >= 1 (an empty batch is m = 0)",
         ));
     }
-    let lim = i32::MAX as usize;
-    call.at_most("m", m, lim, "split the rows over several calls")?;
+    let (ml, nl) = (crate::config::MAX_ROWS, crate::config::MAX_COLS);
+    call.at_most(
+        "m",
+        m,
+        ml,
+        "split the rows over several calls (the kernels count rows in i32)",
+    )?;
     call.at_most(
         "n",
         n,
-        lim,
-        "rows longer than i32::MAX elements are not supported",
+        nl,
+        "rows past this length are not supported (f32 row byte offsets stay below 2^31)",
     )?;
     call.product(m, n)
 }

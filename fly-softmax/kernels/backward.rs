@@ -170,7 +170,8 @@ impl Rows {
         }
     }
 
-    /// Neither operand resident: pass 1 streams both for the dot, pass 2 streams both again.
+    /// Neither operand resident: pass 1 streams both for the dot, pass 2 streams both again
+    /// (column counters below `n + 8192 < 2^31`, as the forward's looped kernel).
     fn looped(&self, reduce: impl Fn(Val) -> Val) {
         let s = &self.s;
         let start = thread_id_x() * s.width as i32;

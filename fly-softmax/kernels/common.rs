@@ -74,6 +74,11 @@ pub fn lane_in_row(group: u32, threads: u32) -> Val {
 /// The loop is uniform across the block (barriers and shuffles are allowed inside); `row` is
 /// clamped to `m - 1` on the threads of a block's last, partial row block, which get
 /// `valid == false` and must not touch memory (see [`row_rsrc`]).
+///
+/// i32 bounds: the loop counter steps `rb += nblocks` while `rb < row_blocks`, so its last
+/// value is below `row_blocks + nblocks <= m + MAX_GRID` (`plan::MAX_GRID` = 2^20 caps the
+/// grid), and `m + rows - 1` and `rb * rows + tid / group` are below `m + threads`: all
+/// stay below 2^31 only for `m <= i32::MAX - MAX_GRID`, the limit the API must enforce.
 pub fn for_each_row(m: Val, nblocks: Val, cfg: &Config, body: impl FnOnce(Val, Option<Val>)) {
     let rows = cfg.rows_per_block();
     let row_blocks = if rows == 1 {
@@ -94,6 +99,9 @@ pub fn for_each_row(m: Val, nblocks: Val, cfg: &Config, body: impl FnOnce(Val, O
 
 /// A buffer resource over row `row` of a row-major `[m, n]` tensor: 64-bit row offset, `n`
 /// valid elements (0 when `valid` is false, so every access is dropped / reads zero).
+/// Indices into it are i32 elements, and on AMD `index * element size` is the i32 byte
+/// offset: the API's `n * element size <= i32::MAX` (`validate::max_n`) keeps every
+/// in-row offset below 2^31.
 pub fn row_rsrc(t: &Tensor, row: Val, n: Val, valid: Option<Val>) -> Rsrc {
     let base = row.cast(ScalarType::I64) * n.cast(ScalarType::I64);
     let len = match valid {
@@ -123,7 +131,8 @@ pub fn store_from_f32(r: &Rsrc, idx: Val, v: Val, dt: ScalarType, s: &Shape) {
 }
 
 /// Row index of tile `j` of this thread (resident paths): tiles are interleaved across the
-/// row's threads so consecutive lanes touch consecutive 128-bit chunks (coalesced).
+/// row's threads so consecutive lanes touch consecutive 128-bit chunks (coalesced). Below
+/// `class + width` (at most 2^17), whatever `n`.
 pub fn tile_index(lane: Val, j: u32, s: &Shape) -> Val {
     (lane + (j * s.group) as i32) * s.width as i32
 }

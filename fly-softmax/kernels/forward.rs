@@ -74,7 +74,9 @@ fn resident_kernel(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel,
 }
 
 /// Rows of any length: pass 1 streams x once keeping a running (max, rescaled sum) per
-/// thread, the block combines them, pass 2 streams x again and writes y.
+/// thread, the block combines them, pass 2 streams x again and writes y. The column loops
+/// step `i += threads * width` (at most 8192) while `i < n`: below 2^31 for the API's
+/// `n <= validate::MAX_N = i32::MAX - 65536`.
 fn looped_kernel(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel, BuildError> {
     let dt = scalar_type(dtype);
     let s = Shape::of(cfg, dtype);

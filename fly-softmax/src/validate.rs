@@ -5,12 +5,15 @@
 use flydsl_rt::validate::Call;
 use flydsl_rt::{Element, Result};
 
-/// Largest `m` accepted (row indices are 32-bit in the kernels).
+/// Largest `m` accepted. The kernels count rows in i32, a block stepping by the grid
+/// (at most [`crate::plan::MAX_GRID`] blocks), so `m + MAX_GRID` must stay within i32.
 ///
 /// ```
-/// assert!(fly_softmax::validate::MAX_M > 1 << 30);
+/// use fly_softmax::{plan::MAX_GRID, validate::MAX_M};
+/// assert!(MAX_M > 1 << 30);
+/// assert!(MAX_M as i64 + MAX_GRID as i64 <= i32::MAX as i64);
 /// ```
-pub const MAX_M: usize = i32::MAX as usize - 1024;
+pub const MAX_M: usize = i32::MAX as usize - crate::plan::MAX_GRID as usize;
 /// Largest `n` accepted for any dtype (column indices are 32-bit within a row; rows are offset
 /// in 64 bits). A row must also stay below 2 GiB: see [`max_n`].
 ///

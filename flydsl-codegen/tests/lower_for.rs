@@ -4,8 +4,8 @@
 
 mod common_lower;
 use common_lower::{compile, tools};
-use flydsl_dsl::*;
 use flydsl_dsl::ir::{Kernel, ScalarType, Target};
+use flydsl_dsl::*;
 use flydsl_sim::{launch, SimMemory, SimOptions};
 
 /// `out = [iterations, sum of iv]` of `for iv in (lb..ub).step_by(step)` over scalar bounds of

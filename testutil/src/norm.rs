@@ -136,13 +136,13 @@ fn norm_fwd<T: Storage>(
     };
     for i in 0..m {
         let row = &r.input[i * n..(i + 1) * n];
-        let (sum, sq) = row.iter().fold((0.0, 0.0), |(s, q), &v| (s + v, q + v * v));
         let (mean, var) = if layer {
-            let mean = sum / n as f64;
-            let var = sq / n as f64 - mean * mean;
-            (mean, if var < 0.0 { 0.0 } else { var })
+            // Two passes: accurate whatever |mean| / std.
+            let mean = row.iter().sum::<f64>() / n as f64;
+            let var = row.iter().map(|&v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+            (mean, var)
         } else {
-            (0.0, sq / n as f64)
+            (0.0, row.iter().map(|&v| v * v).sum::<f64>() / n as f64)
         };
         let rstd = 1.0 / (var + eps).sqrt();
         r.mean[i] = mean;
@@ -155,8 +155,8 @@ fn norm_fwd<T: Storage>(
     r
 }
 
-/// LayerNorm forward: `(x - mean) * rstd * gamma + beta`, var = E[x^2] - mean^2 clamped at 0
-/// (NaN stays NaN); with `residual`, the input is `x + residual` rounded to `T`.
+/// LayerNorm forward: `(x - mean) * rstd * gamma + beta`, var = mean((x - mean)^2) (two
+/// passes in f64); with `residual`, the input is `x + residual` rounded to `T`.
 ///
 /// ```
 /// let r = flydsl_testutil::norm::layer_norm_fwd::<f32>(&[1.0, 3.0], None, &[1.0, 1.0], Some(&[0.5, 0.5]), 1, 2, 0.0);
@@ -189,13 +189,16 @@ pub fn rms_norm_fwd<T: Storage>(
 }
 
 /// Dynamic / smooth int8 quant of `y` `[m, n]`: `y' = y * xscale` (if given), `yscale =
-/// rowmax|y'| / 127` (NaN ignored; 0 -> 1), `q = trunc(y' / yscale)` clamped to [-127, 127]
-/// (NaN -> 0). Returns (q, yscale).
+/// rowmax|y'| / 127` (0 -> 1; +inf when the row has a NaN or an infinity), `q =
+/// trunc(y' / yscale)` clamped to [-127, 127] (NaN -> 0, so a non-finite row's q are all 0).
+/// Returns (q, yscale).
 ///
 /// ```
 /// let (q, s) = flydsl_testutil::norm::quant(&[1.0, -2.0, 0.0, 0.0], None, 2, 2);
 /// assert_eq!(q, vec![63, -127, 0, 0]);
 /// assert_eq!(s, vec![2.0 / 127.0, 1.0]);
+/// let (q, s) = flydsl_testutil::norm::quant(&[f64::NAN, 1.0], None, 1, 2);
+/// assert_eq!((q, s), (vec![0, 0], vec![f64::INFINITY]));
 /// ```
 pub fn quant(y: &[f64], xscale: Option<&[f64]>, m: usize, n: usize) -> (Vec<i8>, Vec<f64>) {
     let mut q = vec![0i8; m * n];
@@ -204,10 +207,11 @@ pub fn quant(y: &[f64], xscale: Option<&[f64]>, m: usize, n: usize) -> (Vec<i8>,
         let ys: Vec<f64> = (0..n)
             .map(|j| y[i * n + j] * xscale.map_or(1.0, |s| s[j]))
             .collect();
-        let amax = ys
-            .iter()
-            .filter(|v| !v.is_nan())
-            .fold(0.0f64, |a, &v| a.max(v.abs()));
+        let amax = if ys.iter().all(|v| v.is_finite()) {
+            ys.iter().fold(0.0f64, |a, &v| a.max(v.abs()))
+        } else {
+            f64::INFINITY
+        };
         let s = if amax == 0.0 { 1.0 } else { amax / 127.0 };
         scales[i] = s;
         for j in 0..n {
