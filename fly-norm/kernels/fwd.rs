@@ -117,14 +117,10 @@ pub fn build(fam: Family, path: Path, target: Target) -> Result<Kernel, BuildErr
 /// next row starts at `parity ^ (rounds & 1)` ([`fast_rounds`]); the generic path's units
 /// are in [`generic_rows`].
 ///
-/// The block reductions of a row on the fast path: the first pass's sum, LayerNorm's
-/// deviations, the quant amax.
+/// The block reductions of a row on the fast path: the statistics (one for both norms),
+/// the quant amax.
 fn fast_rounds(fam: Family) -> i32 {
-    let stats = match fam.norm {
-        Norm::Layer => 2,
-        Norm::Rms => 1,
-    };
-    stats + i32::from(fam.kind == Kind::ForwardQuant)
+    1 + i32::from(fam.kind == Kind::ForwardQuant)
 }
 
 /// How the vectorised paths map threads to rows.
@@ -235,33 +231,42 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
                     .collect(),
             }
         };
-        let first = reduce(vec![(math.first_partial(&xf, lean), Red::Sum)], 0)[0];
-        // 2-byte inputs stay packed across each reduction (half the registers of f32), and
-        // are widened again after it (see `opaque`; the last copy is taken after the last
+        // 2-byte inputs stay packed across the reduction (half the registers of f32), and
+        // are widened again after it (see `opaque`; the last copy is taken after the
         // reduction).
         let packed = fam.dt.bytes() == 2;
         let rewiden =
             |zero: Val| -> Vec<Val> { xin.iter().map(|&v| wide(opaque(v, zero))).collect() };
         // (mean, rstd, overflowed, the i32 zero that orders the last widening after the
-        // last reduction).
+        // reduction). One reduction per row for both norms.
         let (mean, rstd, over, zero) = match fam.norm {
             Norm::Rms => {
-                let rstd = math.rms_rstd(first);
-                let over = math.overflowed(c_f32(0.0), first);
+                let ss = reduce(vec![(math.first_partial(&xf, lean), Red::Sum)], 0)[0];
+                let rstd = math.rms_rstd(ss);
+                let over = math.overflowed(c_f32(0.0), ss);
                 (c_f32(0.0), rstd, over, p.n >> 31)
             }
             Norm::Layer => {
-                // Second pass over the registers: deviations from the first pass's mean.
-                let mean = first * math.inv_n;
-                let xm = if packed {
-                    rewiden(p.n >> 31)
-                } else {
-                    xf.clone()
-                };
-                let (sd, sq) = math.dev_partials(&xm, &inrange, mean);
-                let t = reduce(vec![(sd, Red::Sum), (sq, Red::Sum)], 1);
-                let over = math.overflowed(mean, t[1]);
-                let (mean, rstd) = math.layer_stats(mean, t[0], t[1]);
+                // Shifted sums: the deviations from the row's first element (as the kernel
+                // sees it, after the fused add), `(sum(d), sum(d^2))`, one reduction, then
+                // the corrected formula of `RowMath::layer_stats`. The cancellation in
+                // `sum(d^2) / n - (sum(d) / n)^2` is that of `(x0 - mean)^2 / var`, whatever
+                // `|mean| / std`: at most `n` (one sample's squared deviation is at most
+                // `n * var`), about 1 for a typical row. A constant row has `d = 0`: var 0 and
+                // the exact mean.
+                let x0 = p.x.offset(cx.base).load(c_i32(0));
+                let shift = if_else(
+                    has_res,
+                    || {
+                        let r0 = p.res.offset(cx.base).load(c_i32(0));
+                        vec![wide((wide(x0) + wide(r0)).cast(dt))]
+                    },
+                    || vec![wide(x0)],
+                )[0];
+                let (sd, sq) = math.dev_partials(&xf, &inrange, shift);
+                let t = reduce(vec![(sd, Red::Sum), (sq, Red::Sum)], 0);
+                let over = math.overflowed(shift, t[1]);
+                let (mean, rstd) = math.layer_stats(shift, t[0], t[1]);
                 // A zero the compilers cannot equate with the first copy's `n >> 31`, and
                 // uniform (AMD keeps it in an SGPR; a VGPR zero from the reduction made LLVM
                 // compute every copied word up front: +23 VGPRs, bf16 4 tiles on gfx950).

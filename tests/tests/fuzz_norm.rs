@@ -647,7 +647,9 @@ fn check_fwd<T: Elem, W: Elem>(
     rstd: Option<Vec<f32>>,
 ) -> Result<(), String> {
     let (m, n) = (c.m, c.n);
-    let (xf, rf, gf, bf) = (wide(x), wide(r), wide(g), wide(b));
+    let t = TARGETS[c.target];
+    let (xf, rf) = (as_seen_by::<T>(t, wide(x)), as_seen_by::<T>(t, wide(r)));
+    let (gf, bf) = (wide(g), wide(b));
     let layer = c.norm == Norm::Layer;
     let res = c.add.then_some(&rf[..]);
     let eps = f64::from(c.eps);

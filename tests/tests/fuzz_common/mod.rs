@@ -183,6 +183,26 @@ pub fn up<T: DeviceRepr>(dev: &Device, v: &[T]) -> DeviceBuffer<T> {
 /// The targets fuzzed: wave64 (gfx942) and wave32 (gfx1201, sm_90).
 pub const TARGETS: [Target; 3] = [Target::Gfx942, Target::Gfx1201, Target::Sm90];
 
+/// The activations as the kernels of `target` see them: AMD kernels run with f32 denormals
+/// flushed (flush-in, flush-out; bf16 arithmetic is f32 there), so a subnormal f32 or bf16
+/// input counts as a zero of the same sign; NVIDIA keeps f32 denormals. f16 is never
+/// flushed. (The rule is the Sim's and the hardware's: `flydsl-sim/src/fpmode.rs`.)
+pub fn as_seen_by<T: Elem>(target: Target, x: Vec<f64>) -> Vec<f64> {
+    if !target.is_amd() || T::NAME == "f16" {
+        return x;
+    }
+    let tiny = f64::from(f32::MIN_POSITIVE);
+    x.into_iter()
+        .map(|v| {
+            if v != 0.0 && v.abs() < tiny {
+                0.0 * v.signum()
+            } else {
+                v
+            }
+        })
+        .collect()
+}
+
 /// The process-wide Sim device of a target, a stream on it, and a second, distinct Sim device
 /// of the same target (for device-mismatch cases).
 pub struct Devs {
