@@ -515,14 +515,24 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
                 (zero, math.rms_rstd(ss), over)
             }
             Norm::Layer => {
-                // Each thread sums its elements shifted by its first one (`k`, read again
-                // from x; any value near the row's works), so its sums cancel nothing when
+                // Each thread sums its elements shifted by its first one (`k`, read again;
+                // any value near the row's works), so its sums cancel nothing when
                 // |mean| >> std; the threads' (count, mean, M2) merge by Chan's formulas,
-                // with the means taken relative to the row's first x (`k0`), so that they
+                // with the means taken relative to the row's first element (`k0`), so that they
                 // are of the order of the spread and their roundings do not blur the
                 // differences the merge squares.
-                let k0 = xt.load(c_i32(0)).cast(F32);
-                let k = xt.load(start.min(p.n - 1)).cast(F32);
+                // The element as pass 1 sees it (after the fused add: a residual with a
+                // large mean moves the row's mean with it).
+                let seen = |i: Val| {
+                    if_else(
+                        has_res,
+                        || vec![(xt.load(i).cast(F32) + rt.load(i).cast(F32)).cast(dt)],
+                        || vec![xt.load(i)],
+                    )[0]
+                    .cast(F32)
+                };
+                let k0 = seen(c_i32(0));
+                let k = seen(start.min(p.n - 1));
                 let kv = splat(k, w);
                 let acc = for_range(start, p.n, step, &[zero, zero, zero], |i, acc| {
                     let d = pass1(i) - kv;

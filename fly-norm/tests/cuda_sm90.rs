@@ -45,7 +45,7 @@ fn bwd_family<T: Element + NormDtype, W: Element + Storage>(s: &Stream, norm: No
 /// The private memory (spills) a kernel may use on sm_90, in bytes, as ptxas 12.9 compiles
 /// it: the backward's 4-tile kernels of 2-byte rows (rows of 8192 < n <= 16384, where no
 /// spill-free tile count fits; see `bwd_fast_spill_free`), and the 2-byte quant forward's
-/// generic kernel (a few bytes since its 128-bit branch), and LayerNorm's 4-tile forward
+/// generic kernel (a few bytes since its 128-bit branch), and LayerNorm's 4- and 8-tile forwards
 /// under its 64-register cap (8 B on the H200 since the two-pass variance and the overflow
 /// fallback). Everything else: none.
 fn allowed_private_bytes(name: &str) -> u32 {
@@ -54,7 +54,11 @@ fn allowed_private_bytes(name: &str) -> u32 {
         _ if two_byte && name.starts_with("layernorm_bwd_") && name.ends_with("_fast_t4") => 1024,
         _ if two_byte && name.starts_with("rmsnorm_bwd_") && name.ends_with("_fast_t4") => 320,
         _ if two_byte && name.contains("_fwdq_") && name.ends_with("_generic") => 32,
-        _ if name.starts_with("layernorm_fwd_") && name.ends_with("_fast_t4") => 16,
+        _ if name.starts_with("layernorm_fwd_")
+            && (name.ends_with("_fast_t4") || name.ends_with("_fast_t8")) =>
+        {
+            16
+        }
         _ => 0,
     }
 }
