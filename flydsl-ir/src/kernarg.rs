@@ -1,7 +1,7 @@
 //! The kernel-argument layout: derived once from the parameters and used by both the IR
 //! lowering (argument order and types) and the host launchers (byte packing).
 
-use crate::{Param, ParamKind, ScalarType};
+use crate::{Kernel, Param, ParamKind, ScalarType};
 use serde::{Deserialize, Serialize};
 
 /// One kernel argument in the packed kernarg buffer.
@@ -81,5 +81,13 @@ impl KernargLayout {
             size: off.next_multiple_of(align),
             align,
         }
+    }
+}
+
+impl Kernel {
+    /// The kernel-argument layout derived from the parameters (one source of truth for the
+    /// generated IR's arguments and the host-side packing).
+    pub fn kernarg_layout(&self) -> KernargLayout {
+        KernargLayout::of(&self.params)
     }
 }

@@ -161,11 +161,6 @@ impl Kernel {
     pub fn dynamic_lds_offset(&self) -> u32 {
         self.lds_bytes().next_multiple_of(DYNAMIC_LDS_ALIGN)
     }
-    /// The kernel-argument layout derived from the parameters (one source of truth for the
-    /// generated IR's arguments and the host-side packing).
-    pub fn kernarg_layout(&self) -> crate::KernargLayout {
-        crate::KernargLayout::of(&self.params)
-    }
 }
 
 /// A list of ops; blocks of `for` bodies have arguments (induction variable, carried values).

@@ -3,6 +3,7 @@
 
 mod arith;
 mod memops;
+mod mma_tables;
 mod wave;
 
 use crate::memory::Alloc;
@@ -173,7 +174,7 @@ pub(crate) struct Wg<'c, 'k> {
     /// The list of all threads.
     all: Vec<u32>,
     /// Matrix-atom coordinate tables, built on first use.
-    mma_tables: Vec<wave::MmaTables>,
+    mma_tables: Vec<mma_tables::MmaTables>,
     /// Ops executed (per workgroup, not per thread).
     pub ops: u64,
 }

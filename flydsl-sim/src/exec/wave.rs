@@ -1,36 +1,9 @@
 //! Cross-lane ops inside one wave: shuffles, readfirstlane and the matrix atoms.
 
+use super::mma_tables::MmaTables;
 use super::Wg;
-use crate::mma_layout::{
-    a_coord, b_coord, c_coord, e8m0_value, frag_lens, scale_coord, SCALE_BLOCK_K,
-};
-use flydsl_ir::Target;
+use crate::mma_layout::{e8m0_value, frag_lens, scale_coord, SCALE_BLOCK_K};
 
-/// Coordinates of every (lane, element) slot of one atom's A, B and C fragments.
-pub(crate) struct MmaTables {
-    atom: MmaAtom,
-    a: Vec<(usize, usize)>,
-    b: Vec<(usize, usize)>,
-    c: Vec<(usize, usize)>,
-}
-
-impl MmaTables {
-    fn new(atom: MmaAtom, target: Target) -> MmaTables {
-        let ws = target.wave_size() as usize;
-        let (la, lb, lc) = frag_lens(atom, target);
-        let tab = |len: usize, f: fn(MmaAtom, Target, usize, usize) -> (usize, usize)| {
-            (0..ws * len)
-                .map(|x| f(atom, target, x / len, x % len))
-                .collect()
-        };
-        MmaTables {
-            atom,
-            a: tab(la, a_coord),
-            b: tab(lb, b_coord),
-            c: tab(lc, c_coord),
-        }
-    }
-}
 use crate::numeric::{float_val, sext};
 use crate::SimError;
 use flydsl_ir::{MmaAtom, ShuffleMode, ValueId};

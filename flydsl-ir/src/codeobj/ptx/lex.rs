@@ -1,7 +1,7 @@
 //! A small PTX tokenizer: words, single-character punctuation and strings, with line numbers;
 //! comments are dropped.
 
-use super::PtxError;
+use super::error::PtxError;
 
 /// One token and the 1-based line it starts on.
 pub(super) struct Tok {
