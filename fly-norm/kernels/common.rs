@@ -58,8 +58,7 @@ pub fn rsrc_store(r: Rsrc, i: Val, v: Val) {
 /// Widening a packed 2-byte vector to f32 once for the row sums and again from this copy
 /// after the block reduction keeps only the packed value live across the reduction's
 /// barrier: without it the compilers reuse the first widening and hold the f32 copy, twice
-/// the registers (bf16 LayerNorm forward with 4 tiles on sm_90: 92 registers, 2 blocks of
-/// 256 threads per SM, against 80 with it).
+/// the registers of the packed values (counts in `bench/fly-norm-registers.md`).
 pub fn opaque(v: Val, zero: Val) -> Val {
     let words = v.lanes() * v.elem().size_bytes() / 4;
     let ty = v.ty();
@@ -282,8 +281,7 @@ impl RowMath {
     /// (i1: not padding): three instructions an element (subtract, add, and a chain of fused
     /// multiply-adds, which needs no vector of squares) and a select a vector. (Masking the
     /// elements instead, `d = x * keep - mean * keep`, costs no more instructions, but LLVM
-    /// keeps the hoisted splats of `keep` in registers: 32 VGPRs for 4 tiles of bf16 on
-    /// gfx950.)
+    /// keeps the hoisted splats of `keep` in registers; see `bench/fly-norm-registers.md`.)
     pub fn dev_partials(&self, xs: &[Val], ok: &[Val], mean: Val) -> (Val, Val) {
         let zero = c_f32(0.0);
         let (mut sd, mut sq) = (zero, zero);

@@ -160,9 +160,9 @@ pub const fn fast_tiles(kind: Kind) -> &'static [u32] {
 /// the longest rows use the 512-thread caps). The backward sends rows of 257..512 threads to
 /// its largest tile count that runs without spills (see [`bwd_fast_spill_free`]) when the
 /// spilling 4 tiles are the alternative: 2 tiles of 2-byte elements (rows of
-/// 4096 < n <= 8192), which fit the 128 registers of the 512-thread bound (LayerNorm bf16: 124,
-/// ptxas 12.9); f32 keeps 2 tiles at 256 (its longer rows take 4 spill-free tiles, and ptxas
-/// gives its LayerNorm 2 tiles 64 registers at the 256 bound but 81 at 512).
+/// 4096 < n <= 8192), which fit the 128 registers of the 512-thread bound; f32 keeps 2 tiles
+/// at 256 (its longer rows take 4 spill-free tiles). Register counts behind these choices:
+/// `bench/fly-norm-registers.md`.
 pub const fn fast_max_block(kind: Kind, dt: DType, tiles: u32) -> u32 {
     match kind {
         // The last tile count, or the largest one before the spilling ones.
@@ -177,7 +177,8 @@ pub const fn fast_max_block(kind: Kind, dt: DType, tiles: u32) -> u32 {
 /// (128 registers at the 512-thread launch bound on sm_90) without spills: at most 16 elements
 /// per thread. The LayerNorm backward keeps x-hat, dy * gamma, dy and two f32 accumulators per
 /// element live across the row reduction, so 4 tiles of 2-byte elements (32 per thread) spill
-/// about 1 KB a thread inside the row loop (RMSNorm about 200 B); 4 tiles of f32 (16) do not.
+/// inside the row loop (so does RMSNorm's; sizes in `bench/fly-norm-registers.md`); 4 tiles
+/// of f32 (16) do not.
 /// The dispatcher prefers a spill-free tile count in a larger block to a spilling one.
 pub const fn bwd_fast_spill_free(dt: DType, tiles: u32) -> bool {
     tiles * dt.vec() <= 16
@@ -185,22 +186,18 @@ pub const fn bwd_fast_spill_free(dt: DType, tiles: u32) -> bool {
 /// Register cap of the forward of `fam` on `path` on sm_90 (`.maxnreg`; AMD ignores it), or
 /// none. The vectorised forward paths keep only the x loads of the resident blocks in flight,
 /// so the number of blocks per SM sets the bandwidth (65536 registers per SM, allocated in
-/// steps of 8 per thread; at most 2048 threads and 32 blocks). Figures from ptxas 12.9:
+/// steps of 8 per thread; at most 2048 threads and 32 blocks). Each cap is the smallest
+/// register count that raises the blocks per SM over what ptxas picks left alone, chosen
+/// from the measured counts in `bench/fly-norm-registers.md`:
 ///
-/// - `Fast(4)` serves rows of 2048..8192 2-byte (1024..4096 f32) elements in 256-thread
-///   blocks: ptxas left alone takes 80 registers (3 blocks of 256 threads); 64 fits 4 blocks,
-///   without spills (only the packed x is live across the row reduction).
-/// - `Fast(2)` serves rows of up to 4096 2-byte (2048 f32) elements in blocks of up to 256
-///   threads. Left alone ptxas takes 45 registers for LayerNorm (47 for f32): 5 blocks of 256
-///   threads, against RMSNorm's 6 at 40, because it hoists the gamma and beta loads above the
-///   reduction's barrier next to the packed x. 40 fits 6 blocks without spills for every
-///   LayerNorm dtype. RMSNorm with same-dtype weights fits 32 without spills (8 blocks of 256
-///   threads, the SM's 2048-thread limit, or 16 of 128); with f32 weights 32 spills, so 40.
-/// - `Rows(4)` (rows of up to 128 vectors, one wave each) in 256-thread blocks: RMSNorm with
-///   same-dtype weights takes 70..72 registers left alone (3 blocks; the forward's sm_90
-///   instruction trims cost it 6..8) and 62..64 without spills at 64 (4 blocks). LayerNorm
-///   and f32-weight RMSNorm get to 64 or less through [`fwd_weight_chunk`] instead, which
-///   needs no cap.
+/// - `Fast(4)` (rows of 2048..8192 2-byte, 1024..4096 f32 elements, 256-thread blocks): 64,
+///   4 blocks per SM (only the packed x is live across the row reduction).
+/// - `Fast(2)` (rows of up to 4096 2-byte, 2048 f32 elements): 40 for LayerNorm, which hoists
+///   its gamma and beta loads above the reduction's barrier next to the packed x; 32 for
+///   RMSNorm with same-dtype weights (the SM's 2048-thread limit), 40 with f32 weights.
+/// - `Rows(4)` (rows of up to 128 vectors, one wave each, 256-thread blocks): 64 for RMSNorm
+///   with same-dtype weights. LayerNorm and f32-weight RMSNorm get there through
+///   [`fwd_weight_chunk`] instead, which needs no cap.
 pub const fn fwd_max_registers(fam: Family, path: Path) -> Option<u32> {
     match (fam.kind, path) {
         (Kind::Forward, Path::Fast(4)) => Some(64),
@@ -225,11 +222,9 @@ pub const fn fwd_max_registers(fam: Family, path: Path) -> Option<u32> {
 /// registers are live, at the price of one more L1 round trip per group. Only the multi-row
 /// path with 4 tiles uses groups of 2: there a lane holds its row's 64 bytes of packed x and,
 /// with no barrier to hold them back, ptxas issues all 8 (LayerNorm) gamma and beta loads
-/// together, 32 more registers: on sm_90 LayerNorm takes 80 registers (3 blocks of 256
-/// threads per SM) and 64 in groups of 2 (4 blocks; f32: 58), f32-weight RMSNorm 78 and 58
-/// (ptxas 12.9). On AMD (LLVM 22) the groups save 2..20 VGPRs for these kernels (gfx942
-/// f32-weight RMSNorm: 88 -> 68, 5 -> 7 waves per SIMD), except gfx950's bf16 LayerNorm
-/// (75 -> 82, 6 -> 5). Everything else takes all its tiles at once.
+/// together, 32 more registers, one block per SM fewer on sm_90; the groups of 2 win it back
+/// (and save VGPRs on AMD for most of these kernels; counts in
+/// `bench/fly-norm-registers.md`). Everything else takes all its tiles at once.
 pub const fn fwd_weight_chunk(fam: Family, path: Path) -> u32 {
     match (fam.kind, path) {
         (Kind::Forward, Path::Rows(4)) => match (fam.norm, fam.dt, fam.wdt) {

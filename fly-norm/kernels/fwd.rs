@@ -439,9 +439,8 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
 }
 
 /// The generic path: any `n`, in run-time loops over the row. Rows of a multiple of the
-/// 128-bit vector width take 128-bit accesses (a uniform run-time branch), the others scalar:
-/// on the H200 f32 RMSNorm with dynamic quant at (4096, 16384), past the quant fast paths,
-/// runs at 1533 GB/s against 933 with scalar accesses.
+/// 128-bit vector width take 128-bit accesses (a uniform run-time branch), the others scalar
+/// (what it gains: `bench/fly-norm-registers.md`).
 fn generic(p: &Params, fam: Family, math: &RowMath, scratch: Lds) {
     let w = fam.dt.vec();
     let vector_rows = (p.n & (w as i32 - 1)).eq(0);
