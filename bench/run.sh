@@ -46,6 +46,14 @@ echo "test binaries: $pass passed, $fail failed"
 # SKIP_BENCH=1 stops here (tests only).
 if [ "${SKIP_BENCH:-0}" = 1 ]; then exit 0; fi
 
+# The Hopper GEMM proof against torch.matmul on the same inputs (SKIP_GEMM=1 skips it;
+# GEMM_ONLY=1 stops after it).
+if [ "${SKIP_GEMM:-0}" != 1 ]; then
+  OUT="$OUT" timeout 300 ./bin/gemm_bench 2>&1 | tee "$OUT/gemm.log"
+  OUT="$OUT" timeout 300 python3 peers_gemm.py 2>&1 | tee -a "$OUT/gemm.log"
+fi
+if [ "${GEMM_ONLY:-0}" = 1 ]; then exit 0; fi
+
 # Every forward plan of fly-norm at the bench shapes (< 1 min; SKIP_SWEEP=1 skips it).
 if [ "${SKIP_SWEEP:-0}" != 1 ]; then
   timeout 150 ./bin/fwd_sweep 2>&1 | tee "$OUT/sweep.log"

@@ -6,5 +6,11 @@ fn main() {
     for (name, gen) in flydsl_devtools::proof::ALL {
         b = b.kernel(name, gen);
     }
+    use flydsl_devtools::wgmma_gemm;
+    b = b.kernel_on(
+        wgmma_gemm::NAME,
+        &[flydsl_build::ir::Target::Sm90],
+        wgmma_gemm::wgmma_gemm,
+    );
     b.run_or_exit();
 }

@@ -466,7 +466,7 @@ impl Builder {
             target: t,
             msg: e.to_string(),
         })?;
-        let key = Cache::key(&llvm, t.name(), &tc.identity);
+        let key = Cache::key(&llvm, &t.codegen_id(), &tc.identity);
         let (code, cached) = match cache.get(&key) {
             Some(c) => (c, true),
             None => {

@@ -294,7 +294,10 @@ impl Toolchain {
             std::fs::read(&hsaco).map_err(|e| io_err(&hsaco, e))
         } else {
             let ptx = work.join(format!("{stem}.ptx"));
-            llc.arg("-mattr=+ptx80").arg(&ll).arg("-o").arg(&ptx);
+            llc.arg(format!("-mattr={}", target.llc_mattr()))
+                .arg(&ll)
+                .arg("-o")
+                .arg(&ptx);
             self.run(llc, kernel, target)?;
             std::fs::read(&ptx).map_err(|e| io_err(&ptx, e))
         }
@@ -312,8 +315,8 @@ impl Toolchain {
         llc.arg("-O3")
             .arg(format!("-mtriple={}", target.triple()))
             .arg(format!("-mcpu={}", target.mcpu()));
-        if !target.is_amd() {
-            llc.arg("-mattr=+ptx80");
+        if !target.llc_mattr().is_empty() {
+            llc.arg(format!("-mattr={}", target.llc_mattr()));
         }
         llc.arg(llvm_ir_path).arg("-o").arg(out);
         self.run(llc, kernel, target)

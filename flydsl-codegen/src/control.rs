@@ -8,12 +8,15 @@
 //! bad SSA.
 
 use super::func::Func;
-use super::{arith, memory, mma, vector, LowerError};
+use super::{arith, memory, mma, nv_pipe, vector, LowerError};
 use flydsl_ir::{Block, Op, OpKind, Type, ValueId};
 
 /// Short op name, as the verifier prints it.
 fn op_name(kind: &OpKind) -> String {
-    let s = format!("{kind:?}");
+    let s = match kind {
+        OpKind::Nv(nv) => format!("{nv:?}"),
+        k => format!("{k:?}"),
+    };
     s.split(['(', ' ', '{']).next().unwrap_or("?").to_string()
 }
 
@@ -73,6 +76,7 @@ fn lower_op(f: &mut Func, op: &Op) -> Result<(), LowerError> {
             Ok(())
         }
         OpKind::Yield(_) => Err(f.err("yield outside a region")),
+        OpKind::Nv(nv) => nv_pipe::lower(f, op, nv),
         kind => {
             let (r, rt) = one_result(f, op)?;
             let v = lower_value_op(f, kind, rt)?;
@@ -109,6 +113,7 @@ fn lower_value_op(f: &mut Func, kind: &OpKind, rt: Type) -> Result<String, Lower
         OpKind::AtomicAdd { ptr, index, value } => memory::atomic_add(f, *ptr, *index, *value),
         OpKind::Shuffle(mode, v, lane) => f.hooks().shuffle(f, *mode, *v, *lane),
         OpKind::ReadFirstLane(v) => f.hooks().read_first_lane(f, *v),
+        OpKind::LdsAddr(p) => nv_pipe::lds_addr(f, *p),
         OpKind::Mma(atom, a, b, c) => mma::lower(f, *atom, *a, *b, *c),
         OpKind::MmaScaled(atom, a, b, c, sa, sb) => {
             mma::lower_scaled(f, *atom, [*a, *b, *c, *sa, *sb])

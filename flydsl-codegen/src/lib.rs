@@ -16,7 +16,8 @@
 //! - `amdgpu` / `nvptx`: the two `TargetHooks` implementations (geometry, fast math,
 //!   barriers, shuffles, buffers and their NVPTX emulation, cache hints, atomic scopes,
 //!   function attributes and module boilerplate);
-//! - `mma`: matrix-core atoms.
+//! - `mma`: matrix-core atoms;
+//! - `nv_pipe`: the NVIDIA Hopper ops (mbarrier, TMA, wgmma, setmaxnreg) as inline PTX.
 //!
 //! ```
 //! use flydsl_ir::{Kernel, Target};
@@ -32,6 +33,7 @@ mod fp8;
 mod func;
 mod memory;
 mod mma;
+mod nv_pipe;
 mod nvptx;
 mod ty;
 mod vector;

@@ -152,8 +152,27 @@ impl KernelDef {
     /// assert_eq!(k.lds_bytes(), 256);
     /// ```
     pub fn lds(&mut self, name: &str, elem: ScalarType, len: u32) -> Lds {
+        self.lds_aligned(name, elem, len, 16)
+    }
+    /// A static LDS array starting on an `align`-byte boundary of the LDS window (a power of
+    /// two >= 16; TMA and wgmma 128-byte swizzles need 1024).
+    ///
+    /// ```
+    /// # use flydsl_dsl::*; use flydsl_dsl::ir::{Target, ScalarType::{F32, BF16}};
+    /// let k = KernelBuilder::new("k", Target::Sm90, 128).build(|k| {
+    ///     k.lds("a", F32, 3);
+    ///     k.lds_aligned("tile", BF16, 4096, 1024);
+    /// }).unwrap();
+    /// assert_eq!(k.lds[1].offset, 1024);
+    /// ```
+    pub fn lds_aligned(&mut self, name: &str, elem: ScalarType, len: u32, align: u32) -> Lds {
         let id = with(|s| {
-            let align = 16;
+            if !align.is_power_of_two() || align < 16 {
+                s.fail(format!(
+                    "LDS array `{name}`: alignment {align} is not a power of two >= 16"
+                ));
+            }
+            let align = align.max(16).next_power_of_two();
             let offset = s.kernel.lds_bytes().next_multiple_of(align);
             s.kernel.lds.push(LdsArray {
                 name: name.to_string(),

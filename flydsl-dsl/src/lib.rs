@@ -35,6 +35,7 @@ mod control;
 mod index;
 pub mod layout;
 mod mem;
+pub mod nv;
 mod val;
 mod wave;
 
@@ -42,7 +43,7 @@ pub use builder::{KernelBuilder, KernelDef};
 pub use context::{target, BuildError};
 pub use control::{for_range, for_range_, if_, if_else};
 pub use index::Idx;
-pub use mem::{keep_l2_if, DynLds, DynLdsArray, Lds, Rsrc, Tensor};
+pub use mem::{keep_l2_if, ptr_offset, DynLds, DynLdsArray, Lds, Rsrc, Tensor};
 pub use val::{
     block_dim_x, block_id, block_id_x, c_f32, c_i32, c_i64, cnst, grid_dim_x, lane_id, select,
     splat, thread_id, thread_id_x, vec_of, Operand, Val,

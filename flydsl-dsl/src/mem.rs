@@ -19,6 +19,20 @@ fn flags(ty: Type, align: u32, nontemporal: bool) -> MemFlags {
     }
 }
 
+/// The pointer `i` elements (i32 or i64) past `p`.
+///
+/// ```
+/// # use flydsl_dsl::*; use flydsl_dsl::ir::{Target, ScalarType::F32};
+/// KernelBuilder::new("k", Target::Sm90, 32).build(|k| {
+///     let lds = k.lds("buf", F32, 64);
+///     let p = ptr_offset(lds.ptr(), thread_id_x() * 2);
+///     assert_eq!(p.ty(), lds.ptr().ty());
+/// }).unwrap();
+/// ```
+pub fn ptr_offset(p: Val, i: impl Into<Operand>) -> Val {
+    emit(OpKind::PtrAdd(p.id(), index(i).id()), p.ty())
+}
+
 /// `n` elements at `ptr[i]` (the shared body of every pointer load).
 fn ptr_load(ptr: Val, i: impl Into<Operand>, n: u32, align: u32) -> Val {
     let ty = Type::vec(ptr.elem(), n);
@@ -233,6 +247,14 @@ impl Rsrc {
 /// The element accessors of an LDS array type with a `ptr: Val` field (static or dynamic).
 macro_rules! lds_accessors {
     () => {
+        /// The LDS pointer to element 0.
+        pub fn ptr(&self) -> Val {
+            self.ptr
+        }
+        /// The LDS pointer to element `i` (i32).
+        pub fn ptr_at(&self, i: impl Into<Operand>) -> Val {
+            ptr_offset(self.ptr, i)
+        }
         /// Load `n` elements at element `i`.
         pub fn load_vec(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
             ptr_load(self.ptr, i, n, align)
@@ -269,6 +291,31 @@ impl DynLds {
     pub fn array(&mut self, elem: ScalarType, len: impl Into<Operand>) -> DynLdsArray {
         let align = flydsl_ir::DYNAMIC_LDS_ALIGN as i32;
         let start = ((self.end + (align - 1)) / align) * align;
+        let len = index(len);
+        let ptr = emit(
+            OpKind::DynLdsBase(start.id()),
+            Type::Ptr(flydsl_ir::AddrSpace::Shared, elem),
+        );
+        self.end = start + len * elem.size_bytes() as i32;
+        DynLdsArray { ptr, len }
+    }
+    /// The next array, starting on an `align`-byte boundary of the LDS window (a power of
+    /// two; TMA and wgmma 128-byte swizzles need 1024). The region's own start is only
+    /// 16-byte aligned, so this can skip up to `align - 16` bytes: launch with that much
+    /// slack beyond the arrays' sizes.
+    pub fn array_aligned(
+        &mut self,
+        elem: ScalarType,
+        len: impl Into<Operand>,
+        align: u32,
+    ) -> DynLdsArray {
+        let a = align.max(flydsl_ir::DYNAMIC_LDS_ALIGN) as i32;
+        let base_ptr = emit(
+            OpKind::DynLdsBase(c_i32(0).id()),
+            Type::Ptr(flydsl_ir::AddrSpace::Shared, ScalarType::I8),
+        );
+        let base = crate::nv::lds_addr(base_ptr);
+        let start = ((base + self.end + (a - 1)) / a) * a - base;
         let len = index(len);
         let ptr = emit(
             OpKind::DynLdsBase(start.id()),

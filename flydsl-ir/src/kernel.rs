@@ -633,4 +633,9 @@ pub enum OpKind {
     },
     /// Ends a region, passing values to the enclosing op's results.
     Yield(Vec<ValueId>),
+    /// The i32 LDS address of an LDS pointer: its byte offset in the workgroup's LDS window
+    /// (what hardware address computations such as swizzles and wgmma descriptors see).
+    LdsAddr(ValueId),
+    /// An NVIDIA Hopper op ([`crate::NvOp`]; sm_90 only).
+    Nv(crate::NvOp),
 }

@@ -46,11 +46,42 @@ impl Target {
             Target::Sm90 => "sm90",
         }
     }
-    /// The `-mcpu` value for `llc`.
+    /// The `-mcpu` value for `llc`. NVIDIA builds `sm_90a`: wgmma and setmaxnreg exist only
+    /// there, and such code loads on H100/H200 (compute capability 9.0) alone; other sm_90
+    /// parts do not exist.
     pub fn mcpu(self) -> &'static str {
         match self {
-            Target::Sm90 => "sm_90",
+            Target::Sm90 => "sm_90a",
             t => t.name(),
+        }
+    }
+    /// The `-mattr` value for `llc` (empty for none): NVIDIA emits PTX ISA 8.4, the first
+    /// with fp8 `mma.sync` on sm_90 (CUDA 12.4 drivers and later load it).
+    ///
+    /// ```
+    /// use flydsl_ir::Target;
+    /// assert_eq!(Target::Sm90.llc_mattr(), "+ptx84");
+    /// assert_eq!(Target::Gfx942.llc_mattr(), "");
+    /// ```
+    pub fn llc_mattr(self) -> &'static str {
+        match self {
+            Target::Sm90 => "+ptx84",
+            _ => "",
+        }
+    }
+    /// What identifies this target's code generation in cache keys: the name, plus the
+    /// `-mcpu`/`-mattr` choice where it is not the name alone.
+    ///
+    /// ```
+    /// use flydsl_ir::Target;
+    /// assert_eq!(Target::Gfx950.codegen_id(), "gfx950");
+    /// assert_eq!(Target::Sm90.codegen_id(), "sm90|sm_90a|+ptx84");
+    /// ```
+    pub fn codegen_id(self) -> String {
+        if self.llc_mattr().is_empty() && self.mcpu() == self.name() {
+            self.name().to_string()
+        } else {
+            format!("{}|{}|{}", self.name(), self.mcpu(), self.llc_mattr())
         }
     }
     /// The LLVM target triple.

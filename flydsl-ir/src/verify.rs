@@ -97,7 +97,10 @@ struct Verifier<'a> {
 }
 
 fn op_name(kind: &OpKind) -> String {
-    let s = format!("{kind:?}");
+    let s = match kind {
+        OpKind::Nv(nv) => format!("{nv:?}"),
+        k => format!("{k:?}"),
+    };
     s.split(['(', ' ', '{']).next().unwrap_or("?").to_string()
 }
 
@@ -615,6 +618,21 @@ impl Verifier<'_> {
                 self.block(body, &tys)?;
             }
             OpKind::Yield(_) => return fail("yield outside a region".into()),
+            OpKind::LdsAddr(p) => {
+                nres(1)?;
+                if !matches!(t(*p), Type::Ptr(AddrSpace::Shared, _)) || !is_i32(rt()) {
+                    return fail(format!(
+                        "LDS address of {} (an LDS pointer, giving i32)",
+                        t(*p)
+                    ));
+                }
+            }
+            OpKind::Nv(nv) => {
+                let tys: Vec<Type> = op.results.iter().map(|&r| t(r)).collect();
+                if let Err(e) = nv.check(k.target, &t, &tys) {
+                    return fail(e);
+                }
+            }
         }
         Ok(())
     }
@@ -665,7 +683,9 @@ pub fn operands_of(kind: &OpKind) -> Vec<ValueId> {
         | OpKind::DynLdsBase(a)
         | OpKind::Extract(a, _)
         | OpKind::Slice(a, _)
-        | OpKind::ReadFirstLane(a) => vec![*a],
+        | OpKind::ReadFirstLane(a)
+        | OpKind::LdsAddr(a) => vec![*a],
+        OpKind::Nv(nv) => nv.operands(),
         OpKind::Fma(a, b, c) | OpKind::Select(a, b, c) | OpKind::Mma(_, a, b, c) => {
             vec![*a, *b, *c]
         }

@@ -1,4 +1,4 @@
-//! `parse_ptx` on PTX from `llc-22 -mcpu=sm_90`, the PTX layout check, and malformed text.
+//! `parse_ptx` on PTX from `llc-22 -mcpu=sm_90a`, the PTX layout check, and malformed text.
 
 #![cfg(feature = "codeobj")]
 
@@ -51,8 +51,8 @@ fn vadd_ptx() {
     let Some(t) = tools() else { return };
     let ptx = t.ptx(&data("vadd_nvptx.ll"));
     let m = parse_ptx(&ptx).unwrap();
-    assert_eq!(m.version, "8.0");
-    assert_eq!(m.target, vec!["sm_90".to_string()]);
+    assert_eq!(m.version, "8.4");
+    assert_eq!(m.target, vec!["sm_90a".to_string()]);
     assert_eq!(m.address_size, Some(64));
     m.check_target(flydsl_ir::Target::Sm90).unwrap();
     assert!(m.check_target(flydsl_ir::Target::Gfx1201).is_err());

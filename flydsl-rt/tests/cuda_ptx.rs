@@ -78,8 +78,8 @@ fn regenerate_ptx_fixture() {
         .args([
             "-O3",
             "-mtriple=nvptx64-nvidia-cuda",
-            "-mcpu=sm_90",
-            "-mattr=+ptx80",
+            "-mcpu=sm_90a",
+            "-mattr=+ptx84",
         ])
         .arg(dir.join("vadd.ll"))
         .arg("-o")

@@ -61,10 +61,12 @@ mod minifloat;
 pub mod mma_layout;
 mod numeric;
 mod race;
+mod tensor_map;
 
 pub use error::{LdsAccess, SimError, ThreadRef};
 pub use launch::{launch_report, launch_with_lds, LaunchReport};
 pub use memory::SimMemory;
+pub use tensor_map::{SimTensorMap, MAX_RANK as TENSOR_MAP_MAX_RANK, TENSOR_MAP_BYTES};
 
 use flydsl_ir::Kernel;
 

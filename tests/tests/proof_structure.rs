@@ -134,3 +134,44 @@ fn segment_reverse_declares_a_dynamic_region_and_no_static_lds() {
         }
     }
 }
+
+/// The Hopper GEMM's PTX (when sm90 is built): sm_90a at PTX ISA 8.4, TMA loads signalling
+/// mbarriers, mbarrier waits, wgmma with its fence/commit/wait, no local memory and no calls
+/// (an external call would make ptxas drop setmaxnreg and serialize wgmma).
+#[test]
+fn wgmma_gemm_ptx_has_the_hopper_pipeline() {
+    let k = &proof::WGMMA_GEMM_BF16;
+    assert_eq!(
+        k.variants.iter().map(|v| v.target).collect::<Vec<_>>(),
+        vec![Target::Sm90],
+        "the Hopper GEMM exists on sm90 only"
+    );
+    for v in k.variants {
+        let Some(code) = v.code else {
+            println!("sm90 not built: only the IR is embedded");
+            continue;
+        };
+        let ir = flydsl_ir::from_bytes(v.ir).unwrap();
+        check_code_object(&ir, code).unwrap();
+        let text = listing(v.target, code);
+        assert!(text.contains(".target sm_90a"), "not sm_90a");
+        assert!(text.contains(".version 8.4"), "not PTX ISA 8.4");
+        for (ins, at_least) in [
+            ("cp.async.bulk.tensor.2d", 2),
+            ("mbarrier.init", 1),
+            ("mbarrier.arrive.expect_tx", 1),
+            ("mbarrier.try_wait.parity", 1),
+            ("fence.proxy.async", 1),
+            ("wgmma.fence", 1),
+            ("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", 4),
+            ("wgmma.commit_group", 1),
+            ("wgmma.wait_group", 2),
+        ] {
+            let n = text.matches(ins).count();
+            assert!(n >= at_least, "{ins}: {n} in the PTX, want >= {at_least}");
+        }
+        for bad in [".local", "call.uni", "call "] {
+            assert!(!text.contains(bad), "PTX contains `{bad}`");
+        }
+    }
+}

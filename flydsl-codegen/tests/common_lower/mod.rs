@@ -309,8 +309,8 @@ pub fn compile(t: &Tools, k: &Kernel) -> Compiled {
                 .args([
                     "-O3",
                     "-mtriple=nvptx64-nvidia-cuda",
-                    "-mcpu=sm_90",
-                    "-mattr=+ptx80",
+                    "-mcpu=sm_90a",
+                    "-mattr=+ptx84",
                 ])
                 .arg("-o")
                 .arg(&ptx)

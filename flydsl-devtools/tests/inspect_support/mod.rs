@@ -138,8 +138,8 @@ impl Tools {
             .args([
                 "-O3",
                 "-mtriple=nvptx64-nvidia-cuda",
-                "-mcpu=sm_90",
-                "-mattr=+ptx80",
+                "-mcpu=sm_90a",
+                "-mattr=+ptx84",
             ])
             .arg(&src)
             .args(["-o", "-"])))

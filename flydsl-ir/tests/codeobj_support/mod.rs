@@ -171,7 +171,7 @@ impl Tools {
         String::from_utf8(out).unwrap()
     }
 
-    /// PTX text from `llc-22 -mcpu=sm_90 -mattr=+ptx80`.
+    /// PTX text from `llc-22 -mcpu=sm_90a -mattr=+ptx84`.
     pub fn ptx(&self, ll: &str) -> String {
         let dir = scratch("ptx");
         let src = dir.join("k.ll");
@@ -180,8 +180,8 @@ impl Tools {
             .args([
                 "-O3",
                 "-mtriple=nvptx64-nvidia-cuda",
-                "-mcpu=sm_90",
-                "-mattr=+ptx80",
+                "-mcpu=sm_90a",
+                "-mattr=+ptx84",
             ])
             .arg(&src)
             .arg("-o")

@@ -410,3 +410,55 @@ impl Drop for CudaFunction {
         let _ = unsafe { result::module::unload(self.module) };
     }
 }
+
+/// Encode a tiled tensor map with the driver (`cuTensorMapEncodeTiled`): elements of
+/// `elem_bytes` moved as raw bits, byte strides of dimensions 1.., out-of-bounds elements
+/// filled with zeros, L2 promotion of 256 B. The caller has checked the TMA rules.
+pub(crate) fn encode_tensor_map(
+    base: u64,
+    elem_bytes: u32,
+    dims: &[u64],
+    byte_strides: &[u64],
+    boxes: &[u32],
+    swizzle128: bool,
+) -> Result<[u8; 128]> {
+    use sys::CUtensorMapDataType_enum as D;
+    let dtype = match elem_bytes {
+        1 => D::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        2 => D::CU_TENSOR_MAP_DATA_TYPE_UINT16,
+        4 => D::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+        _ => D::CU_TENSOR_MAP_DATA_TYPE_UINT64,
+    };
+    let swizzle = if swizzle128 {
+        sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B
+    } else {
+        sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE
+    };
+    let elem_strides = vec![1u32; dims.len()];
+    let mut map = sys::CUtensorMap { opaque: [0; 16] };
+    // SAFETY: every pointer refers to a live local of the length the rank implies (dims,
+    // boxes and element strides have `rank` entries, byte strides `rank - 1`); the driver
+    // only writes `map`. `base` is a device address the caller owns for the map's lifetime.
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            &mut map,
+            dtype,
+            dims.len() as u32,
+            base as *mut c_void,
+            dims.as_ptr(),
+            byte_strides.as_ptr(),
+            boxes.as_ptr(),
+            elem_strides.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            swizzle,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    r.result().map_err(driver("cuTensorMapEncodeTiled"))?;
+    let mut out = [0u8; 128];
+    for (i, w) in map.opaque.iter().enumerate() {
+        out[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+    }
+    Ok(out)
+}

@@ -103,6 +103,25 @@ impl Wg<'_, '_> {
         })
     }
 
+    /// Read `out.len()` bytes of global memory at `addr` (memcheck applies; an access out of
+    /// bounds with memcheck off reads zeros).
+    pub(super) fn read_global_bytes(
+        &mut self,
+        addr: u64,
+        out: &mut [u8],
+        access: &'static str,
+        t: u32,
+    ) -> Result<(), SimError> {
+        match self.locate(addr, 0, 1, out.len() as u64, access, t)? {
+            Loc::Global(i, off) => self.cx.allocs[i].read(off, out),
+            Loc::Lds(..) => {
+                return Err(self.fault(access, t, "expected a global pointer, got LDS"))
+            }
+            Loc::Dropped => out.fill(0),
+        }
+        Ok(())
+    }
+
     fn race(&mut self, loc: Loc, n: usize, t: u32, kind: Access) -> Result<(), SimError> {
         let Loc::Lds(byte, id, arr_off) = loc else {
             return Ok(());
@@ -148,6 +167,7 @@ impl Wg<'_, '_> {
             Loc::Global(i, off) => self.cx.allocs[i].read(off, &mut buf[..n]),
             Loc::Lds(byte, ..) => {
                 self.race(loc, n, t, Access::Read)?;
+                self.check_pending(byte, n, t, access)?;
                 buf[..n].copy_from_slice(&self.lds[byte..byte + n]);
             }
             Loc::Dropped => {}

@@ -4,6 +4,7 @@
 mod arith;
 mod memops;
 mod mma_tables;
+mod nv_ops;
 mod wave;
 
 use crate::memory::Alloc;
@@ -177,6 +178,8 @@ pub(crate) struct Wg<'c, 'k> {
     mma_tables: Vec<mma_tables::MmaTables>,
     /// Ops executed (per workgroup, not per thread).
     pub ops: u64,
+    /// NVIDIA Hopper state (mbarriers, pending TMA bytes).
+    nv: nv_ops::NvState,
 }
 
 impl<'c, 'k> Wg<'c, 'k> {
@@ -206,6 +209,7 @@ impl<'c, 'k> Wg<'c, 'k> {
             all: (0..cx.nthreads as u32).collect(),
             mma_tables: Vec::new(),
             ops: 0,
+            nv: nv_ops::NvState::default(),
         }
     }
 
@@ -219,6 +223,7 @@ impl<'c, 'k> Wg<'c, 'k> {
             (idx / (gx * gy)) as u32,
         ];
         self.lds.fill(0);
+        self.nv.reset();
         if let Some(r) = &mut self.race {
             r.barrier();
         }
@@ -369,6 +374,8 @@ impl<'c, 'k> Wg<'c, 'k> {
                 body,
             } => self.for_op(&op.results, [*lb, *ub, *step], init, body, act)?,
             OpKind::Yield(_) => {}
+            OpKind::LdsAddr(p) => self.lds_addr(r()?, *p, act)?,
+            OpKind::Nv(nv) => self.nv_op(op, nv, act)?,
         }
         Ok(())
     }

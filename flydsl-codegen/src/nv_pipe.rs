@@ -1,0 +1,234 @@
+//! NVIDIA Hopper ops ([`NvOp`]): mbarriers, TMA, wgmma, setmaxnreg and proxy fences, as
+//! inline PTX (LLVM 22 has no `wgmma.mma_async` intrinsic, and inline PTX keeps the rest
+//! independent of the intrinsics' signature drift). Every asm is `sideeffect` with a memory
+//! clobber where it orders memory, and nothing here is a call: ptxas drops `setmaxnreg` and
+//! serializes wgmma in kernels that make external calls.
+
+use super::func::Func;
+use super::LowerError;
+use flydsl_ir::{NvOp, Op, ValueId};
+
+/// The i32 shared-window address of an LDS pointer operand.
+fn shared_addr(f: &mut Func, p: ValueId) -> Result<String, LowerError> {
+    let p = f.get(p)?;
+    Ok(f.inst(format!("ptrtoint ptr addrspace(3) {p} to i32")))
+}
+
+/// Lower `LdsAddr` (both targets).
+pub(crate) fn lds_addr(f: &mut Func, p: ValueId) -> Result<String, LowerError> {
+    shared_addr(f, p)
+}
+
+/// A side-effecting asm statement with no results.
+fn asm_void(f: &mut Func, text: &str, cons: &str, args: &[String]) {
+    let args = args.join(", ");
+    f.emit(format!(
+        "call void asm sideeffect \"{text}\", \"{cons}\"({args})"
+    ));
+}
+
+/// Lower one Hopper op; defines its results.
+pub(crate) fn lower(f: &mut Func, op: &Op, nv: &NvOp) -> Result<(), LowerError> {
+    match nv {
+        NvOp::MbarInit { bar, count } => {
+            let b = shared_addr(f, *bar)?;
+            asm_void(
+                f,
+                "mbarrier.init.shared::cta.b64 [$0], $1;",
+                "r,r,~{memory}",
+                &[format!("i32 {b}"), format!("i32 {count}")],
+            );
+        }
+        NvOp::MbarArriveExpectTx { bar, bytes } => {
+            let b = shared_addr(f, *bar)?;
+            let n = f.get(*bytes)?;
+            asm_void(
+                f,
+                "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
+                "r,r,~{memory}",
+                &[format!("i32 {b}"), format!("i32 {n}")],
+            );
+        }
+        NvOp::MbarArrive { bar } => {
+            let b = shared_addr(f, *bar)?;
+            asm_void(
+                f,
+                "mbarrier.arrive.shared::cta.b64 _, [$0];",
+                "r,~{memory}",
+                &[format!("i32 {b}")],
+            );
+        }
+        NvOp::MbarWait { bar, parity } => mbar_wait(f, *bar, *parity)?,
+        NvOp::FenceProxyAsync => {
+            asm_void(f, "fence.proxy.async.shared::cta;", "~{memory}", &[]);
+        }
+        NvOp::ElectOne => {
+            let r = f.inst(
+                "call i32 asm sideeffect \"{ .reg .pred p; elect.sync _|p, 0xffffffff; \
+                 selp.u32 $0, 1, 0, p; }\", \"=r\"()",
+            );
+            let b = f.inst(format!("icmp ne i32 {r}, 0"));
+            f.def(op.results[0], b);
+        }
+        NvOp::SetMaxNReg { inc, regs } => {
+            let dir = if *inc { "inc" } else { "dec" };
+            asm_void(
+                f,
+                &format!("setmaxnreg.{dir}.sync.aligned.u32 {regs};"),
+                "",
+                &[],
+            );
+        }
+        NvOp::TmaLoad {
+            tmap,
+            dst,
+            bar,
+            coords,
+        } => {
+            let d = shared_addr(f, *dst)?;
+            let b = shared_addr(f, *bar)?;
+            let m = f.get(*tmap)?;
+            let n = coords.len();
+            let mut args = vec![
+                format!("i32 {d}"),
+                format!("ptr addrspace(1) {m}"),
+                format!("i32 {b}"),
+            ];
+            for &c in coords {
+                args.push(format!("i32 {}", f.get(c)?));
+            }
+            let cs: Vec<String> = (0..n).map(|i| format!("${}", i + 3)).collect();
+            asm_void(
+                f,
+                &format!(
+                    "cp.async.bulk.tensor.{n}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \
+                     [$0], [$1, {{{}}}], [$2];",
+                    cs.join(", ")
+                ),
+                &format!("r,l,r{},~{{memory}}", ",r".repeat(n)),
+                &args,
+            );
+        }
+        NvOp::WgmmaFence => asm_void(f, "wgmma.fence.sync.aligned;", "~{memory}", &[]),
+        NvOp::WgmmaCommit => asm_void(f, "wgmma.commit_group.sync.aligned;", "~{memory}", &[]),
+        NvOp::Wgmma { n, a, b, acc } => {
+            let da = descriptor(f, *a)?;
+            let db = descriptor(f, *b)?;
+            let elem = match f.ty(*a)?.value_elem() {
+                Some(flydsl_ir::ScalarType::F16) => "f16",
+                _ => "bf16",
+            };
+            let regs = (n / 2) as usize;
+            let text = format!(
+                "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{elem}.{elem} {{{}}}, ${}, ${}, 1, 1, 1, 0, 0;",
+                (0..regs).map(|i| format!("${i}")).collect::<Vec<_>>().join(", "),
+                regs,
+                regs + 1
+            );
+            let acc_in = f.get(*acc)?;
+            let out = tied_asm(
+                f,
+                &text,
+                regs,
+                &acc_in,
+                &[format!("i64 {da}"), format!("i64 {db}")],
+                "l,l",
+            );
+            f.def(op.results[0], out);
+        }
+        NvOp::WgmmaWait { pending, values } => {
+            // One asm per accumulator: each is tied through its own wait (waiting twice is
+            // free: the second finds nothing pending beyond `pending`).
+            for (&v, &r) in values.iter().zip(&op.results) {
+                let ty = f.ty(v)?;
+                let regs = ty.lanes() as usize;
+                let x = f.get(v)?;
+                let out = if regs == 1 {
+                    f.inst(format!(
+                        "call float asm sideeffect \"wgmma.wait_group.sync.aligned {pending};\", \
+                         \"=f,0,~{{memory}}\"(float {x})"
+                    ))
+                } else {
+                    tied_asm(
+                        f,
+                        &format!("wgmma.wait_group.sync.aligned {pending};"),
+                        regs,
+                        &x,
+                        &[],
+                        "",
+                    )
+                };
+                f.def(r, out);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An asm statement whose first `regs` outputs are the f32 lanes of the vector `acc`
+/// (`<regs x float>`), tied to the same inputs, after `extra` inputs (constraints
+/// `extra_cons`). Returns the new vector.
+fn tied_asm(
+    f: &mut Func,
+    text: &str,
+    regs: usize,
+    acc: &str,
+    extra: &[String],
+    extra_cons: &str,
+) -> String {
+    let vt = format!("<{regs} x float>");
+    let mut args: Vec<String> = extra.to_vec();
+    for i in 0..regs {
+        let e = f.inst(format!("extractelement {vt} {acc}, i32 {i}"));
+        args.push(format!("float {e}"));
+    }
+    let mut cons: Vec<String> = vec!["=f".to_string(); regs];
+    if !extra_cons.is_empty() {
+        cons.push(extra_cons.to_string());
+    }
+    cons.extend((0..regs).map(|i| i.to_string()));
+    cons.push("~{memory}".to_string());
+    let st = format!("{{ {} }}", vec!["float"; regs].join(", "));
+    let r = f.inst(format!(
+        "call {st} asm sideeffect \"{text}\", \"{}\"({})",
+        cons.join(","),
+        args.join(", ")
+    ));
+    let mut v = "poison".to_string();
+    for i in 0..regs {
+        let e = f.inst(format!("extractvalue {st} {r}, {i}"));
+        v = f.inst(format!("insertelement {vt} {v}, float {e}, i32 {i}"));
+    }
+    v
+}
+
+/// The wgmma shared-memory descriptor of a K-major 128-byte-swizzled operand at LDS pointer
+/// `p`: start address >> 4 in bits 0..14, leading byte offset 16 (encoded 1, unused by
+/// swizzled K-major tiles) in bits 16..30, stride byte offset 1024 (one 8-row group,
+/// encoded 64) in bits 32..46, layout 1 (128-byte swizzle) in bits 62..64.
+fn descriptor(f: &mut Func, p: ValueId) -> Result<String, LowerError> {
+    let a = shared_addr(f, p)?;
+    let a = f.inst(format!("and i32 {a}, 262143"));
+    let a = f.inst(format!("lshr i32 {a}, 4"));
+    let a = f.inst(format!("zext i32 {a} to i64"));
+    const FIXED: u64 = (1 << 16) | (64 << 32) | (1 << 62);
+    Ok(f.inst(format!("or i64 {a}, {FIXED}")))
+}
+
+/// Wait for a phase: `mbarrier.try_wait.parity` (which itself suspends for a while) in a
+/// loop until it reports the phase complete.
+fn mbar_wait(f: &mut Func, bar: ValueId, parity: ValueId) -> Result<(), LowerError> {
+    let b = shared_addr(f, bar)?;
+    let p = f.get(parity)?;
+    let (lw, ld) = (f.new_label("mbar_wait"), f.new_label("mbar_done"));
+    f.br(&lw);
+    f.start_block(&lw);
+    let r = f.inst(format!(
+        "call i32 asm sideeffect \"{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, \
+         [$1], $2; selp.u32 $0, 1, 0, p; }}\", \"=r,r,r,~{{memory}}\"(i32 {b}, i32 {p})"
+    ));
+    let done = f.inst(format!("icmp ne i32 {r}, 0"));
+    f.cond_br(&done, &ld, &lw);
+    f.start_block(&ld);
+    Ok(())
+}

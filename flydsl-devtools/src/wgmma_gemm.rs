@@ -1,0 +1,147 @@
+//! The Hopper GEMM proof: `C = A * B^T` in bf16 with f32 accumulation on sm_90a, fed by TMA
+//! through a multi-stage mbarrier pipeline into wgmma.
+//!
+//! A is M x K and B is N x K, both row-major (K contiguous: the layout of `x` and a linear
+//! layer's weight); C is M x N row-major bf16. Each workgroup computes one
+//! [`BM`] x [`BN`] tile with two warpgroups (64 rows each); workgroups walk the tiles in
+//! groups of [`GROUP_M`] tile rows so that neighbours share A and B in L2. Thread 0 issues
+//! the TMA loads of stage `kt + STAGES - 1` once every warpgroup has finished reading it.
+//!
+//! Host side: tensor maps over A (`dims [K, M]`, `boxes [BK, BM]`) and B (`[K, N]`,
+//! `[BK, BN]`) with the 128-byte swizzle, [`THREADS`] threads, [`LDS_BYTES`] of dynamic LDS
+//! and [`grid`] workgroups. K must be a multiple of 8 (TMA row strides are 16-byte
+//! multiples); M and N are free (TMA zero-fills past the edges, the epilogue guards).
+
+use flydsl_dsl::ir::{Kernel, ScalarType::*, Target};
+use flydsl_dsl::nv::{
+    fence_proxy_async, mbar_arrive_expect_tx, mbar_init, mbar_wait, tma_load, wgmma, wgmma_commit,
+    wgmma_fence, wgmma_wait,
+};
+use flydsl_dsl::*;
+
+/// Rows of C per workgroup (two warpgroups of 64).
+pub const BM: u32 = 128;
+/// Columns of C per workgroup (the wgmma N).
+pub const BN: u32 = 256;
+/// K per pipeline stage (64 bf16: one 128-byte swizzled row).
+pub const BK: u32 = 64;
+/// Pipeline stages.
+pub const STAGES: u32 = 4;
+/// Threads per workgroup.
+pub const THREADS: u32 = 256;
+/// Tile rows per group of the tile order.
+pub const GROUP_M: u32 = 8;
+/// Bytes of one stage (A and B tiles).
+pub const STAGE_BYTES: u32 = (BM + BN) * BK * 2;
+/// Dynamic LDS a launch gives: the stages plus the slack of aligning them to 1024 bytes.
+pub const LDS_BYTES: u32 = STAGES * STAGE_BYTES + 1024;
+/// The kernel's name.
+pub const NAME: &str = "wgmma_gemm_bf16";
+
+/// Workgroups for an `m` x `n` C.
+///
+/// ```
+/// assert_eq!(flydsl_devtools::wgmma_gemm::grid(8192, 8192), 64 * 32);
+/// ```
+pub fn grid(m: u32, n: u32) -> u32 {
+    m.div_ceil(BM) * n.div_ceil(BN)
+}
+
+/// The kernel (sm_90 only).
+pub fn wgmma_gemm(target: Target) -> Result<Kernel, BuildError> {
+    KernelBuilder::new(NAME, target, THREADS).build(|k| {
+        let a_map = k.tensor("a_map", I8);
+        let b_map = k.tensor("b_map", I8);
+        let c = k.tensor_mut("c", BF16);
+        let m = k.scalar("m", I32);
+        let n = k.scalar("n", I32);
+        let kd = k.scalar("k", I32);
+        let bars = k.lds("full", I64, STAGES);
+        let tiles = k
+            .lds_dynamic("tiles")
+            .array_aligned(BF16, STAGES * STAGE_BYTES / 2, 1024);
+        let (stages, bk) = (STAGES as i32, BK as i32);
+        let tid = thread_id_x();
+        let wg = tid / 128;
+
+        // Grouped tile order.
+        let pid = block_id_x();
+        let tiles_m = (m + (BM as i32 - 1)) / BM as i32;
+        let tiles_n = (n + (BN as i32 - 1)) / BN as i32;
+        let group = tiles_n * GROUP_M as i32;
+        let first_m = (pid / group) * GROUP_M as i32;
+        let gsize = (tiles_m - first_m).min(GROUP_M as i32);
+        let tm = first_m + (pid % group) % gsize;
+        let tn = (pid % group) / gsize;
+        let (m0, n0) = (tm * BM as i32, tn * BN as i32);
+        let ktiles = (kd + (bk - 1)) / bk;
+
+        let stage_elems = (STAGE_BYTES / 2) as i32;
+        let a_tile = move |s: Val| tiles.ptr_at(s * stage_elems);
+        let b_tile = move |s: Val| tiles.ptr_at(s * stage_elems + (BM * BK) as i32);
+        let bar = move |s: Val| bars.ptr_at(s);
+        let leader = tid.eq(0);
+        if_(leader, || {
+            for s in 0..stages {
+                mbar_init(bar(c_i32(s)), 1);
+            }
+            fence_proxy_async();
+        });
+        barrier();
+        let issue = move |kt: Val| {
+            let s = kt % stages;
+            mbar_arrive_expect_tx(bar(s), c_i32(STAGE_BYTES as i32));
+            tma_load(a_map.ptr(), a_tile(s), bar(s), &[kt * bk, m0]);
+            tma_load(b_map.ptr(), b_tile(s), bar(s), &[kt * bk, n0]);
+        };
+        if_(leader, || {
+            for_range_(c_i32(0), ktiles.min(stages - 1), c_i32(1), issue);
+        });
+
+        let zero = splat(c_f32(0.0), BN / 2);
+        let acc = for_range(c_i32(0), ktiles, c_i32(1), &[zero], |kt, carried| {
+            let s = kt % stages;
+            mbar_wait(bar(s), (kt / stages) & 1);
+            wgmma_fence();
+            let mut acc = carried[0];
+            // This warpgroup's 64 rows of A.
+            let a_rows = ptr_offset(a_tile(s), wg * (64 * BK) as i32);
+            let b_rows = b_tile(s);
+            for kk in 0..(BK / 16) as i32 {
+                // The kk-th 16-wide K slice of both tiles.
+                let a = ptr_offset(a_rows, c_i32(kk * 16));
+                let b = ptr_offset(b_rows, c_i32(kk * 16));
+                acc = wgmma(BN, a, b, acc);
+            }
+            wgmma_commit();
+            let acc = wgmma_wait(1, &[acc])[0];
+            // Every warpgroup is done with stage kt - 1: refill it with tile kt + STAGES - 1.
+            barrier();
+            let next = kt + (stages - 1);
+            if_(leader & next.lt(ktiles), || issue(next));
+            vec![acc]
+        });
+        let acc = wgmma_wait(0, &acc)[0];
+
+        // Epilogue: thread (warp w, lane l) holds rows 16w + l/4 (+8) and column pairs
+        // 8j + 2(l%4) of its warpgroup's 64 x BN block.
+        let w = (tid % 128) / 32;
+        let l = tid % 32;
+        let row0 = m0 + wg * 64 + w * 16 + l / 4;
+        let col0 = n0 + (l % 4) * 2;
+        let n64 = n.cast(I64);
+        for h in 0..2i32 {
+            let row = row0 + h * 8;
+            if_(row.lt(m), || {
+                let base = row.cast(I64) * n64;
+                for j in 0..(BN / 8) as i32 {
+                    for e in 0..2i32 {
+                        let col = col0 + (j * 8 + e);
+                        let v = acc.at((4 * j + 2 * h + e) as u32).cast(BF16);
+                        if_(col.lt(n), || c.store(base + col.cast(I64), v));
+                    }
+                }
+            });
+        }
+    })
+}

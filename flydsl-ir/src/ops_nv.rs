@@ -1,0 +1,329 @@
+//! NVIDIA Hopper (sm_90a) ops: mbarriers, TMA tile loads, wgmma, register reallocation and
+//! proxy fences. They exist on [`Target::Sm90`] only; the verifier rejects them elsewhere.
+//!
+//! Shared-memory layout contract shared by [`NvOp::TmaLoad`] and [`NvOp::Wgmma`]: the
+//! *128-byte swizzle*. A tile stored "SW128" is a sequence of 128-byte rows; the byte at the
+//! linear LDS address `a` (the address [`crate::OpKind::LdsAddr`] gives) is stored at
+//! [`swizzle128`]`(a)`, which XORs address bits 4..7 (the 16-byte chunk within the row) with
+//! bits 7..10 (the row within its 8-row, 1024-byte group). A TMA load with a 128-byte swizzle
+//! writes its box that way and wgmma reads its operands that way, so both agree whatever the
+//! tile's start, as long as tiles start on a 1024-byte boundary.
+
+use crate::{AddrSpace, ScalarType, Target, Type, ValueId};
+use serde::{Deserialize, Serialize};
+
+/// Where the 128-byte swizzle puts the byte of linear LDS address `a`.
+///
+/// ```
+/// use flydsl_ir::swizzle128;
+/// assert_eq!(swizzle128(0), 0);
+/// assert_eq!(swizzle128(128), 128 + 16); // row 1: chunk 0 goes to chunk 1
+/// assert_eq!(swizzle128(7 * 128 + 7 * 16 + 3), 7 * 128 + 3); // row 7, chunk 7 -> chunk 0
+/// assert_eq!(swizzle128(1024), 1024); // the pattern repeats every 1024 bytes
+/// ```
+pub fn swizzle128(a: u64) -> u64 {
+    a ^ (((a >> 7) & 7) << 4)
+}
+
+/// Rows of one [`NvOp::Wgmma`] A operand (the instruction's M).
+pub const WGMMA_M: u32 = 64;
+/// K of one [`NvOp::Wgmma`] for 16-bit inputs.
+pub const WGMMA_K: u32 = 16;
+/// Threads that issue one wgmma together (a warpgroup: four warps).
+pub const WARPGROUP: u32 = 128;
+
+/// An NVIDIA Hopper op. Every op that names an mbarrier takes a pointer to a shared `i64`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum NvOp {
+    /// `mbarrier.init`: the barrier expects `count` arrivals per phase, its transaction count
+    /// is 0 and its current phase is 0. Run it from one thread, then make it visible with
+    /// [`NvOp::FenceProxyAsync`] and a workgroup barrier before any other thread or TMA uses
+    /// the barrier.
+    MbarInit {
+        /// The barrier (`ptr<shared, i64>`).
+        bar: ValueId,
+        /// Arrivals per phase (1..=2^20 - 1).
+        count: u32,
+    },
+    /// `mbarrier.arrive.expect_tx`: each executing thread raises the barrier's pending
+    /// transaction count by `bytes` (i32) and then arrives. The phase completes when all its
+    /// arrivals have happened and the transaction count is back to 0 (async copies that
+    /// signal this barrier lower it as their bytes land).
+    MbarArriveExpectTx {
+        /// The barrier.
+        bar: ValueId,
+        /// Bytes the phase waits for (i32, >= 0).
+        bytes: ValueId,
+    },
+    /// `mbarrier.arrive`: each executing thread arrives once.
+    MbarArrive {
+        /// The barrier.
+        bar: ValueId,
+    },
+    /// Wait until the barrier's phase of parity `parity` (i32, 0 or 1) has completed
+    /// (`mbarrier.try_wait.parity` in a loop). Phases alternate parity starting at 0, so the
+    /// `n`-th use of a barrier (from 0) waits with parity `n % 2`. After the wait, the
+    /// data the phase's async copies wrote is visible to the waiting threads.
+    ///
+    /// The Sim runs a workgroup's threads in lockstep: a wait whose phase has not completed
+    /// when every thread reaches it can never complete there (it would need another wave to
+    /// run ahead), so the Sim reports it as a deadlock. Warp-specialized kernels, whose
+    /// producer and consumer waves wait on each other inside divergent branches, therefore
+    /// do not run on the Sim.
+    MbarWait {
+        /// The barrier.
+        bar: ValueId,
+        /// Parity of the phase to wait for (i32).
+        parity: ValueId,
+    },
+    /// `fence.proxy.async.shared::cta`: orders this thread's earlier generic-proxy shared
+    /// memory accesses (stores, mbarrier init) before later async-proxy accesses (TMA, wgmma
+    /// operand reads). The Sim has a single proxy: a no-op there.
+    FenceProxyAsync,
+    /// `elect.sync`: i1, true in exactly one active lane of each warp (the lowest active lane
+    /// on the Sim; hardware picks one lane, so do not rely on which).
+    ElectOne,
+    /// `setmaxnreg.{inc,dec}.sync.aligned.u32 regs`: the warpgroup's per-thread register
+    /// budget becomes `regs` (24..=256, a multiple of 8). Needs a kernel with no external
+    /// calls and a known entry register count (set [`crate::KernelAttrs::max_registers`]).
+    /// A no-op on the Sim.
+    SetMaxNReg {
+        /// True to raise (`inc`), false to lower (`dec`).
+        inc: bool,
+        /// The new per-thread register count.
+        regs: u32,
+    },
+    /// A 2-D TMA tile load (`cp.async.bulk.tensor.2d...mbarrier::complete_tx::bytes`): each
+    /// executing thread (normally one) copies the box of the tensor map at `tmap` whose
+    /// first element has coordinates `coords` (i32: innermost first; may be negative or past
+    /// the end: elements outside the tensor are written as zeros) into LDS at `dst`, laid out
+    /// row-major (innermost dimension contiguous) and swizzled as the map says; when the
+    /// bytes land, the barrier's transaction count drops by the box's byte size (always the
+    /// full box). Until a [`NvOp::MbarWait`] on `bar` returns, the LDS destination must not
+    /// be read (the Sim reports such a read).
+    ///
+    /// `tmap` points to a 128-byte tensor map in global memory made by the runtime
+    /// (`flydsl_rt::TensorMap`), 64-byte aligned. `dst` must be 128-byte aligned, and
+    /// 1024-byte aligned with a 128-byte swizzle.
+    TmaLoad {
+        /// The tensor map (a global pointer).
+        tmap: ValueId,
+        /// LDS destination.
+        dst: ValueId,
+        /// The mbarrier that counts the bytes.
+        bar: ValueId,
+        /// Box start coordinates, innermost first (i32; 1 to 5 of them).
+        coords: Vec<ValueId>,
+    },
+    /// `wgmma.fence.sync.aligned`: orders register accesses to wgmma accumulators before the
+    /// next [`NvOp::Wgmma`]. Issue it once before the first wgmma of a batch and whenever the
+    /// accumulators were written by other code. A no-op on the Sim.
+    WgmmaFence,
+    /// `wgmma.commit_group.sync.aligned`: closes the batch of wgmmas issued since the last
+    /// commit. A no-op on the Sim.
+    WgmmaCommit,
+    /// `wgmma.mma_async` m64nNk16, both operands in LDS, f32 accumulate:
+    /// `D[m][n] = C[m][n] + sum_k A[m][k] * B[n][k]` for one warpgroup (128 threads, all
+    /// active). A (64 x 16) and B (N x 16) are K-major 128-byte-swizzled tiles: row `r`,
+    /// element `k` of the operand at pointer `p` is at linear LDS address
+    /// `p + 128 * r + size * k`, stored per [`swizzle128`] (a K-slice of a 64-element-wide
+    /// SW128 tile starts `32 * (k0 / 16)` bytes into its row). `p` must satisfy
+    /// `p % 1024 < 128`, 16-byte aligned.
+    ///
+    /// `acc` is `<N/2 x f32>` per thread in the warpgroup's accumulator layout: warp `w`
+    /// (within the warpgroup), lane `l`, register `4j + i` holds
+    /// `D[16w + l/4 + 8*(i/2)][8j + 2*(l%4) + i%2]`.
+    ///
+    /// The result must not be read (other than as another wgmma's `acc`) before a
+    /// [`NvOp::WgmmaWait`] that covers it. The Sim computes it at once, each element as
+    /// `C + sum` rounded once to f32 (hardware may differ in the last bits).
+    Wgmma {
+        /// N: a multiple of 8 in 8..=256.
+        n: u32,
+        /// A tile pointer (`ptr<shared, bf16|f16>`).
+        a: ValueId,
+        /// B tile pointer (same element type as A).
+        b: ValueId,
+        /// Accumulator in.
+        acc: ValueId,
+    },
+    /// `wgmma.wait_group.sync.aligned pending`: waits until at most `pending` committed
+    /// wgmma batches are still running, and returns `values` (accumulators) as their
+    /// results: tied through the wait, so no read of them moves above it.
+    WgmmaWait {
+        /// Batches allowed to stay in flight.
+        pending: u32,
+        /// Accumulators to pass through (results have the same types).
+        values: Vec<ValueId>,
+    },
+}
+
+impl NvOp {
+    /// The SSA operands the op reads.
+    pub fn operands(&self) -> Vec<ValueId> {
+        match self {
+            NvOp::MbarInit { bar, .. } | NvOp::MbarArrive { bar } => vec![*bar],
+            NvOp::MbarArriveExpectTx { bar, bytes } => vec![*bar, *bytes],
+            NvOp::MbarWait { bar, parity } => vec![*bar, *parity],
+            NvOp::FenceProxyAsync
+            | NvOp::ElectOne
+            | NvOp::SetMaxNReg { .. }
+            | NvOp::WgmmaFence
+            | NvOp::WgmmaCommit => vec![],
+            NvOp::TmaLoad {
+                tmap,
+                dst,
+                bar,
+                coords,
+            } => {
+                let mut v = vec![*tmap, *dst, *bar];
+                v.extend(coords);
+                v
+            }
+            NvOp::Wgmma { a, b, acc, .. } => vec![*a, *b, *acc],
+            NvOp::WgmmaWait { values, .. } => values.clone(),
+        }
+    }
+
+    /// The accumulator type of an m64nNk16 wgmma: `<N/2 x f32>`.
+    pub fn wgmma_acc_type(n: u32) -> Type {
+        Type::Vector(ScalarType::F32, (n / 2) as u8)
+    }
+
+    /// Check the op's operand and result types on `target`; the error says what is wrong.
+    pub fn check(
+        &self,
+        target: Target,
+        t: &dyn Fn(ValueId) -> Type,
+        results: &[Type],
+    ) -> Result<(), String> {
+        if target != Target::Sm90 {
+            return Err(format!(
+                "{self:?} is an NVIDIA Hopper op; {target} has no such op"
+            ));
+        }
+        let bar_ty = Type::Ptr(AddrSpace::Shared, ScalarType::I64);
+        let i32_ty = Type::Scalar(ScalarType::I32);
+        let want_results = |n: usize| {
+            if results.len() == n {
+                Ok(())
+            } else {
+                Err(format!("takes {n} results, has {}", results.len()))
+            }
+        };
+        let want_bar = |b: ValueId| {
+            if t(b) == bar_ty {
+                Ok(())
+            } else {
+                Err(format!("the mbarrier must be {bar_ty}, not {}", t(b)))
+            }
+        };
+        match self {
+            NvOp::MbarInit { bar, count } => {
+                want_results(0)?;
+                want_bar(*bar)?;
+                if !(1..1 << 20).contains(count) {
+                    return Err(format!("mbarrier count {count} is outside 1..2^20"));
+                }
+            }
+            NvOp::MbarArriveExpectTx { bar, bytes } => {
+                want_results(0)?;
+                want_bar(*bar)?;
+                if t(*bytes) != i32_ty {
+                    return Err(format!("expect-tx bytes must be i32, not {}", t(*bytes)));
+                }
+            }
+            NvOp::MbarArrive { bar } => {
+                want_results(0)?;
+                want_bar(*bar)?;
+            }
+            NvOp::MbarWait { bar, parity } => {
+                want_results(0)?;
+                want_bar(*bar)?;
+                if t(*parity) != i32_ty {
+                    return Err(format!("wait parity must be i32, not {}", t(*parity)));
+                }
+            }
+            NvOp::FenceProxyAsync | NvOp::WgmmaFence | NvOp::WgmmaCommit => want_results(0)?,
+            NvOp::ElectOne => {
+                if results != [Type::Scalar(ScalarType::I1)] {
+                    return Err("elect gives one i1".into());
+                }
+            }
+            NvOp::SetMaxNReg { regs, .. } => {
+                want_results(0)?;
+                if !(24..=256).contains(regs) || regs % 8 != 0 {
+                    return Err(format!(
+                        "setmaxnreg {regs}: use a multiple of 8 in 24..=256"
+                    ));
+                }
+            }
+            NvOp::TmaLoad {
+                tmap,
+                dst,
+                bar,
+                coords,
+            } => {
+                want_results(0)?;
+                want_bar(*bar)?;
+                if !matches!(t(*tmap), Type::Ptr(AddrSpace::Global, _)) {
+                    return Err(format!(
+                        "the tensor map must be a global pointer, not {}",
+                        t(*tmap)
+                    ));
+                }
+                if !matches!(t(*dst), Type::Ptr(AddrSpace::Shared, _)) {
+                    return Err(format!(
+                        "the TMA destination must be an LDS pointer, not {}",
+                        t(*dst)
+                    ));
+                }
+                if !(1..=5).contains(&coords.len()) || coords.iter().any(|&c| t(c) != i32_ty) {
+                    return Err(format!(
+                        "a TMA load takes 1 to 5 i32 coordinates, got {}",
+                        coords.len()
+                    ));
+                }
+            }
+            NvOp::Wgmma { n, a, b, acc } => {
+                if *n % 8 != 0 || !(8..=256).contains(n) {
+                    return Err(format!("wgmma N = {n}: use a multiple of 8 in 8..=256"));
+                }
+                let ta = t(*a);
+                let ok_in = matches!(
+                    ta,
+                    Type::Ptr(AddrSpace::Shared, ScalarType::BF16 | ScalarType::F16)
+                );
+                if !ok_in || t(*b) != ta {
+                    return Err(format!(
+                        "wgmma operands must be LDS pointers to bf16 or f16, both the same; got {ta} and {}",
+                        t(*b)
+                    ));
+                }
+                let acc_ty = NvOp::wgmma_acc_type(*n);
+                if t(*acc) != acc_ty || results != [acc_ty] {
+                    return Err(format!(
+                        "wgmma m64n{n}k16 takes and gives a {acc_ty} accumulator; got {}",
+                        t(*acc)
+                    ));
+                }
+            }
+            NvOp::WgmmaWait { pending, values } => {
+                if *pending > 7 {
+                    return Err(format!("wgmma wait_group {pending}: use 0..=7"));
+                }
+                let tys: Vec<Type> = values.iter().map(|&v| t(v)).collect();
+                if tys != results {
+                    return Err("wgmma wait results must match its values' types".into());
+                }
+                if tys
+                    .iter()
+                    .any(|ty| ty.value_elem() != Some(ScalarType::F32))
+                {
+                    return Err("wgmma wait passes f32 accumulators only".into());
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,406 @@
+//! NVIDIA Hopper ops ([`NvOp`]) on the Sim: mbarrier phases and transaction counts, TMA tile
+//! loads through [`SimTensorMap`]s, and wgmma over 128-byte-swizzled LDS tiles.
+//!
+//! TMA data is written into LDS when the copy is issued, but the bytes stay *pending* on
+//! their mbarrier phase: an LDS read of pending bytes before a wait that observed the phase
+//! complete is reported. Waits run in lockstep (see `NvOp::MbarWait`): one that cannot pass
+//! when every thread reaches it is a deadlock.
+
+use super::Wg;
+use crate::memory::{split, LDS_HANDLE_BASE};
+use crate::numeric::{float_bits, float_val};
+use crate::tensor_map::{SimTensorMap, TENSOR_MAP_BYTES};
+use crate::SimError;
+use flydsl_ir::{swizzle128, NvOp, Op, ScalarType, ValueId, WARPGROUP, WGMMA_K, WGMMA_M};
+use std::collections::BTreeMap;
+
+/// One mbarrier's state.
+#[derive(Clone, Copy, Debug)]
+struct Mbar {
+    count: u32,
+    pending: u32,
+    tx: i64,
+    /// Completed phases.
+    phase: u64,
+}
+
+/// Per-workgroup Hopper state.
+#[derive(Default, Debug)]
+pub(crate) struct NvState {
+    /// Barriers by LDS byte address.
+    bars: BTreeMap<usize, Mbar>,
+    /// LDS byte ranges written by TMA and not yet waited for: (start, end, barrier, phase).
+    pending: Vec<(usize, usize, usize, u64)>,
+}
+
+impl NvState {
+    pub(crate) fn reset(&mut self) {
+        self.bars.clear();
+        self.pending.clear();
+    }
+}
+
+impl Wg<'_, '_> {
+    /// The workgroup LDS byte address of LDS pointer operand `p` for thread `t`.
+    fn lds_byte(&self, p: ValueId, t: u32, op: &str) -> Result<usize, SimError> {
+        let (h, off) = split(self.val(p)[t as usize]);
+        let region = h
+            .checked_sub(LDS_HANDLE_BASE)
+            .and_then(|id| self.cx.lds.get(id as usize));
+        match region {
+            Some(r) if off >= 0 && (off as usize) < r.bytes.max(1) => Ok(r.offset + off as usize),
+            _ => Err(self.fault(op, t, "not a pointer into an LDS array")),
+        }
+    }
+
+    /// `LdsAddr`: the pointer's byte address in the workgroup's LDS.
+    pub(super) fn lds_addr(&mut self, r: ValueId, p: ValueId, act: &[u32]) -> Result<(), SimError> {
+        let mut out = self.take(r);
+        for &t in act {
+            let (h, off) = split(self.val(p)[t as usize]);
+            let base = h
+                .checked_sub(LDS_HANDLE_BASE)
+                .and_then(|id| self.cx.lds.get(id as usize))
+                .map(|r| r.offset as i64);
+            let Some(base) = base else {
+                return Err(self.fault("LdsAddr", t, "not an LDS pointer"));
+            };
+            out[t as usize] = ((base + off) as u32) as u64;
+        }
+        self.put(r, out);
+        Ok(())
+    }
+
+    /// Report a read of LDS bytes `[byte, byte + n)` still pending on an mbarrier.
+    pub(super) fn check_pending(
+        &self,
+        byte: usize,
+        n: usize,
+        t: u32,
+        op: &str,
+    ) -> Result<(), SimError> {
+        let hit = self
+            .nv
+            .pending
+            .iter()
+            .find(|&&(s, e, _, _)| byte < e && s < byte + n);
+        match hit {
+            None => Ok(()),
+            Some(&(_, _, bar, phase)) => Err(self.fault(
+                op,
+                t,
+                format!(
+                    "reads LDS byte {byte} written by a TMA copy that signals the mbarrier at LDS \
+                     byte {bar} (phase {phase}) before waiting on that barrier"
+                ),
+            )),
+        }
+    }
+
+    fn bar_mut(&mut self, bar: usize, t: u32, op: &str) -> Result<&mut Mbar, SimError> {
+        if !self.nv.bars.contains_key(&bar) {
+            return Err(self.fault(
+                op,
+                t,
+                format!("mbarrier at LDS byte {bar} was never initialised"),
+            ));
+        }
+        Ok(self.nv.bars.get_mut(&bar).expect("checked above"))
+    }
+
+    /// Complete the barrier's phase if nothing is left in it.
+    fn settle(&mut self, bar: usize) {
+        if let Some(b) = self.nv.bars.get_mut(&bar) {
+            if b.pending == 0 && b.tx == 0 {
+                b.phase += 1;
+                b.pending = b.count;
+            }
+        }
+    }
+
+    fn arrive(&mut self, bar: usize, tx: i64, t: u32, op: &str) -> Result<(), SimError> {
+        let b = self.bar_mut(bar, t, op)?;
+        if b.pending == 0 {
+            return Err(self.fault(
+                op,
+                t,
+                "more arrivals than the mbarrier's count in one phase",
+            ));
+        }
+        b.tx += tx;
+        b.pending -= 1;
+        self.settle(bar);
+        Ok(())
+    }
+
+    /// Run one Hopper op over the active threads.
+    pub(super) fn nv_op(&mut self, op: &Op, nv: &NvOp, act: &[u32]) -> Result<(), SimError> {
+        let name = format!("{nv:?}");
+        let name = name
+            .split([' ', '{', '('])
+            .next()
+            .unwrap_or("Nv")
+            .to_string();
+        match nv {
+            NvOp::MbarInit { bar, count } => {
+                for &t in act {
+                    let b = self.lds_byte(*bar, t, &name)?;
+                    self.nv.bars.insert(
+                        b,
+                        Mbar {
+                            count: *count,
+                            pending: *count,
+                            tx: 0,
+                            phase: 0,
+                        },
+                    );
+                    self.nv.pending.retain(|p| p.2 != b);
+                }
+            }
+            NvOp::MbarArriveExpectTx { bar, bytes } => {
+                for &t in act {
+                    let b = self.lds_byte(*bar, t, &name)?;
+                    let n = self.val(*bytes)[t as usize] as u32 as i32;
+                    if n < 0 {
+                        return Err(self.fault(&name, t, format!("expect-tx of {n} bytes")));
+                    }
+                    self.arrive(b, n as i64, t, &name)?;
+                }
+            }
+            NvOp::MbarArrive { bar } => {
+                for &t in act {
+                    let b = self.lds_byte(*bar, t, &name)?;
+                    self.arrive(b, 0, t, &name)?;
+                }
+            }
+            NvOp::MbarWait { bar, parity } => {
+                for &t in act {
+                    let b = self.lds_byte(*bar, t, &name)?;
+                    let p = self.val(*parity)[t as usize] & 1;
+                    let phase = self.bar_mut(b, t, &name)?.phase;
+                    if phase % 2 == p {
+                        return Err(self.fault(
+                            &name,
+                            t,
+                            format!(
+                                "waits for phase parity {p} of the mbarrier at LDS byte {b}, \
+                                 which has completed {phase} phases: the wait can never pass \
+                                 in lockstep execution (a missing arrive or TMA, a wrong \
+                                 parity, or a warp-specialized kernel, which the Sim does \
+                                 not run)"
+                            ),
+                        ));
+                    }
+                    self.nv.pending.retain(|x| !(x.2 == b && x.3 < phase));
+                }
+            }
+            NvOp::FenceProxyAsync
+            | NvOp::SetMaxNReg { .. }
+            | NvOp::WgmmaFence
+            | NvOp::WgmmaCommit => {}
+            NvOp::ElectOne => {
+                let r = op.results[0];
+                let mut out = self.take(r);
+                let ws = self.cx.wave;
+                let mut last_wave = usize::MAX;
+                for &t in act {
+                    let w = t as usize / ws;
+                    out[t as usize] = (w != last_wave) as u64;
+                    last_wave = w;
+                }
+                self.put(r, out);
+            }
+            NvOp::TmaLoad {
+                tmap,
+                dst,
+                bar,
+                coords,
+            } => {
+                for &t in act {
+                    self.tma_load(&name, t, *tmap, *dst, *bar, coords)?;
+                }
+            }
+            NvOp::Wgmma { n, a, b, acc } => self.wgmma(op.results[0], *n, [*a, *b, *acc], act)?,
+            NvOp::WgmmaWait { values, .. } => {
+                for (&v, &r) in values.iter().zip(&op.results) {
+                    let w = self.info(v).words;
+                    let mut out = self.take(r);
+                    let src = self.val(v);
+                    for &t in act {
+                        let s = t as usize * w;
+                        out[s..s + w].copy_from_slice(&src[s..s + w]);
+                    }
+                    self.put(r, out);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn tma_load(
+        &mut self,
+        name: &str,
+        t: u32,
+        tmap: ValueId,
+        dst: ValueId,
+        bar: ValueId,
+        coords: &[ValueId],
+    ) -> Result<(), SimError> {
+        let mut bytes = [0u8; TENSOR_MAP_BYTES];
+        self.read_global_bytes(
+            self.val(tmap)[t as usize],
+            &mut bytes,
+            "TMA tensor map read",
+            t,
+        )?;
+        let Some(m) = SimTensorMap::decode(&bytes) else {
+            return Err(self.fault(
+                name,
+                t,
+                "the tensor map is not one made by flydsl_rt::TensorMap for the Sim",
+            ));
+        };
+        if coords.len() != m.rank as usize {
+            return Err(self.fault(
+                name,
+                t,
+                format!(
+                    "{} coordinates for a rank-{} tensor map",
+                    coords.len(),
+                    m.rank
+                ),
+            ));
+        }
+        let d = self.lds_byte(dst, t, name)?;
+        let b = self.lds_byte(bar, t, name)?;
+        let align = if m.swizzle128 { 1024 } else { 128 };
+        if d % align != 0 {
+            return Err(self.fault(
+                name,
+                t,
+                format!("TMA destination at LDS byte {d} is not {align}-byte aligned"),
+            ));
+        }
+        let total = m.box_bytes() as usize;
+        if d + total > self.lds.len() {
+            return Err(self.fault(name, t, "TMA box runs past the end of LDS"));
+        }
+        let c: Vec<i64> = coords
+            .iter()
+            .map(|&v| self.val(v)[t as usize] as u32 as i32 as i64)
+            .collect();
+        let es = m.elem_bytes as usize;
+        let rank = m.rank as usize;
+        let elems = total / es;
+        let mut idx = [0u64; 5];
+        let mut buf = vec![0u8; es];
+        for e in 0..elems {
+            // Element e of the box: its coordinates, innermost fastest.
+            let mut rest = e as u64;
+            for (i, x) in idx.iter_mut().enumerate().take(rank) {
+                *x = rest % m.boxes[i] as u64;
+                rest /= m.boxes[i] as u64;
+            }
+            let mut inside = true;
+            let mut off = 0u64;
+            for i in 0..rank {
+                let g = c[i] + idx[i] as i64;
+                if g < 0 || g as u64 >= m.dims[i] {
+                    inside = false;
+                    break;
+                }
+                off += g as u64 * m.strides[i];
+            }
+            buf.fill(0);
+            if inside {
+                self.read_global_bytes(m.base + off, &mut buf, "TMA load", t)?;
+            }
+            let lin = (d + e * es) as u64;
+            let at = if m.swizzle128 { swizzle128(lin) } else { lin } as usize;
+            self.lds[at..at + es].copy_from_slice(&buf);
+        }
+        let phase = self.bar_mut(b, t, name)?.phase;
+        self.nv.pending.push((d, d + total, b, phase));
+        self.bar_mut(b, t, name)?.tx -= total as i64;
+        self.settle(b);
+        Ok(())
+    }
+
+    fn wgmma(
+        &mut self,
+        r: ValueId,
+        n: u32,
+        [a, b, acc]: [ValueId; 3],
+        act: &[u32],
+    ) -> Result<(), SimError> {
+        let op = format!("Wgmma(m64n{n}k16)");
+        let wg = WARPGROUP as usize;
+        let elem = self.info(a).elem;
+        let es = elem.size_bytes() as usize;
+        let (m, n, k) = (WGMMA_M as usize, n as usize, WGMMA_K as usize);
+        let mut out = self.take(r);
+        let mut i = 0;
+        while i < act.len() {
+            let g = act[i] as usize / wg;
+            if act.len() < i + wg
+                || act[i + wg - 1] as usize / wg != g
+                || !(act[i] as usize).is_multiple_of(wg)
+            {
+                return Err(self.fault(
+                    &op,
+                    act[i],
+                    "wgmma needs all 128 threads of its warpgroup active",
+                ));
+            }
+            let t0 = act[i];
+            let read = |wgp: &Self, p: ValueId, rows: usize| -> Result<Vec<f64>, SimError> {
+                let base = wgp.lds_byte(p, t0, &op)?;
+                if base % 16 != 0 || base % 1024 >= 128 {
+                    return Err(wgp.fault(
+                        &op,
+                        t0,
+                        format!(
+                            "operand at LDS byte {base}: needs 16-byte alignment and \
+                             address % 1024 < 128 (a K-slice of a 1024-byte-aligned SW128 tile)"
+                        ),
+                    ));
+                }
+                let mut v = vec![0.0; rows * k];
+                for row in 0..rows {
+                    for kk in 0..k {
+                        let at = swizzle128((base + 128 * row + es * kk) as u64) as usize;
+                        if at + es > wgp.lds.len() {
+                            return Err(wgp.fault(&op, t0, "operand runs past the end of LDS"));
+                        }
+                        wgp.check_pending(at, es, t0, &op)?;
+                        let mut w = [0u8; 8];
+                        w[..es].copy_from_slice(&wgp.lds[at..at + es]);
+                        v[row * k + kk] = float_val(elem, u64::from_le_bytes(w));
+                    }
+                }
+                Ok(v)
+            };
+            let va = read(self, a, m)?;
+            let vb = read(self, b, n)?;
+            let cw = n / 2;
+            let cv = self.val(acc);
+            for tl in 0..wg {
+                let t = g * wg + tl;
+                let (w, l) = (tl / 32, tl % 32);
+                for reg in 0..cw {
+                    let (j, q) = (reg / 4, reg % 4);
+                    let row = 16 * w + l / 4 + 8 * (q / 2);
+                    let col = 8 * j + 2 * (l % 4) + q % 2;
+                    let mut s = float_val(ScalarType::F32, cv[t * cw + reg]);
+                    for kk in 0..k {
+                        s += va[row * k + kk] * vb[col * k + kk];
+                    }
+                    out[t * cw + reg] = float_bits(ScalarType::F32, s);
+                }
+            }
+            i += wg;
+        }
+        self.put(r, out);
+        Ok(())
+    }
+}
