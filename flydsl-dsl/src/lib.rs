@@ -35,6 +35,7 @@ mod control;
 mod index;
 pub mod layout;
 mod mem;
+pub mod tile;
 mod val;
 mod wave;
 
