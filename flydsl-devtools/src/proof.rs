@@ -134,7 +134,7 @@ pub fn tiled_mma_check(target: Target, m: usize, n: usize, k: usize) -> Result<(
     let tm = (c.warps.0 * c.reps.0 * atom.shape().0) as usize;
     let tn = (c.warps.1 * c.reps.1 * atom.shape().1) as usize;
     let lim = 1usize << 31;
-    if m == 0 || n == 0 || k == 0 || k % 8 != 0 {
+    if m == 0 || n == 0 || k == 0 || !k.is_multiple_of(8) {
         return Err(format!(
             "tiled_mma: (m, n, k) = ({m}, {n}, {k}): all >= 1, k a multiple of 8"
         ));

@@ -24,7 +24,7 @@ fn log2_exact(func: &'static str, arg: &'static str, v: i64) -> Result<u32, Tile
 /// use flydsl_dsl::tile::smem_xor16;
 /// use flydsl_dsl::ir::ScalarType::BF16;
 /// let l = smem_xor16(64, 32, BF16)?; // 64-byte rows: 4 chunks
-/// assert_eq!(l.to_string(), "Sw<2,3,5> o (64,32):(32,1)");
+/// assert_eq!(l.to_string(), "Sw<2,3,2> o (64,32):(32,1)");
 /// // row 1, column 0 (chunk 0) lands in chunk 1
 /// assert_eq!(l.crd2idx(&flydsl_dsl::layout::Coord::from(flydsl_dsl::tup![1, 0]))?, 32 + 8);
 /// # Ok::<(), flydsl_dsl::tile::TileError>(())
@@ -42,7 +42,7 @@ pub fn smem_xor16(rows: i64, cols: i64, elem: ScalarType) -> Result<ComposedLayo
         ));
     }
     let bits = (c - m).min(3);
-    let sw = Swizzle::new(bits, m, c as i32)?;
+    let sw = Swizzle::new(bits, m, (c - m) as i32)?;
     Ok(ComposedLayout::new(sw, Layout::row_major((rows, cols))?))
 }
 

@@ -130,11 +130,26 @@ fn swizzles_are_bijections_that_keep_16_byte_chunks() {
         (F32, 32, 16),
         (F8E4M3FN, 16, 128),
     ] {
-        for l in [smem_xor16(rows, cols, elem).unwrap()]
-            .into_iter()
-            .chain(smem_sw128(rows, cols, elem).ok())
-        {
-            let chunk = 16 / elem.size_bytes() as i64;
+        let chunk = 16 / elem.size_bytes() as i64;
+        let chunks = (cols / chunk).min(8);
+        // XOR-16: chunk j of row r at chunk j ^ (r % chunks); 128-byte: j ^ (r % 8).
+        let xor16 = smem_xor16(rows, cols, elem).unwrap();
+        for r in 0..rows {
+            for c in 0..cols {
+                let off = xor16
+                    .crd2idx(&Coord::Tuple(vec![Coord::Int(r), Coord::Int(c)]))
+                    .unwrap();
+                let j = (c / chunk) ^ (r % chunks);
+                assert_eq!(off, r * cols + j * chunk + c % chunk, "{xor16} ({r},{c})");
+                if let Ok(sw) = smem_sw128(rows, cols, elem) {
+                    let o = sw
+                        .crd2idx(&Coord::Tuple(vec![Coord::Int(r), Coord::Int(c)]))
+                        .unwrap();
+                    assert_eq!(o, r * cols + ((c / chunk) ^ (r % 8)) * chunk + c % chunk);
+                }
+            }
+        }
+        for l in [xor16].into_iter().chain(smem_sw128(rows, cols, elem).ok()) {
             let mut seen = vec![false; (rows * cols) as usize];
             for r in 0..rows {
                 for c in 0..cols {
