@@ -100,8 +100,8 @@ pub struct GemmConfig {
 }
 
 impl GemmConfig {
-    /// The proof kernels' tiling on `target`: 2 x 2 waves of 64 x 64 C (32 x 64 for
-    /// MFMA 16x16 on wave64 keeps the Sim fast), BK 32, 2 stages.
+    /// The proof kernels' tiling on `target`: 2 x 2 waves of 64 x 64 C each (a 128 x 128
+    /// block tile on every target), BK 32, 2 stages.
     pub fn for_target(target: Target) -> GemmConfig {
         let atom = MmaAtom::native_16bit(target, true);
         let (m, n, _) = atom.shape();
