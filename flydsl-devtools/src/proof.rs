@@ -2,7 +2,6 @@
 //! (and the runtime's backends): a vector add, a block reduction using shuffles and LDS, and
 //! a tiled matmul on each target's matrix-core atom with a run-time K loop and LDS staging.
 
-use flydsl_dsl::atoms::AtomLayout;
 use flydsl_dsl::ir::{Kernel, MmaAtom, ScalarType, Target};
 use flydsl_dsl::*;
 
@@ -86,78 +85,170 @@ pub fn tiled_mma_name(dt: ScalarType) -> String {
     format!("tiled_mma_{dt}")
 }
 
-/// `C[M,N] (f32) = A[M,K] * B[N,K]^T` with A, B row-major `dt` (f16 or bf16), one wave per
-/// block computing one atom tile; grid `(N / tile_n, M / tile_m)`; M, N, K multiples of the
-/// atom's tile. Each K step stages the A and B tiles through LDS, then every lane gathers its
-/// fragments per the atom's documented lane layout and issues the target's matrix
-/// instruction (MFMA, WMMA or mma.sync).
-pub fn tiled_mma(target: Target, dt: ScalarType) -> Result<Kernel, BuildError> {
-    let atom = MmaAtom::native_16bit(target, dt == ScalarType::BF16);
-    let (tm, tn, tk) = atom.shape();
-    let ws = target.wave_size();
-    let lay = AtomLayout::new(atom, target);
-    let (na, nb, nc) = lay.frag_lens();
-    KernelBuilder::new(&tiled_mma_name(dt), target, ws).build(|k| {
-        let a = k.tensor("a", dt);
-        let b = k.tensor("b", dt);
-        let c = k.tensor_mut("c", ScalarType::F32);
-        let m = k.scalar("m", ScalarType::I32);
-        let n = k.scalar("n", ScalarType::I32);
-        let kk = k.scalar("k", ScalarType::I32);
-        let a_s = k.lds("a_tile", dt, tm * tk);
-        let b_s = k.lds("b_tile", dt, tn * tk);
-        let _ = m;
-        let lane = thread_id_x();
-        let m0 = block_id(flydsl_dsl::ir::Dim::Y) * tm as i32;
-        let n0 = block_id_x() * tn as i32;
-        let zero = cnst(
-            flydsl_dsl::ir::Type::vec(ScalarType::F32, nc),
-            flydsl_dsl::ir::Const::Float(0.0),
-        );
-        let acc = for_range(c_i32(0), kk, c_i32(tk as i32), &[zero], |k0, acc| {
-            // Stage: thread t copies elements t, t+ws, ... of each row-major tile.
-            for (tile, src, rows, r0) in [(a_s, a, tm, m0), (b_s, b, tn, n0)] {
-                for j in 0..(rows * tk).div_ceil(ws) {
-                    let idx = lane + (j * ws) as i32;
-                    let r = idx / tk as i32;
-                    let col = idx % tk as i32;
-                    let g = (r0 + r).cast(ScalarType::I64) * kk.cast(ScalarType::I64)
-                        + (k0 + col).cast(ScalarType::I64);
-                    if (j + 1) * ws <= rows * tk {
-                        tile.store(idx, src.load(g));
-                    } else {
-                        if_(idx.lt((rows * tk) as i32), || tile.store(idx, src.load(g)));
-                    }
-                }
-            }
-            barrier();
-            let frag = |tile: Lds, len: u32, is_a: bool| {
-                let elems: Vec<Val> = (0..len)
-                    .map(|e| {
-                        let (r, col) = if is_a {
-                            let p = lay.a(lane, e);
-                            (p.row, p.col) // A[i][k]
-                        } else {
-                            let p = lay.b(lane, e);
-                            (p.col, p.row) // B[k][j] = Bt[j][k]
-                        };
-                        tile.load(r * tk as i32 + col)
-                    })
-                    .collect();
-                vec_of(&elems)
-            };
-            let fa = frag(a_s, na, true);
-            let fb = frag(b_s, nb, false);
-            let d = mma(atom, fa, fb, acc[0]);
-            barrier();
-            vec![d]
-        });
-        for v in 0..nc {
-            let p = lay.c(lane, v);
-            let g = (m0 + p.row).cast(ScalarType::I64) * n.cast(ScalarType::I64)
-                + (n0 + p.col).cast(ScalarType::I64);
-            c.store(g, acc[0].at(v));
+/// Block tiling of [`tiled_mma_with`]: `warps` waves each computing `reps` atoms of C, a K
+/// step of `bk` per pipeline stage, `stages` LDS buffers (>= 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmConfig {
+    /// Waves along M and N.
+    pub warps: (u32, u32),
+    /// Atoms per wave along M and N.
+    pub reps: (u32, u32),
+    /// K per stage (a multiple of the atom's K and of 8).
+    pub bk: u32,
+    /// LDS stages (>= 2).
+    pub stages: u32,
+}
+
+impl GemmConfig {
+    /// The proof kernels' tiling on `target`: 2 x 2 waves of 64 x 64 C each (a 128 x 128
+    /// block tile on every target), BK 32, 2 stages.
+    pub fn for_target(target: Target) -> GemmConfig {
+        let atom = MmaAtom::native_16bit(target, true);
+        let (m, n, _) = atom.shape();
+        GemmConfig {
+            warps: (2, 2),
+            reps: (64 / m, 64 / n),
+            bk: 32,
+            stages: 2,
         }
+    }
+}
+
+/// `C[M,N] (f32) = A[M,K] * B[N,K]^T` with A and B row-major `dt` (f16 or bf16): the
+/// pipelined tile-layer GEMM with [`GemmConfig::for_target`].
+pub fn tiled_mma(target: Target, dt: ScalarType) -> Result<Kernel, BuildError> {
+    tiled_mma_with(
+        target,
+        dt,
+        GemmConfig::for_target(target),
+        &tiled_mma_name(dt),
+    )
+}
+
+/// The host-side bounds of [`tiled_mma`]: `k` a multiple of 8 (16-byte rows for the 128-bit
+/// copies), `tile_m * k`, `tile_n * k` and `tile_m * n` below 2^31 (offsets inside one
+/// block's row panel are i32; panels start at i64 offsets), all extents >= 1.
+pub fn tiled_mma_check(target: Target, m: usize, n: usize, k: usize) -> Result<(), String> {
+    let c = GemmConfig::for_target(target);
+    let atom = MmaAtom::native_16bit(target, true);
+    let tm = (c.warps.0 * c.reps.0 * atom.shape().0) as usize;
+    let tn = (c.warps.1 * c.reps.1 * atom.shape().1) as usize;
+    let lim = 1usize << 31;
+    if m == 0 || n == 0 || k == 0 || !k.is_multiple_of(8) {
+        return Err(format!(
+            "tiled_mma: (m, n, k) = ({m}, {n}, {k}): all >= 1, k a multiple of 8"
+        ));
+    }
+    if m >= lim || n >= lim || tm * k >= lim || tn * k >= lim || tm * n >= lim {
+        return Err(format!(
+            "tiled_mma: (m, n, k) = ({m}, {n}, {k}): a row panel passes 2^31 elements"
+        ));
+    }
+    Ok(())
+}
+
+/// Grid and block of a [`tiled_mma`] launch for an `m x n` C (one block per C tile).
+pub fn tiled_mma_launch(target: Target, m: usize, n: usize) -> ([u32; 3], [u32; 3]) {
+    let c = GemmConfig::for_target(target);
+    let (am, an, _) = MmaAtom::native_16bit(target, true).shape();
+    let (tm, tn) = (
+        (c.warps.0 * c.reps.0 * am) as usize,
+        (c.warps.1 * c.reps.1 * an) as usize,
+    );
+    let threads = c.warps.0 * c.warps.1 * target.wave_size();
+    (
+        [n.div_ceil(tn) as u32, m.div_ceil(tm) as u32, 1],
+        [threads, 1, 1],
+    )
+}
+
+/// [`tiled_mma`] with an explicit tiling. Grid `(ceil(N / tile_n), ceil(M / tile_m))`,
+/// `warps.0 * warps.1` waves per block. Each block: A and B tiles move global -> registers
+/// (128-bit, zero-filled past M, N, K) -> XOR-16 swizzled LDS with `stages` buffers; tile
+/// `t + stages - 1` is loaded while tile `t` feeds the matrix atoms; one barrier per K step.
+pub fn tiled_mma_with(
+    target: Target,
+    dt: ScalarType,
+    cfg: GemmConfig,
+    name: &str,
+) -> Result<Kernel, BuildError> {
+    use flydsl_dsl::tile::*;
+    let fail = |e: TileError| BuildError::Invalid {
+        kernel: name.to_string(),
+        target,
+        reason: e.to_string(),
+    };
+    let atom = MmaAtom::native_16bit(target, dt == ScalarType::BF16);
+    let mma = TiledMma::new(atom, target, cfg.warps, cfg.reps).map_err(fail)?;
+    let (bm, bn, bk, s) = (mma.tile_m(), mma.tile_n(), cfg.bk as i64, cfg.stages);
+    let threads = mma.threads();
+    let copy_atom = CopyAtom::best_global(target);
+    let copy_a = TiledCopy::new(copy_atom, dt, threads, (bm, bk)).map_err(fail)?;
+    let copy_b = TiledCopy::new(copy_atom, dt, threads, (bn, bk)).map_err(fail)?;
+    let (lay_a, lay_b) = (
+        smem_xor16(bm, bk, dt).map_err(fail)?,
+        smem_xor16(bn, bk, dt).map_err(fail)?,
+    );
+    if s < 2 || bk % mma.atom_k() != 0 {
+        return Err(fail(flydsl_dsl::tile::TileError::Invalid {
+            func: "tiled_mma_with",
+            arg: "cfg",
+            value: format!("{cfg:?}"),
+            rule: format!(
+                "stages >= 2 and bk a multiple of the atom's K {}",
+                mma.atom_k()
+            ),
+        }));
+    }
+    KernelBuilder::new(name, target, threads).build(|k| {
+        let (a, b) = (k.tensor("a", dt), k.tensor("b", dt));
+        let c = k.tensor_mut("c", ScalarType::F32);
+        let i32_ = ScalarType::I32;
+        let (m, n, kk) = (
+            k.scalar("m", i32_),
+            k.scalar("n", i32_),
+            k.scalar("k", i32_),
+        );
+        let sa_mem = k.lds("a_tiles", dt, STensor::elems(&lay_a, s) as u32);
+        let sb_mem = k.lds("b_tiles", dt, STensor::elems(&lay_b, s) as u32);
+        let sa = STensor::new(sa_mem, lay_a.clone(), s).unwrap();
+        let sb = STensor::new(sb_mem, lay_b.clone(), s).unwrap();
+        let tid = thread_id_x();
+        let (bx, by) = (block_id_x(), block_id(flydsl_dsl::ir::Dim::Y));
+        let (ga, gb) = (GTensor::new(a, m, kk), GTensor::new(b, n, kk));
+        // Tile t of K of this block's A and B row panels.
+        let a_tile = |t: Val| ga.local_tile((bm, bk), (by, t));
+        let b_tile = |t: Val| gb.local_tile((bn, bk), (bx, t));
+        let (ca, cb) = (copy_a.partition(tid), copy_b.partition(tid));
+        let thr = mma.thr_slice(tid);
+        let k_tiles = (kk + (bk - 1) as i32) / bk as i32;
+        let stage = |t: Val| t % s as i32;
+        // Prologue: tiles 0 .. s-2 into stages 0 .. s-2.
+        for t in 0..s - 1 {
+            let t = c_i32(t as i32);
+            copy(&ca, &a_tile(t), &sa.stage(t));
+            copy(&cb, &b_tile(t), &sb.stage(t));
+        }
+        barrier();
+        let acc0 = mma.zero_acc();
+        let acc = for_range(c_i32(0), k_tiles, c_i32(1), acc0.vals(), |t, carried| {
+            let mut acc = acc0.with_vals(carried.to_vec());
+            // Start the global loads of tile t + s - 1 (zeros past K) ...
+            let next = t + (s - 1) as i32;
+            let (ra, rb) = (ca.load(&a_tile(next)), cb.load(&b_tile(next)));
+            // ... while tile t feeds the matrix atoms ...
+            let (a_s, b_s) = (sa.stage(stage(t)), sb.stage(stage(t)));
+            for k0 in (0..bk).step_by(mma.atom_k() as usize) {
+                acc = thr.gemm(&acc, &thr.partition_a(&a_s, k0), &thr.partition_b(&b_s, k0));
+            }
+            // ... then park it in the stage tile t - 1 used (read before the last barrier).
+            ca.store(&ra, &sa.stage(stage(next)));
+            cb.store(&rb, &sb.stage(stage(next)));
+            barrier();
+            acc.vals().to_vec()
+        });
+        let gc = GTensor::new(c, m, n).local_tile((bm, bn), (by, bx));
+        thr.store_c(&acc0.with_vals(acc), &gc, ScalarType::F32);
     })
 }
 

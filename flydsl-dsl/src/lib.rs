@@ -36,6 +36,7 @@ mod index;
 pub mod layout;
 mod mem;
 pub mod nv;
+pub mod tile;
 mod val;
 mod wave;
 

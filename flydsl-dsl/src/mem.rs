@@ -267,6 +267,14 @@ macro_rules! lds_accessors {
         pub fn store(&self, i: impl Into<Operand>, v: Val) {
             ptr_store(self.ptr, i, v, 0, false)
         }
+        /// Store at element `i`, assuming `align` bytes.
+        pub fn store_aligned(&self, i: impl Into<Operand>, v: Val, align: u32) {
+            ptr_store(self.ptr, i, v, align, false)
+        }
+        /// The element type.
+        pub fn elem(&self) -> ScalarType {
+            self.ptr.elem()
+        }
         /// Atomic add at element `i`.
         pub fn atomic_add(&self, i: impl Into<Operand>, v: Val) -> Val {
             ptr_atomic_add(self.ptr, i, v)

@@ -260,11 +260,10 @@ macro_rules! half_impl {
 half_impl!(f16, false, tiled_mma_f16, mma_probe_f16);
 half_impl!(bf16, true, tiled_mma_bf16, mma_probe_bf16);
 
-/// C = A * B^T on small integers (exact in f32) through the target's matrix atom.
-fn tiled_mma_case<T: Half>(dev: &Device, mt: usize, nt: usize, kt: usize, rng: &mut Rng) {
-    let atom = MmaAtom::native_16bit(dev.target(), T::BF);
-    let (tm, tn, tk) = atom.shape();
-    let (m, n, k) = (mt * tm as usize, nt * tn as usize, kt * tk as usize);
+/// C = A * B^T on small integers (exact in f32) through the pipelined tile-layer GEMM, at
+/// any M, N and K (a multiple of 8): ragged edges are zero-filled and their stores dropped.
+fn tiled_mma_case<T: Half>(dev: &Device, (m, n, k): (usize, usize, usize), rng: &mut Rng) {
+    flydsl_devtools::proof::tiled_mma_check(dev.target(), m, n, k).unwrap();
     let ints = |rng: &mut Rng, len: usize| -> Vec<f32> {
         (0..len)
             .map(|_| (rng.next_u64() % 9) as f32 - 4.0)
@@ -276,14 +275,16 @@ fn tiled_mma_case<T: Half>(dev: &Device, mt: usize, nt: usize, kt: usize, rng: &
         DeviceBuffer::from_slice(dev, &a.iter().map(|&v| T::of(v)).collect::<Vec<_>>()).unwrap();
     let db =
         DeviceBuffer::from_slice(dev, &b.iter().map(|&v| T::of(v)).collect::<Vec<_>>()).unwrap();
-    let mut dc = DeviceBuffer::<f32>::zeroed(dev, m * n).unwrap();
+    // A sentinel everywhere: every element must be written, none outside C (memcheck).
+    let mut dc = DeviceBuffer::from_slice(dev, &vec![f32::NAN; m * n]).unwrap();
+    let (grid, block) = flydsl_devtools::proof::tiled_mma_launch(dev.target(), m, n);
     let cfg = LaunchConfig {
-        grid: [nt as u32, mt as u32, 1],
-        block: [dev.wave_size(), 1, 1],
+        grid,
+        block,
         dynamic_lds_bytes: 0,
     };
     let s = dev.stream().unwrap();
-    // SAFETY: the grid tiles exactly m x n, k is a multiple of the atom's K.
+    // SAFETY: a holds m*k, b n*k, c m*n elements; the kernel guards every access by m, n, k.
     unsafe { T::tiled(&s, cfg, &da, &db, &mut dc, m as i32, n as i32, k as i32) }.unwrap();
     let c = dc.to_vec().unwrap();
     for i in 0..m {
@@ -292,7 +293,7 @@ fn tiled_mma_case<T: Half>(dev: &Device, mt: usize, nt: usize, kt: usize, rng: &
             assert_eq!(
                 c[i * n + j],
                 want,
-                "{} {atom:?} C[{i}][{j}] (m={m} n={n} k={k})",
+                "{} C[{i}][{j}] (m={m} n={n} k={k})",
                 dev.name()
             );
         }
@@ -303,9 +304,10 @@ fn tiled_mma_case<T: Half>(dev: &Device, mt: usize, nt: usize, kt: usize, rng: &
 fn tiled_mma_is_exact_on_every_device() {
     let mut rng = Rng::new(3);
     for dev in devices() {
-        for (mt, nt, kt) in [(1, 1, 1), (2, 3, 4)] {
-            tiled_mma_case::<f16>(&dev, mt, nt, kt, &mut rng);
-            tiled_mma_case::<bf16>(&dev, mt, nt, kt, &mut rng);
+        // One block and one K tile; ragged in every dimension; several blocks and K tiles.
+        for shape in [(16, 16, 32), (100, 72, 136), (200, 136, 264)] {
+            tiled_mma_case::<f16>(&dev, shape, &mut rng);
+            tiled_mma_case::<bf16>(&dev, shape, &mut rng);
         }
     }
 }

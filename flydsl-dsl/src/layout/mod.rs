@@ -29,6 +29,7 @@ mod coord;
 mod divide;
 mod error;
 pub(crate) mod expr;
+mod fit;
 mod int_tuple;
 mod inverse;
 mod product;

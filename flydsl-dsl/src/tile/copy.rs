@@ -1,0 +1,256 @@
+//! Copy atoms, tiled copies and `copy`.
+
+use super::global::GTile;
+use super::smem::SView;
+use super::tv::{add, Tv};
+use super::{Frag, TileError};
+use crate::index::Idx;
+use crate::layout::Layout;
+use crate::val::Val;
+use flydsl_ir::{ScalarType, Target};
+
+/// How one thread moves one vector.
+///
+/// The register-staged atoms (`Vec*`, `Buffer128`) are implemented. `DirectToLds`,
+/// `CpAsync`, `Tma` and `Tdm` name the asynchronous copies (AMD buffer loads to LDS, sm_90
+/// `cp.async`, TMA tile loads, gfx1250 TDM) whose IR ops are being added; [`copy`] with
+/// them is a build error until then, and [`CopyAtom::available`] says `false`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CopyAtom {
+    /// 128-bit vector load/store through a pointer (buffer resource on AMD global memory).
+    Vec128,
+    /// 64-bit vector.
+    Vec64,
+    /// 32-bit vector.
+    Vec32,
+    /// One element.
+    Scalar,
+    /// AMD 128-bit buffer load/store (the AMD spelling of [`CopyAtom::Vec128`] on global
+    /// memory; global tiles on AMD always go through their buffer resource).
+    Buffer128,
+    /// Global to LDS without registers (AMD `buffer_load ... lds`): hook, not implemented.
+    DirectToLds,
+    /// sm_90 `cp.async` with zero-fill: hook, not implemented.
+    CpAsync,
+    /// TMA tile load (sm_90a): hook, not implemented.
+    Tma,
+    /// gfx1250 tensor data mover: hook, not implemented.
+    Tdm,
+}
+
+impl CopyAtom {
+    /// Bits one thread moves per access (0 for the hooks, which move whole tiles).
+    pub fn bits(self, elem: ScalarType) -> u32 {
+        match self {
+            CopyAtom::Vec128 | CopyAtom::Buffer128 => 128,
+            CopyAtom::Vec64 => 64,
+            CopyAtom::Vec32 => 32,
+            CopyAtom::Scalar => 8 * elem.size_bytes(),
+            _ => 0,
+        }
+    }
+    /// Whether [`copy`] can issue this atom on `target` today.
+    ///
+    /// ```
+    /// use flydsl_dsl::tile::CopyAtom;
+    /// use flydsl_dsl::ir::Target;
+    /// assert!(CopyAtom::Vec128.available(Target::Sm90));
+    /// assert!(!CopyAtom::Buffer128.available(Target::Sm90));
+    /// assert!(!CopyAtom::Tma.available(Target::Sm90));
+    /// ```
+    pub fn available(self, target: Target) -> bool {
+        match self {
+            CopyAtom::Vec128 | CopyAtom::Vec64 | CopyAtom::Vec32 | CopyAtom::Scalar => true,
+            CopyAtom::Buffer128 => target.is_amd(),
+            _ => false,
+        }
+    }
+    /// The widest register-staged global copy of `target`.
+    pub fn best_global(target: Target) -> CopyAtom {
+        if target.is_amd() {
+            CopyAtom::Buffer128
+        } else {
+            CopyAtom::Vec128
+        }
+    }
+    fn elems(self, elem: ScalarType) -> u32 {
+        (self.bits(elem) / (8 * elem.size_bytes())).max(1)
+    }
+}
+
+/// A copy of a whole `rows x cols` row-major tile by a group of threads: a copy atom and a
+/// thread-value layout ([`Tv`]) in which each thread's values come in runs of one atom's
+/// width along a row.
+#[derive(Clone, Debug)]
+pub struct TiledCopy {
+    atom: CopyAtom,
+    vec: u32,
+    tv: Tv,
+}
+
+/// The part of a [`TiledCopy`] one thread does (from [`TiledCopy::partition`]): the tile
+/// coordinates of each of its accesses.
+#[derive(Clone, Debug)]
+pub struct ThrCopy {
+    atom: CopyAtom,
+    vec: u32,
+    coords: Vec<(Idx, Idx)>,
+}
+
+impl TiledCopy {
+    /// `threads` threads copy a `rows x cols` tile of `elem` with `atom`: threads are laid
+    /// along the row (`cols / width` of them, `width` the atom's elements), the rest along
+    /// the columns, and the tile is covered by repeating that block; built as the
+    /// thread-value layout `thr = (tc, tr) : (width * rows, 1)`, `val = (width, cols /
+    /// (width * tc), rows / tr) : (rows, width * tc * rows, tr)` on the column-major tile.
+    ///
+    /// ```
+    /// use flydsl_dsl::tile::{CopyAtom, TiledCopy};
+    /// use flydsl_dsl::ir::ScalarType::BF16;
+    /// let c = TiledCopy::new(CopyAtom::Vec128, BF16, 128, (64, 32))?;
+    /// assert_eq!(c.tv().vals(), 16); // 2 accesses of 8 elements per thread
+    /// assert_eq!(c.tv().thr_coord_lit(5), (1, 8));
+    /// # Ok::<(), flydsl_dsl::tile::TileError>(())
+    /// ```
+    pub fn new(
+        atom: CopyAtom,
+        elem: ScalarType,
+        threads: u32,
+        (rows, cols): (i64, i64),
+    ) -> Result<TiledCopy, TileError> {
+        let f = "TiledCopy::new";
+        let w = atom.elems(elem) as i64;
+        if atom.bits(elem) == 0 {
+            return Err(super::invalid(
+                f,
+                "atom",
+                format!("{atom:?}"),
+                "not implemented yet",
+            ));
+        }
+        if cols % w != 0 {
+            return Err(super::invalid(
+                f,
+                "cols",
+                cols,
+                format!("must be a multiple of the atom's {w} elements"),
+            ));
+        }
+        let t = threads as i64;
+        let tc = (cols / w).min(t);
+        let tr = t / tc;
+        if t % tc != 0 || (cols / w) % tc != 0 || rows % tr != 0 {
+            return Err(super::invalid(
+                f,
+                "threads",
+                threads,
+                format!(
+                    "must split into {tc} threads along a row times a divisor of the {rows} \
+                     rows (tile {rows} x {cols}, {w} elements per access)"
+                ),
+            ));
+        }
+        let thr = Layout::new((tc, tr), (w * rows, 1))?;
+        let val = Layout::new((w, cols / (w * tc), rows / tr), (rows, w * tc * rows, tr))?;
+        Ok(TiledCopy {
+            atom,
+            vec: w as u32,
+            tv: Tv::new(thr, val, (rows, cols))?,
+        })
+    }
+    /// The thread-value layout.
+    pub fn tv(&self) -> &Tv {
+        &self.tv
+    }
+    /// Thread `thread`'s accesses (CuTe's `get_slice(thread)` + `partition_S/D`).
+    pub fn partition(&self, thread: Val) -> ThrCopy {
+        let (r0, c0) = self.tv.thr_coord(thread);
+        let coords = (0..self.tv.vals())
+            .step_by(self.vec as usize)
+            .map(|v| {
+                let (r, c) = self.tv.val_coord(v);
+                (add(r0, r), add(c0, c))
+            })
+            .collect();
+        ThrCopy {
+            atom: self.atom,
+            vec: self.vec,
+            coords,
+        }
+    }
+}
+
+impl ThrCopy {
+    /// Load this thread's vectors of a global tile into registers (out-of-range ones read 0).
+    pub fn load(&self, src: &GTile) -> Frag {
+        let vals: Vec<Val> = self
+            .coords
+            .iter()
+            .map(|&(r, c)| src.load(r, c, self.vec))
+            .collect();
+        frag(vals)
+    }
+    /// Load this thread's vectors of an LDS tile.
+    pub fn load_smem(&self, src: &SView) -> Frag {
+        let vals = self
+            .coords
+            .iter()
+            .map(|&(r, c)| src.load(r, c, self.vec))
+            .collect();
+        frag(vals)
+    }
+    /// Store registers (from [`ThrCopy::load`]) into an LDS tile.
+    pub fn store(&self, f: &Frag, dst: &SView) {
+        for (&(r, c), &v) in self.coords.iter().zip(f.vals()) {
+            dst.store(r, c, v);
+        }
+    }
+    /// Store registers into a global tile (out-of-range vectors are dropped).
+    pub fn store_global(&self, f: &Frag, dst: &GTile) {
+        for (&(r, c), &v) in self.coords.iter().zip(f.vals()) {
+            dst.store(r, c, v);
+        }
+    }
+    /// The copy atom.
+    pub fn atom(&self) -> CopyAtom {
+        self.atom
+    }
+}
+
+fn frag(vals: Vec<Val>) -> Frag {
+    let n = vals.len() as i64;
+    Frag::new(vals, Layout::col_major(n).expect("n >= 1 accesses"))
+}
+
+/// Copy this thread's part of a global tile into an LDS tile (CuTe's `copy(atom, src, dst)`
+/// on the partitions). The register-staged atoms go through registers; a pipelined kernel
+/// calls [`ThrCopy::load`] early and [`ThrCopy::store`] later instead. The asynchronous
+/// atoms (hooks) are a build error until their IR ops exist.
+///
+/// ```
+/// use flydsl_dsl::*;
+/// use flydsl_dsl::tile::*;
+/// use flydsl_dsl::ir::{ScalarType::{BF16, I32}, Target};
+/// KernelBuilder::new("k", Target::Gfx942, 64).build(|k| {
+///     let a = k.tensor("a", BF16);
+///     let (m, n) = (k.scalar("m", I32), k.scalar("n", I32));
+///     let lay = smem_xor16(16, 32, BF16).unwrap();
+///     let s = STensor::new(k.lds("s", BF16, STensor::elems(&lay, 1) as u32), lay, 1).unwrap();
+///     let g = GTensor::new(a, m, n).local_tile((16, 32), (block_id_x(), c_i32(0)));
+///     let tc = TiledCopy::new(CopyAtom::Buffer128, BF16, 64, (16, 32)).unwrap();
+///     copy(&tc.partition(thread_id_x()), &g, &s.stage(c_i32(0)));
+/// }).unwrap();
+/// ```
+pub fn copy(thr: &ThrCopy, src: &GTile, dst: &SView) {
+    if !thr.atom.available(crate::context::target()) {
+        super::fail(super::invalid(
+            "copy",
+            "atom",
+            format!("{:?}", thr.atom),
+            format!("not available on {} yet", crate::context::target()),
+        ));
+        return;
+    }
+    thr.store(&thr.load(src), dst);
+}
