@@ -294,7 +294,7 @@ impl Toolchain {
             std::fs::read(&hsaco).map_err(|e| io_err(&hsaco, e))
         } else {
             let ptx = work.join(format!("{stem}.ptx"));
-            llc.arg("-mattr=+ptx80").arg(&ll).arg("-o").arg(&ptx);
+            llc.arg("-mattr=+ptx84").arg(&ll).arg("-o").arg(&ptx);
             self.run(llc, kernel, target)?;
             std::fs::read(&ptx).map_err(|e| io_err(&ptx, e))
         }
@@ -313,7 +313,7 @@ impl Toolchain {
             .arg(format!("-mtriple={}", target.triple()))
             .arg(format!("-mcpu={}", target.mcpu()));
         if !target.is_amd() {
-            llc.arg("-mattr=+ptx80");
+            llc.arg("-mattr=+ptx84");
         }
         llc.arg(llvm_ir_path).arg("-o").arg(out);
         self.run(llc, kernel, target)

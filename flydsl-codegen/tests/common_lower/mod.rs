@@ -310,7 +310,7 @@ pub fn compile(t: &Tools, k: &Kernel) -> Compiled {
                     "-O3",
                     "-mtriple=nvptx64-nvidia-cuda",
                     "-mcpu=sm_90",
-                    "-mattr=+ptx80",
+                    "-mattr=+ptx84",
                 ])
                 .arg("-o")
                 .arg(&ptx)
