@@ -6,5 +6,8 @@ fn main() {
     for (name, gen) in flydsl_devtools::proof::ALL {
         b = b.kernel(name, gen);
     }
+    for (name, on, gen) in flydsl_devtools::proof::ALL_ON {
+        b = b.kernel_on(name, on, gen);
+    }
     b.run_or_exit();
 }
