@@ -50,6 +50,14 @@ pub enum ToolchainError {
     },
 }
 
+/// `llc -mattr` for NVPTX: PTX ISA 8.4, the first with fp8 `mma.sync` on sm_90 (LLVM 22 cannot
+/// select the e4m3/e5m2 m16n8k32 intrinsics below it). Part of the cache key.
+///
+/// ```
+/// assert_eq!(flydsl_build::toolchain::NVPTX_ATTRS, "+ptx84");
+/// ```
+pub const NVPTX_ATTRS: &str = "+ptx84";
+
 /// A discovered `llc` + linker pair and their identity (for cache keys).
 #[derive(Debug, Clone)]
 pub struct Toolchain {
@@ -59,7 +67,8 @@ pub struct Toolchain {
     pub lld: Option<PathBuf>,
     /// True when `lld` is `rust-lld` (needs `-flavor gnu`).
     pub lld_is_rust: bool,
-    /// `llc --version` output plus the linker path: part of every cache key.
+    /// `llc --version` output, the linker path and the NVPTX code-generation flags: part of
+    /// every cache key.
     pub identity: String,
     /// Targets this `llc` can build.
     pub targets: Vec<Target>,
@@ -222,13 +231,17 @@ impl Toolchain {
             ));
         }
         let version = run_capture(Command::new(&llc).arg("--version")).unwrap_or_default();
+        // The code-generation flags are part of the identity, so changing them (PTX ISA,
+        // `-mcpu`) never serves a code object built with the old ones from a shared cache.
         let identity = format!(
-            "{}|{}|{}",
+            "{}|{}|{}|nvptx -mcpu={} -mattr={}",
             llc.display(),
             version.trim(),
             lld.as_ref()
                 .map(|l| l.0.display().to_string())
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            Target::Sm90.mcpu(),
+            NVPTX_ATTRS
         );
         Ok(Toolchain {
             llc,
@@ -294,7 +307,10 @@ impl Toolchain {
             std::fs::read(&hsaco).map_err(|e| io_err(&hsaco, e))
         } else {
             let ptx = work.join(format!("{stem}.ptx"));
-            llc.arg("-mattr=+ptx84").arg(&ll).arg("-o").arg(&ptx);
+            llc.arg(format!("-mattr={NVPTX_ATTRS}"))
+                .arg(&ll)
+                .arg("-o")
+                .arg(&ptx);
             self.run(llc, kernel, target)?;
             std::fs::read(&ptx).map_err(|e| io_err(&ptx, e))
         }
@@ -313,7 +329,7 @@ impl Toolchain {
             .arg(format!("-mtriple={}", target.triple()))
             .arg(format!("-mcpu={}", target.mcpu()));
         if !target.is_amd() {
-            llc.arg("-mattr=+ptx84");
+            llc.arg(format!("-mattr={NVPTX_ATTRS}"));
         }
         llc.arg(llvm_ir_path).arg("-o").arg(out);
         self.run(llc, kernel, target)
