@@ -6,6 +6,9 @@ fn main() {
     for (name, gen) in flydsl_devtools::proof::ALL {
         b = b.kernel(name, gen);
     }
+    for (name, on, gen) in flydsl_devtools::proof::ALL_ON {
+        b = b.kernel_on(name, on, gen);
+    }
     use flydsl_devtools::wgmma_gemm;
     b = b.kernel_on(
         wgmma_gemm::NAME,

@@ -59,7 +59,8 @@ pub struct Toolchain {
     pub lld: Option<PathBuf>,
     /// True when `lld` is `rust-lld` (needs `-flavor gnu`).
     pub lld_is_rust: bool,
-    /// `llc --version` output plus the linker path: part of every cache key.
+    /// `llc --version` output, the linker path and the NVPTX code-generation flags: part of
+    /// every cache key.
     pub identity: String,
     /// Targets this `llc` can build.
     pub targets: Vec<Target>,
@@ -222,6 +223,9 @@ impl Toolchain {
             ));
         }
         let version = run_capture(Command::new(&llc).arg("--version")).unwrap_or_default();
+        // The code-generation flags (`-mcpu`, `-mattr`) enter the cache key per target through
+        // `Target::codegen_id` (see `Builder`), so changing them never serves a code object
+        // built with the old ones from a shared cache.
         let identity = format!(
             "{}|{}|{}",
             llc.display(),

@@ -1,5 +1,6 @@
-//! Matrix-core atoms: MFMA (gfx942/gfx950, including the gfx950 block-scaled MFMA), WMMA (gfx1201/gfx1250) and `mma.sync`
-//! (sm_90), with the operand re-typing each LLVM 22 intrinsic expects.
+//! Matrix-core atoms: MFMA (gfx942/gfx950, including the gfx950 block-scaled MFMA), WMMA
+//! (gfx1201/gfx1250; 16-bit, fp8 and signed int8) and `mma.sync` (sm_90: f16/bf16 m16n8k16,
+//! e4m3/e5m2/s8 m16n8k32), with the operand re-typing each LLVM 22 intrinsic expects.
 
 use super::func::Func;
 use super::{vector, LowerError};
@@ -40,8 +41,8 @@ pub(crate) fn lower(
     }
     let (la, lb, lc) = (f.lty(ta), f.lty(tb), f.lty(tc));
     use MmaAtom::*;
-    if matches!(atom, MmaM16N8K16F16 | MmaM16N8K16Bf16) {
-        return mma_sync(f, atom == MmaM16N8K16Bf16, (&xa, &la), (&xb, &lb), &xc);
+    if let Some(form) = SyncForm::of(atom) {
+        return mma_sync(f, form, (&xa, &la), (&xb, &lb), (&xc, &lc));
     }
     let (name, operand, form) = match atom {
         Mfma16x16x16F16 => (
@@ -110,10 +111,47 @@ pub(crate) fn lower(
             Operand::Cast("<16 x i32>"),
             Form::Wmma1250Int,
         ),
+        Mfma32x32x16F16 => (
+            "llvm.amdgcn.mfma.f32.32x32x16.f16",
+            Operand::Same,
+            Form::Mfma,
+        ),
+        Mfma32x32x16Bf16 => (
+            "llvm.amdgcn.mfma.f32.32x32x16.bf16",
+            Operand::Same,
+            Form::Mfma,
+        ),
+        Mfma32x32x16Fp8 => (
+            "llvm.amdgcn.mfma.f32.32x32x16.fp8.fp8",
+            Operand::Cast("i64"),
+            Form::Mfma,
+        ),
+        Mfma16x16x64I8 => (
+            "llvm.amdgcn.mfma.i32.16x16x64.i8",
+            Operand::Cast("<4 x i32>"),
+            Form::Mfma,
+        ),
+        Wmma16x16x16Fp8 => (
+            "llvm.amdgcn.wmma.f32.16x16x16.fp8.fp8.v8f32.v2i32",
+            Operand::Cast("<2 x i32>"),
+            Form::Wmma12,
+        ),
+        Wmma16x16x16I8 => (
+            "llvm.amdgcn.wmma.i32.16x16x16.iu8.v8i32.v2i32",
+            Operand::Cast("<2 x i32>"),
+            Form::Wmma12Iu8,
+        ),
+        Wmma16x16x64I8 => (
+            "llvm.amdgcn.wmma.i32.16x16x64.iu8.v8i32.v8i32",
+            Operand::Cast("<8 x i32>"),
+            Form::Wmma1250Iu8,
+        ),
         MfmaScale16x16x128Fp8 => {
             return Err(f.err(format!("{atom:?} is a scaled atom: use MmaScaled")))
         }
-        MmaM16N8K16F16 | MmaM16N8K16Bf16 => return Err(f.err("unreachable mma.sync atom")),
+        MmaM16N8K16F16 | MmaM16N8K16Bf16 | MmaM16N8K32E4M3 | MmaM16N8K32E5M2 | MmaM16N8K32S8 => {
+            return Err(f.err("unreachable mma.sync atom"))
+        }
     };
     let (oa, ob, ot) = match operand {
         Operand::Same => (xa, xb, la.clone()),
@@ -139,6 +177,31 @@ pub(crate) fn lower(
             ],
         ),
         Form::Wmma12 => f.call(lc, name, &[(ot, &oa), (ot, &ob), (lc, &xc)]),
+        Form::Wmma12Iu8 => f.call(
+            lc,
+            name,
+            &[
+                ("i1", "true"),
+                (ot, &oa),
+                ("i1", "true"),
+                (ot, &ob),
+                (lc, &xc),
+                ("i1", "false"),
+            ],
+        ),
+        Form::Wmma1250Iu8 => f.call(
+            lc,
+            name,
+            &[
+                ("i1", "true"),
+                (ot, &oa),
+                ("i1", "true"),
+                (ot, &ob),
+                (lc, &xc),
+                ("i1", "false"),
+                ("i1", "false"),
+            ],
+        ),
         Form::Wmma1250 => f.call(
             lc,
             name,
@@ -233,28 +296,66 @@ enum Form {
     Wmma1250,
     /// gfx1250 8-bit WMMA `(A, B, i16 modC, C, i1 reuseA, i1 reuseB)`, all 0 (no neg bits).
     Wmma1250Int,
+    /// gfx12 integer WMMA `(i1 signA, A, i1 signB, B, C, i1 clamp)`: signed A and B, no
+    /// clamp (the i32 accumulation wraps).
+    Wmma12Iu8,
+    /// gfx1250 integer WMMA `(i1 signA, A, i1 signB, B, C, i1 reuseA, i1 reuseB)`: signed A
+    /// and B, no reuse hints.
+    Wmma1250Iu8,
 }
 
-/// sm_90 `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32`: A in 4 and B in
-/// 2 32-bit registers (element 2r in the low half of register r), C/D 4 f32.
+/// An sm_90 `mma.sync` atom: its LLVM intrinsic and how its registers are typed.
+struct SyncForm {
+    /// The `llvm.nvvm.mma.*` intrinsic (LLVM 22 names; the fp8 forms need PTX ISA 8.4).
+    name: &'static str,
+    /// Registers of A and B: 32-bit words (`i32`) or pairs of halves (`<2 x half>`).
+    reg: &'static str,
+    /// Scalar type of C/D (`float` or `i32`).
+    acc: &'static str,
+}
+
+impl SyncForm {
+    fn of(atom: MmaAtom) -> Option<SyncForm> {
+        use MmaAtom::*;
+        let (name, reg, acc) = match atom {
+            MmaM16N8K16F16 => (
+                "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
+                "<2 x half>",
+                "float",
+            ),
+            MmaM16N8K16Bf16 => ("llvm.nvvm.mma.m16n8k16.row.col.bf16", "i32", "float"),
+            MmaM16N8K32E4M3 => (
+                "llvm.nvvm.mma.m16n8k32.row.col.f32.e4m3.e4m3.f32",
+                "i32",
+                "float",
+            ),
+            MmaM16N8K32E5M2 => (
+                "llvm.nvvm.mma.m16n8k32.row.col.f32.e5m2.e5m2.f32",
+                "i32",
+                "float",
+            ),
+            MmaM16N8K32S8 => ("llvm.nvvm.mma.m16n8k32.row.col.s8", "i32", "i32"),
+            _ => return None,
+        };
+        Some(SyncForm { name, reg, acc })
+    }
+}
+
+/// sm_90 `mma.sync.aligned.{m16n8k16,m16n8k32}.row.col.*`: A in 4 and B in 2 32-bit registers
+/// (element 0 in the low bits of register 0: halves as `<2 x half>` slices, everything else
+/// through a bitcast to `<n x i32>`), C/D 4 `f32` or `i32` passed and returned as scalars.
 fn mma_sync(
     f: &mut Func,
-    bf16: bool,
+    form: SyncForm,
     (xa, la): (&str, &str),
     (xb, lb): (&str, &str),
-    xc: &str,
+    (xc, lc): (&str, &str),
 ) -> Result<String, LowerError> {
-    let (reg_t, name) = if bf16 {
-        ("i32", "llvm.nvvm.mma.m16n8k16.row.col.bf16")
-    } else {
-        ("<2 x half>", "llvm.nvvm.mma.m16n8k16.row.col.f32.f32")
-    };
     let regs = |f: &mut Func, x: &str, lt: &str, n: u32| -> Vec<String> {
-        let vt = format!("<{n} x {reg_t}>");
-        if bf16 {
+        if form.reg == "i32" {
             let v = f.inst(format!("bitcast {lt} {x} to <{n} x i32>"));
             (0..n)
-                .map(|i| f.inst(format!("extractelement {vt} {v}, i64 {i}")))
+                .map(|i| f.inst(format!("extractelement <{n} x i32> {v}, i64 {i}")))
                 .collect()
         } else {
             (0..n)
@@ -265,19 +366,19 @@ fn mma_sync(
     let ra = regs(f, xa, la, 4);
     let rb = regs(f, xb, lb, 2);
     let rc: Vec<String> = (0..4)
-        .map(|i| f.inst(format!("extractelement <4 x float> {xc}, i64 {i}")))
+        .map(|i| f.inst(format!("extractelement {lc} {xc}, i64 {i}")))
         .collect();
     let mut args: Vec<(&str, &str)> = Vec::new();
     for r in ra.iter().chain(rb.iter()) {
-        args.push((reg_t, r));
+        args.push((form.reg, r));
     }
     for r in &rc {
-        args.push(("float", r));
+        args.push((form.acc, r));
     }
-    let st = "{ float, float, float, float }";
-    let d = f.call(st, name, &args);
+    let st = format!("{{ {0}, {0}, {0}, {0} }}", form.acc);
+    let d = f.call(&st, form.name, &args);
     let outs: Vec<String> = (0..4)
         .map(|i| f.inst(format!("extractvalue {st} {d}, {i}")))
         .collect();
-    Ok(vector::build_operands(f, &outs, "float"))
+    Ok(vector::build_operands(f, &outs, form.acc))
 }

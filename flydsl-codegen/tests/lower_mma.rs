@@ -6,24 +6,9 @@ use common_lower::*;
 use flydsl_ir::*;
 
 /// The unscaled atoms (used through `OpKind::Mma`); the scaled one is tested below.
-const ATOMS: [MmaAtom; 16] = [
-    MmaAtom::Mfma16x16x16F16,
-    MmaAtom::Mfma16x16x16Bf16,
-    MmaAtom::Mfma32x32x8F16,
-    MmaAtom::Mfma32x32x8Bf16,
-    MmaAtom::Mfma16x16x32Fp8,
-    MmaAtom::Mfma16x16x32I8,
-    MmaAtom::Mfma16x16x32F16,
-    MmaAtom::Mfma16x16x32Bf16,
-    MmaAtom::Wmma16x16x16F16,
-    MmaAtom::Wmma16x16x16Bf16,
-    MmaAtom::Wmma16x16x32F16,
-    MmaAtom::Wmma16x16x32Bf16,
-    MmaAtom::Wmma16x16x64Fp8,
-    MmaAtom::Wmma16x16x128Fp8,
-    MmaAtom::MmaM16N8K16F16,
-    MmaAtom::MmaM16N8K16Bf16,
-];
+fn atoms() -> impl Iterator<Item = MmaAtom> {
+    MmaAtom::ALL.into_iter().filter(|a| !a.is_scaled())
+}
 
 /// The mnemonic each atom must produce.
 fn mnemonic(atom: MmaAtom) -> &'static str {
@@ -46,6 +31,17 @@ fn mnemonic(atom: MmaAtom) -> &'static str {
         MfmaScale16x16x128Fp8 => "v_mfma_scale_f32_16x16x128_f8f6f4",
         MmaM16N8K16F16 => "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
         MmaM16N8K16Bf16 => "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+        Mfma32x32x16F16 => "v_mfma_f32_32x32x16_f16",
+        Mfma32x32x16Bf16 => "v_mfma_f32_32x32x16_bf16",
+        Mfma32x32x16Fp8 => "v_mfma_f32_32x32x16_fp8_fp8",
+        Mfma16x16x64I8 => "v_mfma_i32_16x16x64_i8",
+        Wmma16x16x16Fp8 => "v_wmma_f32_16x16x16_fp8_fp8",
+        // neg_lo bits 0 and 1 mark A and B signed.
+        Wmma16x16x16I8 => "v_wmma_i32_16x16x16_iu8",
+        Wmma16x16x64I8 => "v_wmma_i32_16x16x64_iu8",
+        MmaM16N8K32E4M3 => "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32",
+        MmaM16N8K32E5M2 => "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32",
+        MmaM16N8K32S8 => "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
     }
 }
 
@@ -159,7 +155,7 @@ fn mma_kernel(atom: MmaAtom, target: Target) -> Kernel {
 fn every_atom_emits_its_instruction_on_every_target_that_has_it() {
     let Some(t) = tools() else { return };
     let mut compiled = 0;
-    for atom in ATOMS {
+    for atom in atoms() {
         for target in Target::ALL {
             if !atom.supported_on(target) {
                 continue;
@@ -178,8 +174,25 @@ fn every_atom_emits_its_instruction_on_every_target_that_has_it() {
             compiled += 1;
         }
     }
-    // 6 atoms on gfx942, 8 on gfx950, 2 on gfx1201, 4 on gfx1250, 2 on sm90.
-    assert_eq!(compiled, 6 + 8 + 2 + 4 + 2);
+    // 7 atoms on gfx942, 12 on gfx950, 4 on gfx1201, 5 on gfx1250, 5 on sm90.
+    assert_eq!(compiled, 7 + 12 + 4 + 5 + 5);
+}
+
+#[test]
+fn integer_wmma_marks_both_operands_signed() {
+    let Some(t) = tools() else { return };
+    for (atom, target) in [
+        (MmaAtom::Wmma16x16x16I8, Target::Gfx1201),
+        (MmaAtom::Wmma16x16x64I8, Target::Gfx1250),
+    ] {
+        let c = compile(&t, &mma_kernel(atom, target));
+        let line = c
+            .asm
+            .lines()
+            .find(|l| l.contains(mnemonic(atom)))
+            .unwrap_or_else(|| panic!("{atom:?}: no `{}`:\n{}", mnemonic(atom), c.asm));
+        assert!(line.contains("neg_lo:[1,1,0]"), "{atom:?}: {line}");
+    }
 }
 
 #[test]
@@ -203,7 +216,7 @@ fn mfma_on_gfx1201_is_an_error_naming_kernel_and_op() {
 
 #[test]
 fn every_atom_is_rejected_on_the_targets_without_it() {
-    for atom in ATOMS {
+    for atom in atoms() {
         for target in Target::ALL {
             if atom.supported_on(target) {
                 continue;

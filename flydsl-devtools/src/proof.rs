@@ -273,23 +273,70 @@ pub const ALL: [(&str, KernelFn); 8] = [
     ("mma_probe_bf16", |t| mma_probe(t, ScalarType::BF16)),
 ];
 
+/// Proof kernels that exist only on some targets, with those targets, for a build script to
+/// declare: `for (name, on, gen) in proof::ALL_ON { builder = builder.kernel_on(name, on, gen) }`.
+/// Today: the raw probes of the sm_90 8-bit `mma.sync` atoms ([`SM90_8BIT_PROBES`]).
+///
+/// ```
+/// use flydsl_devtools::proof;
+/// use flydsl_dsl::ir::Target;
+/// for (name, on, gen) in proof::ALL_ON {
+///     assert_eq!(gen(on[0]).unwrap().name, name);
+/// }
+/// ```
+pub const ALL_ON: [(&str, &[Target], KernelFn); 3] = [
+    (SM90_8BIT_PROBES[0].0, &[Target::Sm90], |t| {
+        mma_probe_atom(t, SM90_8BIT_PROBES[0].1, SM90_8BIT_PROBES[0].0)
+    }),
+    (SM90_8BIT_PROBES[1].0, &[Target::Sm90], |t| {
+        mma_probe_atom(t, SM90_8BIT_PROBES[1].1, SM90_8BIT_PROBES[1].0)
+    }),
+    (SM90_8BIT_PROBES[2].0, &[Target::Sm90], |t| {
+        mma_probe_atom(t, SM90_8BIT_PROBES[2].1, SM90_8BIT_PROBES[2].0)
+    }),
+];
+
+/// The sm_90 8-bit `mma.sync` atoms probed by [`mma_probe_atom`], with their kernel names
+/// (declared through [`ALL_ON`], sm_90 only).
+pub const SM90_8BIT_PROBES: [(&str, MmaAtom); 3] = [
+    ("mma_probe_e4m3", MmaAtom::MmaM16N8K32E4M3),
+    ("mma_probe_e5m2", MmaAtom::MmaM16N8K32E5M2),
+    ("mma_probe_s8", MmaAtom::MmaM16N8K32S8),
+];
+
 /// The name of [`mma_probe`]'s kernel.
 pub fn mma_probe_name(dt: ScalarType) -> String {
     format!("mma_probe_{dt}")
 }
 
-/// Raw matrix-atom probe: one wave; lane `l` loads its A, B and C fragments from
-/// `a[l*na ..]`, `b[l*nb ..]`, `c[l*nc ..]` (no layout applied), issues the target's native
-/// 16-bit atom once and stores its D fragment to `d[l*nc ..]`. Comparing the Sim with real
-/// hardware on one-hot inputs checks that both agree on every lane-to-element map.
+/// Raw matrix-atom probe of the target's native 16-bit atom: [`mma_probe_atom`] with
+/// `MmaAtom::native_16bit(target, dt == BF16)`, named [`mma_probe_name`].
 pub fn mma_probe(target: Target, dt: ScalarType) -> Result<Kernel, BuildError> {
     let atom = MmaAtom::native_16bit(target, dt == ScalarType::BF16);
+    mma_probe_atom(target, atom, &mma_probe_name(dt))
+}
+
+/// Raw matrix-atom probe: one wave; lane `l` loads its A, B and C fragments from
+/// `a[l*na ..]`, `b[l*nb ..]`, `c[l*nc ..]` (no layout applied; A and B of the atom's input
+/// type, C and D of its accumulator type), issues `atom` once and stores its D fragment to
+/// `d[l*nc ..]`. Comparing the Sim with real hardware on one-hot inputs checks that both
+/// agree on every lane-to-element map. An atom `target` lacks is a build error.
+///
+/// ```
+/// use flydsl_devtools::proof::mma_probe_atom;
+/// use flydsl_dsl::ir::{MmaAtom, Target};
+/// let k = mma_probe_atom(Target::Sm90, MmaAtom::MmaM16N8K32S8, "probe_s8").unwrap();
+/// assert_eq!(k.params.len(), 4);
+/// assert!(mma_probe_atom(Target::Gfx942, MmaAtom::MmaM16N8K32S8, "probe_s8").is_err());
+/// ```
+pub fn mma_probe_atom(target: Target, atom: MmaAtom, name: &str) -> Result<Kernel, BuildError> {
     let (na, nb, nc) = atom.frag_lanes(target.wave_size());
-    KernelBuilder::new(&mma_probe_name(dt), target, target.wave_size()).build(|k| {
-        let a = k.tensor("a", dt);
-        let b = k.tensor("b", dt);
-        let c = k.tensor("c", ScalarType::F32);
-        let d = k.tensor_mut("d", ScalarType::F32);
+    let (it, at) = (atom.in_type(target), atom.acc_type());
+    KernelBuilder::new(name, target, target.wave_size()).build(|k| {
+        let a = k.tensor("a", it);
+        let b = k.tensor("b", it);
+        let c = k.tensor("c", at);
+        let d = k.tensor_mut("d", at);
         let l = thread_id_x();
         let gather = |t: Tensor, n: u32| {
             vec_of(

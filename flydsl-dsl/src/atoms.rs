@@ -50,6 +50,20 @@ pub mod host {
                 let (g, t) = (l / 4, l % 4);
                 (g + 8 * ((e / 2) % 2), 2 * t + e % 2 + 8 * (e / 4))
             }
+            // §2.2 [S] (f16/bf16) and §1.2 [X] (fp8): lanes 0-31 hold k 0..7, 32-63 k 8..15.
+            Mfma32x32x16F16 | Mfma32x32x16Bf16 | Mfma32x32x16Fp8 => (l % 32, 8 * (l / 32) + e),
+            // [I]: one 16-byte K run a lane, the 16x16x32 f16 pattern in bytes.
+            Mfma16x16x64I8 => (l % 16, 16 * (l / 16) + e),
+            // §3.2 [X] for fp8; iu8 [I] the same 8-byte runs.
+            Wmma16x16x16Fp8 | Wmma16x16x16I8 => (l % 16, 8 * (l / 16) + e),
+            // §4.2 [S/I] fp8 order, assumed for iu8.
+            Wmma16x16x64I8 => (l % 16, 32 * (e / 16) + 16 * (l / 16) + e % 16),
+            // §5: bytes 4r..4r+3 of register r; registers 0/1 rows g and g+8, 2/3 likewise
+            // 16 K further on.
+            MmaM16N8K32E4M3 | MmaM16N8K32E5M2 | MmaM16N8K32S8 => {
+                let (g, t) = (l / 4, l % 4);
+                (g + 8 * ((e / 4) % 2), 4 * t + e % 4 + 16 * (e / 8))
+            }
         }
     }
     /// (row k, col j) of B held by element `e` of lane `l`.
@@ -58,6 +72,10 @@ pub mod host {
             MmaM16N8K16F16 | MmaM16N8K16Bf16 => {
                 let (g, t) = (l / 4, l % 4);
                 (2 * t + e % 2 + 8 * (e / 2), g)
+            }
+            MmaM16N8K32E4M3 | MmaM16N8K32E5M2 | MmaM16N8K32S8 => {
+                let (g, t) = (l / 4, l % 4);
+                (4 * t + e % 4 + 16 * (e / 4), g)
             }
             // Every AMD atom: B is A's map with the row index read as the column.
             _ => {
@@ -69,10 +87,13 @@ pub mod host {
     /// (row i, col j) of C/D held by element `v` of lane `l`.
     pub fn c(atom: MmaAtom, l: u32, v: u32) -> (u32, u32) {
         match atom {
-            Mfma32x32x8F16 | Mfma32x32x8Bf16 => (8 * (v / 4) + 4 * (l / 32) + v % 4, l % 32),
+            Mfma32x32x8F16 | Mfma32x32x8Bf16 | Mfma32x32x16F16 | Mfma32x32x16Bf16
+            | Mfma32x32x16Fp8 => (8 * (v / 4) + 4 * (l / 32) + v % 4, l % 32),
             Wmma16x16x16F16 | Wmma16x16x16Bf16 | Wmma16x16x32F16 | Wmma16x16x32Bf16
-            | Wmma16x16x64Fp8 | Wmma16x16x128Fp8 => (8 * (l / 16) + v, l % 16),
-            MmaM16N8K16F16 | MmaM16N8K16Bf16 => {
+            | Wmma16x16x64Fp8 | Wmma16x16x128Fp8 | Wmma16x16x16Fp8 | Wmma16x16x16I8
+            | Wmma16x16x64I8 => (8 * (l / 16) + v, l % 16),
+            MmaM16N8K16F16 | MmaM16N8K16Bf16 | MmaM16N8K32E4M3 | MmaM16N8K32E5M2
+            | MmaM16N8K32S8 => {
                 let (g, t) = (l / 4, l % 4);
                 (g + 8 * (v / 2), 2 * t + v % 2)
             }
@@ -128,8 +149,10 @@ impl AtomLayout {
     fn lane_modulus(&self) -> u32 {
         use MmaAtom::*;
         match self.atom {
-            Mfma32x32x8F16 | Mfma32x32x8Bf16 => 32,
-            MmaM16N8K16F16 | MmaM16N8K16Bf16 => 4,
+            Mfma32x32x8F16 | Mfma32x32x8Bf16 | Mfma32x32x16F16 | Mfma32x32x16Bf16
+            | Mfma32x32x16Fp8 => 32,
+            MmaM16N8K16F16 | MmaM16N8K16Bf16 | MmaM16N8K32E4M3 | MmaM16N8K32E5M2
+            | MmaM16N8K32S8 => 4,
             _ => 16,
         }
     }

@@ -60,18 +60,11 @@ fn walk(b: &ir::Block, f: &mut impl FnMut(&ir::Op)) {
 
 #[test]
 fn atom_layouts_are_affine_in_lane_pieces_and_bijective() {
-    let atoms = [
-        (MmaAtom::Mfma16x16x16F16, Target::Gfx942),
-        (MmaAtom::Mfma32x32x8Bf16, Target::Gfx942),
-        (MmaAtom::Mfma16x16x32Fp8, Target::Gfx942),
-        (MmaAtom::Mfma16x16x32Bf16, Target::Gfx950),
-        (MmaAtom::Wmma16x16x16F16, Target::Gfx1201),
-        (MmaAtom::Wmma16x16x32Bf16, Target::Gfx1250),
-        (MmaAtom::Wmma16x16x64Fp8, Target::Gfx1250),
-        (MmaAtom::Wmma16x16x128Fp8, Target::Gfx1250),
-        (MmaAtom::MfmaScale16x16x128Fp8, Target::Gfx950),
-        (MmaAtom::MmaM16N8K16Bf16, Target::Sm90),
-    ];
+    // Every atom on every target that has it.
+    let atoms = MmaAtom::ALL
+        .into_iter()
+        .flat_map(|a| Target::ALL.into_iter().map(move |t| (a, t)))
+        .filter(|&(a, t)| a.supported_on(t));
     for (atom, t) in atoms {
         check_affine(atom, t).unwrap();
         let (m, n, k) = atom.shape();
@@ -129,6 +122,35 @@ fn documented_worked_values() {
     assert_eq!(host::a(MmaAtom::MfmaScale16x16x128Fp8, 50, 2), (2, 50));
     assert_eq!(host::a(MmaAtom::MfmaScale16x16x128Fp8, 50, 18), (2, 114));
     assert_eq!(host::c(MmaAtom::MfmaScale16x16x128Fp8, 50, 1), (13, 2));
+}
+
+#[test]
+fn worked_values_of_the_8_bit_and_32x32x16_atoms() {
+    use MmaAtom::*;
+    // §2.2: 32x32x16, lanes 0-31 hold k 0..7 and lanes 32-63 k 8..15; §1.2 fp8: A[i][k] in
+    // lane i + 32*(k/8), element k%8; C as 32x32x8 (§9.3: lane 40 VGPR 5 is D[13][8]).
+    for atom in [Mfma32x32x16F16, Mfma32x32x16Bf16, Mfma32x32x16Fp8] {
+        assert_eq!(host::a(atom, 40, 3), (8, 11));
+        assert_eq!(host::a(atom, 37, 4), (5, 12));
+        assert_eq!(host::b(atom, 33, 0), (8, 1));
+        assert_eq!(host::c(atom, 40, 5), (13, 8));
+    }
+    // §3.2 fp8 16x16x16: lane 20, element 5 is A[4][13]; C D[8*(l/16)+v][l%16].
+    for atom in [Wmma16x16x16Fp8, Wmma16x16x16I8] {
+        assert_eq!(host::a(atom, 20, 5), (4, 13));
+        assert_eq!(host::c(atom, 20, 2), (10, 4));
+    }
+    // §4.2 (the fp8 runs): lane 17, element 17 is A[1][49].
+    assert_eq!(host::a(Wmma16x16x64I8, 17, 17), (1, 49));
+    // 16x16x64 i8 on gfx950 [I]: lane 33 holds A[1][32..48].
+    assert_eq!(host::a(Mfma16x16x64I8, 33, 15), (1, 47));
+    assert_eq!(host::c(Mfma16x16x64I8, 33, 3), (11, 1));
+    // §5 m16n8k32: lane 6 (g 1, t 2): a13 = A[9][25], b6 = B[26][1], c3 = D[9][5].
+    for atom in [MmaM16N8K32E4M3, MmaM16N8K32E5M2, MmaM16N8K32S8] {
+        assert_eq!(host::a(atom, 6, 13), (9, 25));
+        assert_eq!(host::b(atom, 6, 6), (26, 1));
+        assert_eq!(host::c(atom, 6, 3), (9, 5));
+    }
 }
 
 #[test]
@@ -366,4 +388,38 @@ fn values_do_not_escape_their_region() {
         e.contains("escape") && e.contains("outside the region"),
         "{e}"
     );
+}
+
+/// The generator's lane maps ([`host`]) and the Sim's (`flydsl_sim::mma_layout`), written
+/// independently from matrix-layouts.md, agree on every slot of every atom on every target
+/// that has it.
+#[test]
+fn generator_and_sim_lane_maps_agree() {
+    use flydsl_sim::mma_layout as sim;
+    let mut checked = 0;
+    for atom in MmaAtom::ALL {
+        for t in Target::ALL.into_iter().filter(|&t| atom.supported_on(t)) {
+            let (na, nb, nc) = atom.frag_lanes(t.wave_size());
+            for l in 0..t.wave_size() {
+                let u = |(r, c): (usize, usize)| (r as u32, c as u32);
+                let lu = l as usize;
+                for e in 0..na {
+                    let s = u(sim::a_coord(atom, t, lu, e as usize));
+                    assert_eq!(host::a(atom, l, e), s, "{atom:?}/{t} A l{l} e{e}");
+                }
+                for e in 0..nb {
+                    let s = u(sim::b_coord(atom, t, lu, e as usize));
+                    assert_eq!(host::b(atom, l, e), s, "{atom:?}/{t} B l{l} e{e}");
+                }
+                for v in 0..nc {
+                    let s = u(sim::c_coord(atom, t, lu, v as usize));
+                    assert_eq!(host::c(atom, l, v), s, "{atom:?}/{t} C l{l} v{v}");
+                }
+            }
+            checked += 1;
+        }
+    }
+    // 7 atoms on gfx942, 13 on gfx950 (with the scaled one), 4 on gfx1201, 5 on gfx1250,
+    // 5 on sm90.
+    assert_eq!(checked, 7 + 13 + 4 + 5 + 5);
 }

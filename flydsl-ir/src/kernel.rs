@@ -377,9 +377,77 @@ pub enum MmaAtom {
     MmaM16N8K16F16,
     /// sm_90 `mma.sync.m16n8k16.row.col.f32.bf16.bf16.f32`: A `<8 x bf16>`, B `<4 x bf16>`, C `<4 x f32>`.
     MmaM16N8K16Bf16,
+    /// gfx950 `v_mfma_f32_32x32x16_f16`: A,B `<8 x f16>`, C `<16 x f32>`.
+    Mfma32x32x16F16,
+    /// gfx950 `v_mfma_f32_32x32x16_bf16`: A,B `<8 x bf16>`, C `<16 x f32>`.
+    Mfma32x32x16Bf16,
+    /// gfx942 (fnuz) / gfx950 (OCP) `v_mfma_f32_32x32x16_fp8_fp8`: A,B `<8 x fp8>` (the
+    /// target's E4M3, handed to the intrinsic as `i64`), C `<16 x f32>`.
+    Mfma32x32x16Fp8,
+    /// gfx950 `v_mfma_i32_16x16x64_i8` (signed): A,B `<16 x i8>` (handed to the intrinsic as
+    /// `<4 x i32>`), C `<4 x i32>`; the accumulation wraps modulo 2^32.
+    Mfma16x16x64I8,
+    /// gfx1201 `v_wmma_f32_16x16x16_fp8_fp8` (wave32): A,B `<8 x e4m3fn>` (OCP fp8, handed to
+    /// the intrinsic as `<2 x i32>`), C `<8 x f32>`.
+    Wmma16x16x16Fp8,
+    /// gfx1201 `v_wmma_i32_16x16x16_iu8` (wave32) with signed A and B: A,B `<8 x i8>` (handed
+    /// to the intrinsic as `<2 x i32>`), C `<8 x i32>`; no clamp, the accumulation wraps.
+    Wmma16x16x16I8,
+    /// gfx1250 `v_wmma_i32_16x16x64_iu8` (wave32) with signed A and B: A,B `<32 x i8>` (handed
+    /// to the intrinsic as `<8 x i32>`), C `<8 x i32>`; the accumulation wraps.
+    Wmma16x16x64I8,
+    /// sm_90 `mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32` (PTX ISA 8.4): A
+    /// `<16 x e4m3fn>`, B `<8 x e4m3fn>` (in 4 and 2 32-bit registers, element 0 in the low
+    /// byte), C `<4 x f32>`.
+    MmaM16N8K32E4M3,
+    /// sm_90 `mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32` (PTX ISA 8.4): A
+    /// `<16 x e5m2>`, B `<8 x e5m2>`, C `<4 x f32>`.
+    MmaM16N8K32E5M2,
+    /// sm_90 `mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32` (no `.satfinite`: the
+    /// accumulation wraps): A `<16 x i8>`, B `<8 x i8>`, C `<4 x i32>`.
+    MmaM16N8K32S8,
 }
 
 impl MmaAtom {
+    /// Every atom, in declaration order.
+    ///
+    /// ```
+    /// use flydsl_ir::{MmaAtom, Target};
+    /// // Every atom exists on at least one target.
+    /// assert!(MmaAtom::ALL.iter().all(|a| Target::ALL.iter().any(|&t| a.supported_on(t))));
+    /// ```
+    pub const ALL: [MmaAtom; 27] = {
+        use MmaAtom::*;
+        [
+            Mfma16x16x16F16,
+            Mfma16x16x16Bf16,
+            Mfma32x32x8F16,
+            Mfma32x32x8Bf16,
+            Mfma16x16x32Fp8,
+            Mfma16x16x32I8,
+            Mfma16x16x32F16,
+            Mfma16x16x32Bf16,
+            Wmma16x16x16F16,
+            Wmma16x16x16Bf16,
+            Wmma16x16x32F16,
+            Wmma16x16x32Bf16,
+            Wmma16x16x64Fp8,
+            Wmma16x16x128Fp8,
+            MfmaScale16x16x128Fp8,
+            MmaM16N8K16F16,
+            MmaM16N8K16Bf16,
+            Mfma32x32x16F16,
+            Mfma32x32x16Bf16,
+            Mfma32x32x16Fp8,
+            Mfma16x16x64I8,
+            Wmma16x16x16Fp8,
+            Wmma16x16x16I8,
+            Wmma16x16x64I8,
+            MmaM16N8K32E4M3,
+            MmaM16N8K32E5M2,
+            MmaM16N8K32S8,
+        ]
+    };
     /// (M, N, K) of the tile one wave computes.
     pub fn shape(self) -> (u32, u32, u32) {
         use MmaAtom::*;
@@ -392,25 +460,52 @@ impl MmaAtom {
             Wmma16x16x128Fp8 => (16, 16, 128),
             MfmaScale16x16x128Fp8 => (16, 16, 128),
             MmaM16N8K16F16 | MmaM16N8K16Bf16 => (16, 8, 16),
+            Mfma32x32x16F16 | Mfma32x32x16Bf16 | Mfma32x32x16Fp8 => (32, 32, 16),
+            Mfma16x16x64I8 | Wmma16x16x64I8 => (16, 16, 64),
+            Wmma16x16x16Fp8 | Wmma16x16x16I8 => (16, 16, 16),
+            MmaM16N8K32E4M3 | MmaM16N8K32E5M2 | MmaM16N8K32S8 => (16, 8, 32),
         }
     }
     /// Element type of A and B on `target` (fp8 follows the target's native format).
     pub fn in_type(self, target: Target) -> ScalarType {
         use MmaAtom::*;
         match self {
-            Mfma16x16x16F16 | Mfma32x32x8F16 | Mfma16x16x32F16 | Wmma16x16x16F16
-            | Wmma16x16x32F16 | MmaM16N8K16F16 => ScalarType::F16,
-            Mfma16x16x16Bf16 | Mfma32x32x8Bf16 | Mfma16x16x32Bf16 | Wmma16x16x16Bf16
-            | Wmma16x16x32Bf16 | MmaM16N8K16Bf16 => ScalarType::BF16,
-            Mfma16x16x32Fp8 | Wmma16x16x64Fp8 | Wmma16x16x128Fp8 | MfmaScale16x16x128Fp8 => {
-                target.native_fp8_e4m3()
+            Mfma16x16x16F16 | Mfma32x32x8F16 | Mfma16x16x32F16 | Mfma32x32x16F16
+            | Wmma16x16x16F16 | Wmma16x16x32F16 | MmaM16N8K16F16 => ScalarType::F16,
+            Mfma16x16x16Bf16 | Mfma32x32x8Bf16 | Mfma16x16x32Bf16 | Mfma32x32x16Bf16
+            | Wmma16x16x16Bf16 | Wmma16x16x32Bf16 | MmaM16N8K16Bf16 => ScalarType::BF16,
+            Mfma16x16x32Fp8
+            | Mfma32x32x16Fp8
+            | Wmma16x16x16Fp8
+            | Wmma16x16x64Fp8
+            | Wmma16x16x128Fp8
+            | MfmaScale16x16x128Fp8 => target.native_fp8_e4m3(),
+            MmaM16N8K32E4M3 => ScalarType::F8E4M3FN,
+            MmaM16N8K32E5M2 => ScalarType::F8E5M2,
+            Mfma16x16x32I8 | Mfma16x16x64I8 | Wmma16x16x16I8 | Wmma16x16x64I8 | MmaM16N8K32S8 => {
+                ScalarType::I8
             }
-            Mfma16x16x32I8 => ScalarType::I8,
         }
+    }
+    /// Whether A and B are signed 8-bit integers with an `i32` accumulator (which wraps
+    /// modulo 2^32) rather than floats with an `f32` accumulator.
+    ///
+    /// ```
+    /// use flydsl_ir::{MmaAtom, ScalarType};
+    /// assert!(MmaAtom::MmaM16N8K32S8.is_integer());
+    /// assert_eq!(MmaAtom::MmaM16N8K32S8.acc_type(), ScalarType::I32);
+    /// assert!(!MmaAtom::MmaM16N8K32E4M3.is_integer());
+    /// ```
+    pub fn is_integer(self) -> bool {
+        use MmaAtom::*;
+        matches!(
+            self,
+            Mfma16x16x32I8 | Mfma16x16x64I8 | Wmma16x16x16I8 | Wmma16x16x64I8 | MmaM16N8K32S8
+        )
     }
     /// Accumulator element type.
     pub fn acc_type(self) -> ScalarType {
-        if self == MmaAtom::Mfma16x16x32I8 {
+        if self.is_integer() {
             ScalarType::I32
         } else {
             ScalarType::F32
@@ -436,16 +531,19 @@ impl MmaAtom {
         use MmaAtom::*;
         match self {
             Mfma16x16x16F16 | Mfma16x16x16Bf16 | Mfma32x32x8F16 | Mfma32x32x8Bf16
-            | Mfma16x16x32Fp8 | Mfma16x16x32I8 => {
+            | Mfma16x16x32Fp8 | Mfma16x16x32I8 | Mfma32x32x16Fp8 => {
                 matches!(target, Target::Gfx942 | Target::Gfx950)
             }
-            Mfma16x16x32F16 | Mfma16x16x32Bf16 => target == Target::Gfx950,
-            Wmma16x16x16F16 | Wmma16x16x16Bf16 => target == Target::Gfx1201,
-            Wmma16x16x32F16 | Wmma16x16x32Bf16 | Wmma16x16x64Fp8 | Wmma16x16x128Fp8 => {
-                target == Target::Gfx1250
+            Mfma16x16x32F16 | Mfma16x16x32Bf16 | Mfma32x32x16F16 | Mfma32x32x16Bf16
+            | Mfma16x16x64I8 => target == Target::Gfx950,
+            Wmma16x16x16F16 | Wmma16x16x16Bf16 | Wmma16x16x16Fp8 | Wmma16x16x16I8 => {
+                target == Target::Gfx1201
             }
+            Wmma16x16x32F16 | Wmma16x16x32Bf16 | Wmma16x16x64Fp8 | Wmma16x16x128Fp8
+            | Wmma16x16x64I8 => target == Target::Gfx1250,
             MfmaScale16x16x128Fp8 => target == Target::Gfx950,
-            MmaM16N8K16F16 | MmaM16N8K16Bf16 => target == Target::Sm90,
+            MmaM16N8K16F16 | MmaM16N8K16Bf16 | MmaM16N8K32E4M3 | MmaM16N8K32E5M2
+            | MmaM16N8K32S8 => target == Target::Sm90,
         }
     }
     /// Whether the atom takes per-block E8M0 scales (used only through

@@ -70,13 +70,20 @@ const K_MFMA16X16X16: &[Term] = &[l(16, 0, 4), e(1, 0, 1)];
 const K_MFMA32X32X8: &[Term] = &[l(32, 0, 4), e(1, 0, 1)];
 // k = 8*(l/16) + e  (MFMA 16x16x32: fp8, i8, gfx950 f16/bf16)
 const K_MFMA16X16X32: &[Term] = &[l(16, 0, 8), e(1, 0, 1)];
+// k = 8*(l/32) + e  (MFMA 32x32x16: gfx950 f16/bf16 §2.2 [S], fp8 §1.2 [X])
+const K_MFMA32X32X16: &[Term] = &[l(32, 0, 8), e(1, 0, 1)];
+// k = 16*(l/16) + e  (gfx950 MFMA 16x16x64 i8: 16 K-contiguous bytes a lane, [I] by analogy
+// with the 16-byte runs of 16x16x32 f16; K-order is unobservable without scales, §0.1)
+const K_MFMA16X16X64: &[Term] = &[l(16, 0, 16), e(1, 0, 1)];
+// k = 8*(l/16) + e  (gfx1201 WMMA 16x16x16 fp8 §3.2 [X]; iu8 the same 8-byte runs [I])
+const K_WMMA16_8BIT: &[Term] = &[l(16, 0, 8), e(1, 0, 1)];
 // k = 8*(e/4) + 4*(l/16) + e%4  (gfx1201 WMMA 16x16x16)
 const K_WMMA16: &[Term] = &[e(4, 0, 8), l(16, 0, 4), e(1, 4, 1)];
 // k = 16*(e/8) + 8*(l/16) + e%8  (gfx1250 WMMA 16x16x32)
 const K_WMMA32: &[Term] = &[e(8, 0, 16), l(16, 0, 8), e(1, 8, 1)];
 
-// k = 32*(e/16) + 16*(l/16) + e%16  (gfx1250 WMMA 16x16x64 fp8 with e < 32 and 16x16x128 fp8
-// with e < 64, §4.2 [S/I])
+// k = 32*(e/16) + 16*(l/16) + e%16  (gfx1250 WMMA 16x16x64 fp8 and iu8 with e < 32 and
+// 16x16x128 fp8 with e < 64, §4.2 [S/I]; iu8 assumed to share the fp8 byte order [I])
 const K_WMMA64: &[Term] = &[e(16, 0, 32), l(16, 0, 16), e(1, 16, 1)];
 // k = 64*(e/16) + 16*(l/16) + e%16  (gfx950 scaled MFMA 16x16x128 fp8, §2.2 [I]: inferred
 // from the 32x32x64 example, unverified on hardware; it matters once per-block scales differ)
@@ -128,6 +135,32 @@ const MMA_M16N8K16: AtomLayout = AtomLayout {
     c: [&[l(4, 0, 1), e(2, 0, 8)], &[l(1, 4, 2), e(1, 2, 1)]],
 };
 
+const MFMA_32X32X16: AtomLayout = AtomLayout {
+    a: [L32, K_MFMA32X32X16],
+    b: [K_MFMA32X32X16, L32],
+    c: MFMA32_C,
+};
+const MFMA_16X16X64: AtomLayout = AtomLayout {
+    a: [L16, K_MFMA16X16X64],
+    b: [K_MFMA16X16X64, L16],
+    c: MFMA16_C,
+};
+const WMMA_16X16X16_8BIT: AtomLayout = AtomLayout {
+    a: [L16, K_WMMA16_8BIT],
+    b: [K_WMMA16_8BIT, L16],
+    c: WMMA_C,
+};
+// sm_90 mma.sync m16n8k32, 8-bit inputs (§5; e4m3 probed on the H200, e5m2/s8 [I]):
+// A[g + 8*((e/4)%2)][4t + e%4 + 16*(e/8)], B[4t + e%4 + 16*(e/4)][g], C as m16n8k16.
+const MMA_M16N8K32: AtomLayout = AtomLayout {
+    a: [
+        &[l(4, 0, 1), e(4, 2, 8)],
+        &[l(1, 4, 4), e(1, 4, 1), e(8, 0, 16)],
+    ],
+    b: [&[l(1, 4, 4), e(1, 4, 1), e(4, 0, 16)], &[l(4, 0, 1)]],
+    c: MMA_M16N8K16.c,
+};
+
 fn layout(atom: MmaAtom) -> &'static AtomLayout {
     use MmaAtom::*;
     match atom {
@@ -139,6 +172,11 @@ fn layout(atom: MmaAtom) -> &'static AtomLayout {
         Wmma16x16x64Fp8 | Wmma16x16x128Fp8 => &WMMA_16X16X64,
         MfmaScale16x16x128Fp8 => &MFMA_SCALE_16X16X128,
         MmaM16N8K16F16 | MmaM16N8K16Bf16 => &MMA_M16N8K16,
+        Mfma32x32x16F16 | Mfma32x32x16Bf16 | Mfma32x32x16Fp8 => &MFMA_32X32X16,
+        Mfma16x16x64I8 => &MFMA_16X16X64,
+        Wmma16x16x16Fp8 | Wmma16x16x16I8 => &WMMA_16X16X16_8BIT,
+        Wmma16x16x64I8 => &WMMA_16X16X64,
+        MmaM16N8K32E4M3 | MmaM16N8K32E5M2 | MmaM16N8K32S8 => &MMA_M16N8K32,
     }
 }
 

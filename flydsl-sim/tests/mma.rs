@@ -11,7 +11,7 @@ use flydsl_sim::mma_layout::{a_coord, b_coord, c_coord};
 use flydsl_sim::{launch, SimMemory, SimOptions};
 use MmaAtom::*;
 
-const ATOMS: [(MmaAtom, Target); 22] = [
+const ATOMS: [(MmaAtom, Target); 33] = [
     (Mfma16x16x16F16, Target::Gfx942),
     (Mfma16x16x16Bf16, Target::Gfx942),
     (Mfma32x32x8F16, Target::Gfx942),
@@ -34,6 +34,17 @@ const ATOMS: [(MmaAtom, Target); 22] = [
     (Wmma16x16x128Fp8, Target::Gfx1250),
     (MmaM16N8K16F16, Target::Sm90),
     (MmaM16N8K16Bf16, Target::Sm90),
+    (Mfma32x32x16Fp8, Target::Gfx942),
+    (Mfma32x32x16F16, Target::Gfx950),
+    (Mfma32x32x16Bf16, Target::Gfx950),
+    (Mfma32x32x16Fp8, Target::Gfx950),
+    (Mfma16x16x64I8, Target::Gfx950),
+    (Wmma16x16x16Fp8, Target::Gfx1201),
+    (Wmma16x16x16I8, Target::Gfx1201),
+    (Wmma16x16x64I8, Target::Gfx1250),
+    (MmaM16N8K32E4M3, Target::Sm90),
+    (MmaM16N8K32E5M2, Target::Sm90),
+    (MmaM16N8K32S8, Target::Sm90),
 ];
 
 /// The documented A map: (i, k) of lane `l`, element `e`.
@@ -54,6 +65,19 @@ fn doc_a(atom: MmaAtom, l: usize, e: usize) -> (usize, usize) {
             let (g, t) = (l >> 2, l % 4);
             (g + 8 * ((e / 2) % 2), 2 * t + e % 2 + 8 * (e / 4))
         }
+        // §2.2 (f16/bf16 [S]), §1.2 "32x32x16 fp8, for reference" (lane i + 32*(k/8), e = k%8)
+        Mfma32x32x16F16 | Mfma32x32x16Bf16 | Mfma32x32x16Fp8 => (l % 32, 8 * (l / 32) + e),
+        // [I]: not in matrix-layouts.md; 16 K-contiguous bytes a lane (unobservable, §0.1)
+        Mfma16x16x64I8 => (l % 16, 16 * (l / 16) + e),
+        // §3.2 "A fp8 (16x16x16)" [X]; iu8 the same [I]
+        Wmma16x16x16Fp8 | Wmma16x16x16I8 => (l % 16, 8 * (l / 16) + e),
+        // §4.2 fp8 order [S/I], assumed for iu8
+        Wmma16x16x64I8 => (l % 16, 32 * (e / 16) + 16 * (l / 16) + e % 16),
+        // §5 m16n8k32 A table
+        MmaM16N8K32E4M3 | MmaM16N8K32E5M2 | MmaM16N8K32S8 => {
+            let (g, t) = (l >> 2, l % 4);
+            (g + 8 * ((e / 4) % 2), 4 * t + e % 4 + 16 * (e / 8))
+        }
     }
 }
 
@@ -63,6 +87,10 @@ fn doc_b(atom: MmaAtom, l: usize, e: usize) -> (usize, usize) {
         MmaM16N8K16F16 | MmaM16N8K16Bf16 => {
             let (g, t) = (l >> 2, l % 4);
             (2 * t + e % 2 + 8 * (e / 2), g)
+        }
+        MmaM16N8K32E4M3 | MmaM16N8K32E5M2 | MmaM16N8K32S8 => {
+            let (g, t) = (l >> 2, l % 4);
+            (4 * t + e % 4 + 16 * (e / 4), g)
         }
         _ => {
             let (j, k) = doc_a(atom, l, e);
@@ -74,10 +102,13 @@ fn doc_b(atom: MmaAtom, l: usize, e: usize) -> (usize, usize) {
 /// The documented C/D map: (i, j).
 fn doc_c(atom: MmaAtom, l: usize, v: usize) -> (usize, usize) {
     match atom {
-        Mfma32x32x8F16 | Mfma32x32x8Bf16 => (8 * (v / 4) + 4 * (l / 32) + v % 4, l % 32),
+        Mfma32x32x8F16 | Mfma32x32x8Bf16 | Mfma32x32x16F16 | Mfma32x32x16Bf16 | Mfma32x32x16Fp8 => {
+            (8 * (v / 4) + 4 * (l / 32) + v % 4, l % 32)
+        }
         Wmma16x16x16F16 | Wmma16x16x16Bf16 | Wmma16x16x32F16 | Wmma16x16x32Bf16
-        | Wmma16x16x64Fp8 | Wmma16x16x128Fp8 => (8 * (l / 16) + v, l % 16),
-        MmaM16N8K16F16 | MmaM16N8K16Bf16 => {
+        | Wmma16x16x64Fp8 | Wmma16x16x128Fp8 | Wmma16x16x16Fp8 | Wmma16x16x16I8
+        | Wmma16x16x64I8 => (8 * (l / 16) + v, l % 16),
+        MmaM16N8K16F16 | MmaM16N8K16Bf16 | MmaM16N8K32E4M3 | MmaM16N8K32E5M2 | MmaM16N8K32S8 => {
             let (g, t) = (l >> 2, l % 4);
             (g + 8 * (v / 2), 2 * t + v % 2)
         }
@@ -152,6 +183,33 @@ fn worked_values_of_section_9_3() {
     }
     assert_eq!(a_coord(Wmma16x16x16F16, Target::Gfx1201, 20, 4), (4, 12));
     assert_eq!(a_coord(Wmma16x16x16F16, Target::Gfx1201, 20, 5), (4, 13));
+}
+
+/// Values read off the prose and tables of matrix-layouts.md by hand for the atoms §9.3 has
+/// no worked values for.
+#[test]
+fn worked_values_of_the_8_bit_and_32x32x16_atoms() {
+    // §2.2: 32x32x16 f16, lanes 32-63 hold k 8..15; C as 32x32x8 (§9.3: lane 40 v5 = D[13][8]).
+    for atom in [Mfma32x32x16F16, Mfma32x32x16Bf16, Mfma32x32x16Fp8] {
+        assert_eq!(a_coord(atom, Target::Gfx950, 40, 3), (8, 11));
+        assert_eq!(a_coord(atom, Target::Gfx950, 31, 7), (31, 7));
+        assert_eq!(b_coord(atom, Target::Gfx950, 33, 0), (8, 1));
+        assert_eq!(c_coord(atom, Target::Gfx950, 40, 5), (13, 8));
+    }
+    // §1.2: 32x32x16 fp8, A[i][k] in lane i + 32*(k/8), element k%8: A[5][12] -> lane 37, e 4.
+    assert_eq!(a_coord(Mfma32x32x16Fp8, Target::Gfx942, 37, 4), (5, 12));
+    // §3.2: gfx1201 fp8 A[l%16][8*(l/16) + e]: lane 20, VGPR 1 byte 1 (e = 5) holds A[4][13].
+    assert_eq!(a_coord(Wmma16x16x16Fp8, Target::Gfx1201, 20, 5), (4, 13));
+    assert_eq!(c_coord(Wmma16x16x16I8, Target::Gfx1201, 20, 2), (10, 4));
+    // §4.2: gfx1250 16x16x64: lane 17, e 17 (VGPR 4 byte 1) holds A[1][32 + 16 + 1].
+    assert_eq!(a_coord(Wmma16x16x64I8, Target::Gfx1250, 17, 17), (1, 49));
+    // §5 m16n8k32: lane 6 (g 1, t 2), a13 (byte 1 of reg 3) is A[9][25]; b6 is B[26][1];
+    // c3 is D[9][5].
+    for atom in [MmaM16N8K32E4M3, MmaM16N8K32E5M2, MmaM16N8K32S8] {
+        assert_eq!(a_coord(atom, Target::Sm90, 6, 13), (9, 25));
+        assert_eq!(b_coord(atom, Target::Sm90, 6, 6), (26, 1));
+        assert_eq!(c_coord(atom, Target::Sm90, 6, 3), (9, 5));
+    }
 }
 
 /// Encode a small integer in the atom's input type.
@@ -338,23 +396,34 @@ fn run_tiles_bits(
 }
 
 fn is_fp8(atom: MmaAtom) -> bool {
-    matches!(
-        atom,
-        Mfma16x16x32Fp8 | Wmma16x16x64Fp8 | Wmma16x16x128Fp8 | MfmaScale16x16x128Fp8
-    )
+    Fp8Format::of(atom.in_type(Target::Gfx950)).is_some()
+}
+
+/// The largest `r` such that every integer 1..=r is exact in the atom's input type, capped at
+/// what a K index needs: 16 for E4M3 (3 mantissa bits), 8 for E5M2 (2), 127 for i8, K for
+/// 16-bit floats.
+fn exact_radix(atom: MmaAtom) -> usize {
+    let t = atom.in_type(Target::Sm90);
+    match t {
+        ScalarType::F8E5M2 | ScalarType::F8E5M2FNUZ => 8,
+        _ if is_fp8(atom) => 16,
+        ScalarType::I8 => 127,
+        _ => usize::MAX,
+    }
 }
 
 /// A positive probe value for K index `k` seen from output column (or row) `x`, exact in the
-/// atom's input type; the values over x = 0, 1 identify k. Non-fp8 atoms: `k + 1`. fp8 (exact
-/// integers only up to 16, too few for K = 64 / 128): `k % 16 + 1` for even x, `k / 16 + 1` for
-/// odd x.
+/// atom's input type; the values over x = 0, 1 identify k. Where `k + 1` is exact: `k + 1`.
+/// Otherwise (fp8 with K = 32 .. 128, i8 with K = 128): with `r` = [`exact_radix`],
+/// `k % r + 1` for even x, `k / r + 1` for odd x.
 fn probe_val(atom: MmaAtom, k: usize, x: usize) -> i32 {
-    if !is_fp8(atom) {
+    let r = exact_radix(atom);
+    if (atom.shape().2 as usize) <= r {
         k as i32 + 1
     } else if x % 2 == 1 {
-        (k / 16) as i32 + 1
+        (k / r) as i32 + 1
     } else {
-        (k % 16) as i32 + 1
+        (k % r) as i32 + 1
     }
 }
 

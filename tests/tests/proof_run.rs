@@ -2,8 +2,9 @@
 //! Sim for all five targets (wave64 and wave32, each target's matrix atom), CUDA when an
 //! NVIDIA GPU is present (sm_90 code objects), HIP when one is present.
 //!
-//! On a GPU, the raw matrix-atom probe also checks that the Sim's lane layout of the atom
-//! agrees with the hardware on the same one-hot inputs. With `FLYDSL_REQUIRE_GPU` set, finding
+//! On a GPU, the raw matrix-atom probes (the native 16-bit atom; on sm_90 also the 8-bit
+//! m16n8k32 e4m3 / e5m2 / s8 atoms) also check that the Sim's lane layout of the atom agrees
+//! with the hardware on the same one-hot inputs. With `FLYDSL_REQUIRE_GPU` set, finding
 //! no GPU at all is a failure rather than a skip.
 
 use flydsl_dsl::atoms::host;
@@ -432,6 +433,216 @@ fn sim_atom_agrees_with_hardware() {
                 "{}",
                 dev.name()
             );
+        }
+    }
+}
+
+// ---- sm_90 8-bit mma.sync atoms (m16n8k32 e4m3 / e5m2 / s8) ----
+
+/// Encode the small integer `x` exactly in an 8-bit input type.
+fn fp8_bits(t: flydsl_ir::ScalarType, x: i32) -> u8 {
+    use flydsl_sim::fp8::{decode, encode, Fp8Format};
+    let f = Fp8Format::of(t).expect("an fp8 type");
+    let b = encode(f, x as f32);
+    assert_eq!(decode(f, b), x as f32, "{x} is not exact in {t}");
+    b
+}
+
+/// Run the raw probe of the sm_90 8-bit `atom` once on `dev` with small-integer A and B in
+/// fragment order (lane-major) and C = 0; returns D fragments in (lane, v) order as integers
+/// (an f32 D must be integral).
+fn probe8(dev: &Device, atom: MmaAtom, a: &[i32], b: &[i32]) -> Vec<i64> {
+    use flydsl_rt::{F8E4M3FN, F8E5M2};
+    let (_, _, nc) = atom.frag_lanes(dev.wave_size());
+    let n = dev.wave_size() as usize * nc as usize;
+    let s = dev.stream().unwrap();
+    let cfg = LaunchConfig::linear(1, dev.wave_size());
+    let t = atom.in_type(dev.target());
+    let up = |v: &[i32]| -> Vec<u8> { v.iter().map(|&x| fp8_bits(t, x)).collect() };
+    let floats = |d: Vec<f32>| -> Vec<i64> {
+        d.into_iter()
+            .map(|x| {
+                assert_eq!(x.fract(), 0.0, "{} {atom:?}: D {x}", dev.name());
+                x as i64
+            })
+            .collect()
+    };
+    let dc = DeviceBuffer::<f32>::zeroed(dev, n).unwrap();
+    let mut dd = DeviceBuffer::<f32>::zeroed(dev, n).unwrap();
+    // SAFETY (all three launches): every buffer holds wave x fragment-length elements.
+    match atom {
+        MmaAtom::MmaM16N8K32E4M3 => {
+            let to = |v: &[i32]| up(v).into_iter().map(F8E4M3FN).collect::<Vec<_>>();
+            let da = DeviceBuffer::from_slice(dev, &to(a)).unwrap();
+            let db = DeviceBuffer::from_slice(dev, &to(b)).unwrap();
+            unsafe { proof::mma_probe_e4m3(&s, cfg, &da, &db, &dc, &mut dd) }.unwrap();
+            floats(dd.to_vec().unwrap())
+        }
+        MmaAtom::MmaM16N8K32E5M2 => {
+            let to = |v: &[i32]| up(v).into_iter().map(F8E5M2).collect::<Vec<_>>();
+            let da = DeviceBuffer::from_slice(dev, &to(a)).unwrap();
+            let db = DeviceBuffer::from_slice(dev, &to(b)).unwrap();
+            unsafe { proof::mma_probe_e5m2(&s, cfg, &da, &db, &dc, &mut dd) }.unwrap();
+            floats(dd.to_vec().unwrap())
+        }
+        MmaAtom::MmaM16N8K32S8 => {
+            let to = |v: &[i32]| v.iter().map(|&x| x as i8).collect::<Vec<_>>();
+            let da = DeviceBuffer::from_slice(dev, &to(a)).unwrap();
+            let db = DeviceBuffer::from_slice(dev, &to(b)).unwrap();
+            let dc = DeviceBuffer::<i32>::zeroed(dev, n).unwrap();
+            let mut dd = DeviceBuffer::<i32>::zeroed(dev, n).unwrap();
+            unsafe { proof::mma_probe_s8(&s, cfg, &da, &db, &dc, &mut dd) }.unwrap();
+            dd.to_vec().unwrap().into_iter().map(i64::from).collect()
+        }
+        other => panic!("{other:?} has no sm_90 8-bit probe"),
+    }
+}
+
+/// A positive value, exact in the atom's input type, that identifies K index `k` from two
+/// neighbouring rows/columns `x`: `k + 1` for s8; for fp8 (exact integers only up to 16 in
+/// E4M3, 8 in E5M2) `k % r + 1` for even `x` and `k / r + 1` for odd `x`.
+fn k_code(atom: MmaAtom, k: u32, x: u32) -> i32 {
+    let r = match atom {
+        MmaAtom::MmaM16N8K32E4M3 => 16,
+        MmaAtom::MmaM16N8K32E5M2 => 8,
+        _ => return k as i32 + 1,
+    };
+    (if x % 2 == 1 { k / r } else { k % r }) as i32 + 1
+}
+
+/// One-hot probes of every A and every B slot of an sm_90 8-bit atom (matrix-layouts.md §9.1)
+/// against the generator's layout table ([`host`]): a one-hot A slot (i, k) must give
+/// `D[i][j] = B[k][j]` in row i only; a one-hot B slot (k, j) `D[i][j] = A[i][k]` in column
+/// j only.
+fn one_hot_8bit(dev: &Device, atom: MmaAtom) {
+    let w = dev.wave_size();
+    let (na, nb, nc) = atom.frag_lanes(w);
+    let (m, n, _) = atom.shape();
+    let d_at = |d: &[i64], i: u32, j: u32| -> i64 {
+        let slot = (0..w)
+            .flat_map(|l| (0..nc).map(move |v| (l, v)))
+            .find(|&(l, v)| host::c(atom, l, v) == (i, j))
+            .expect("every D element has a slot");
+        d[(slot.0 * nc + slot.1) as usize]
+    };
+    let frag = |len: u32, f: &dyn Fn(u32, u32) -> i32| -> Vec<i32> {
+        (0..w * len).map(|x| f(x / len, x % len)).collect()
+    };
+    // A probes.
+    let b = frag(nb, &|l, e| {
+        let (k, j) = host::b(atom, l, e);
+        k_code(atom, k, j)
+    });
+    for l in 0..w {
+        for e in 0..na {
+            let mut a = vec![0; (w * na) as usize];
+            a[(l * na + e) as usize] = 1;
+            let d = probe8(dev, atom, &a, &b);
+            let (i, k) = host::a(atom, l, e);
+            for ii in 0..m {
+                for j in 0..n {
+                    let want = if ii == i {
+                        k_code(atom, k, j) as i64
+                    } else {
+                        0
+                    };
+                    assert_eq!(
+                        d_at(&d, ii, j),
+                        want,
+                        "{} {atom:?} A probe lane {l} elem {e} (A[{i}][{k}]): D[{ii}][{j}]",
+                        dev.name()
+                    );
+                }
+            }
+        }
+    }
+    // B probes.
+    let a = frag(na, &|l, e| {
+        let (i, k) = host::a(atom, l, e);
+        k_code(atom, k, i)
+    });
+    for l in 0..w {
+        for e in 0..nb {
+            let mut b = vec![0; (w * nb) as usize];
+            b[(l * nb + e) as usize] = 1;
+            let d = probe8(dev, atom, &a, &b);
+            let (k, j) = host::b(atom, l, e);
+            for i in 0..m {
+                for jj in 0..n {
+                    let want = if jj == j {
+                        k_code(atom, k, i) as i64
+                    } else {
+                        0
+                    };
+                    assert_eq!(
+                        d_at(&d, i, jj),
+                        want,
+                        "{} {atom:?} B probe lane {l} elem {e} (B[{k}][{j}]): D[{i}][{jj}]",
+                        dev.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// On the sm_90 Sim and on every NVIDIA GPU present: the 8-bit atoms hold the slots the
+/// generator's table says (on the GPU: the hardware layout equals the table, which the Sim
+/// shares).
+#[test]
+fn sm90_8bit_atom_one_hot_probes_on_every_device() {
+    let devs: Vec<Device> = devices()
+        .into_iter()
+        .filter(|d| d.target() == Target::Sm90)
+        .collect();
+    assert!(devs.iter().any(|d| d.backend() == Backend::Sim));
+    for dev in devs {
+        for (_, atom) in flydsl_devtools::proof::SM90_8BIT_PROBES {
+            one_hot_8bit(&dev, atom);
+        }
+    }
+}
+
+/// On an NVIDIA GPU: the sm_90 Sim computes the same D fragments as the hardware for random
+/// small-integer inputs (exact products and sums) of every 8-bit atom, lane by lane.
+#[test]
+fn sim_8bit_atoms_agree_with_hardware() {
+    let gpus: Vec<Device> = gpus()
+        .into_iter()
+        .filter(|d| d.target() == Target::Sm90)
+        .collect();
+    if gpus.is_empty() {
+        flydsl_testutil::gpu::skip(
+            "no NVIDIA GPU present (the Sim side is covered by \
+             sm90_8bit_atom_one_hot_probes_on_every_device)",
+        );
+        return;
+    }
+    let mut rng = Rng::new(5);
+    for dev in gpus {
+        let sim = Device::new_sim(Target::Sm90);
+        let w = dev.wave_size();
+        for (_, atom) in flydsl_devtools::proof::SM90_8BIT_PROBES {
+            let (na, nb, _) = atom.frag_lanes(w);
+            let lim = if atom == MmaAtom::MmaM16N8K32S8 {
+                127
+            } else {
+                3
+            };
+            let mut rnd = |len: u32| -> Vec<i32> {
+                (0..len)
+                    .map(|_| (rng.next_u64() % (2 * lim + 1)) as i32 - lim as i32)
+                    .collect()
+            };
+            for _ in 0..8 {
+                let (a, b) = (rnd(w * na), rnd(w * nb));
+                assert_eq!(
+                    probe8(&dev, atom, &a, &b),
+                    probe8(&sim, atom, &a, &b),
+                    "{} {atom:?}",
+                    dev.name()
+                );
+            }
         }
     }
 }

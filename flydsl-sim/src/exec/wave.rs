@@ -100,7 +100,7 @@ impl Wg<'_, '_> {
         let (m, n, k) = (m as usize, n as usize, k as usize);
         let (la, lb, lc) = frag_lens(atom, target);
         let in_t = atom.in_type(target);
-        let int = atom == MmaAtom::Mfma16x16x32I8;
+        let int = atom.is_integer();
         // Check whole waves.
         let mut i = 0;
         let mut waves = Vec::new();
