@@ -3,6 +3,7 @@
 use crate::val::{c_i32, emit, emit0, Operand, Val};
 use flydsl_ir::{MemFlags, OpKind, ScalarType, Type};
 
+#[track_caller]
 fn index(i: impl Into<Operand>) -> Val {
     match i.into() {
         Operand::V(v) => v,
@@ -20,6 +21,7 @@ fn flags(ty: Type, align: u32, nontemporal: bool) -> MemFlags {
 }
 
 /// `n` elements at `ptr[i]` (the shared body of every pointer load).
+#[track_caller]
 fn ptr_load(ptr: Val, i: impl Into<Operand>, n: u32, align: u32) -> Val {
     let ty = Type::vec(ptr.elem(), n);
     let index = index(i);
@@ -34,6 +36,7 @@ fn ptr_load(ptr: Val, i: impl Into<Operand>, n: u32, align: u32) -> Val {
 }
 
 /// Store `v` at `ptr[i]` (the shared body of every pointer store).
+#[track_caller]
 fn ptr_store(ptr: Val, i: impl Into<Operand>, v: Val, align: u32, nontemporal: bool) {
     let index = index(i);
     emit0(OpKind::Store {
@@ -45,6 +48,7 @@ fn ptr_store(ptr: Val, i: impl Into<Operand>, v: Val, align: u32, nontemporal: b
 }
 
 /// Atomic add at `ptr[i]`, returning the previous value.
+#[track_caller]
 fn ptr_atomic_add(ptr: Val, i: impl Into<Operand>, v: Val) -> Val {
     let index = index(i);
     emit(
@@ -81,26 +85,32 @@ impl Tensor {
         self.len
     }
     /// Load element `i` (i32 or i64 index).
+    #[track_caller]
     pub fn load(&self, i: impl Into<Operand>) -> Val {
         self.load_vec(i, 1, 0)
     }
     /// Load `n` consecutive elements starting at element `i`, assuming `align` bytes.
+    #[track_caller]
     pub fn load_vec(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
         ptr_load(self.ptr, i, n, align)
     }
     /// Store `v` (scalar or vector) at element `i`.
+    #[track_caller]
     pub fn store(&self, i: impl Into<Operand>, v: Val) {
         self.store_aligned(i, v, 0, false)
     }
     /// Store with an alignment and non-temporal hint.
+    #[track_caller]
     pub fn store_aligned(&self, i: impl Into<Operand>, v: Val, align: u32, nontemporal: bool) {
         ptr_store(self.ptr, i, v, align, nontemporal)
     }
     /// Atomic add at element `i` (f32 or i32); returns the previous value.
+    #[track_caller]
     pub fn atomic_add(&self, i: impl Into<Operand>, v: Val) -> Val {
         ptr_atomic_add(self.ptr, i, v)
     }
     /// A view starting `offset` elements further (the length is not adjusted).
+    #[track_caller]
     pub fn offset(&self, offset: impl Into<Operand>) -> Tensor {
         let o = index(offset);
         Tensor {
@@ -109,10 +119,12 @@ impl Tensor {
         }
     }
     /// A buffer resource over the whole tensor: out-of-range loads read 0, stores are dropped.
+    #[track_caller]
     pub fn rsrc(&self) -> Rsrc {
         self.rsrc_n(self.len)
     }
     /// A buffer resource over the first `n` (i64) elements.
+    #[track_caller]
     pub fn rsrc_n(&self, n: Val) -> Rsrc {
         let v = emit(
             OpKind::MakeRsrc {
@@ -150,6 +162,7 @@ impl Tensor {
 ///     assert_eq!(format!("{:?}", k.body).contains("keep_l2: true"), t == Target::Sm90);
 /// }
 /// ```
+#[track_caller]
 pub fn keep_l2_if(keep_l2: Val, loads: impl Fn(bool) -> Vec<Val>) -> Vec<Val> {
     if crate::context::target().is_amd() {
         loads(false)
@@ -170,6 +183,7 @@ impl Rsrc {
         self.v.elem()
     }
     /// Load `n` elements at element index `i` (i32); out-of-range reads 0.
+    #[track_caller]
     pub fn load_vec(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
         self.load_with(i, n, flags(Type::vec(self.elem(), n), align, false))
     }
@@ -191,6 +205,7 @@ impl Rsrc {
     ///     .unwrap();
     /// assert!(format!("{:?}", k.body).contains("keep_l2: true"));
     /// ```
+    #[track_caller]
     pub fn load_vec_keep_l2(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
         let f = MemFlags {
             keep_l2: true,
@@ -198,6 +213,7 @@ impl Rsrc {
         };
         self.load_with(i, n, f)
     }
+    #[track_caller]
     fn load_with(&self, i: impl Into<Operand>, n: u32, flags: MemFlags) -> Val {
         let ty = Type::vec(self.elem(), n);
         let index = index(i);
@@ -211,14 +227,17 @@ impl Rsrc {
         )
     }
     /// Load one element.
+    #[track_caller]
     pub fn load(&self, i: impl Into<Operand>) -> Val {
         self.load_vec(i, 1, 0)
     }
     /// Store `v` at element index `i`; out-of-range stores are dropped.
+    #[track_caller]
     pub fn store(&self, i: impl Into<Operand>, v: Val) {
         self.store_aligned(i, v, 0, false)
     }
     /// Store with alignment and non-temporal hints.
+    #[track_caller]
     pub fn store_aligned(&self, i: impl Into<Operand>, v: Val, align: u32, nontemporal: bool) {
         let index = index(i);
         emit0(OpKind::BufferStore {
@@ -234,18 +253,22 @@ impl Rsrc {
 macro_rules! lds_accessors {
     () => {
         /// Load `n` elements at element `i`.
+        #[track_caller]
         pub fn load_vec(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
             ptr_load(self.ptr, i, n, align)
         }
         /// Load one element.
+        #[track_caller]
         pub fn load(&self, i: impl Into<Operand>) -> Val {
             self.load_vec(i, 1, 0)
         }
         /// Store at element `i`.
+        #[track_caller]
         pub fn store(&self, i: impl Into<Operand>, v: Val) {
             ptr_store(self.ptr, i, v, 0, false)
         }
         /// Atomic add at element `i`.
+        #[track_caller]
         pub fn atomic_add(&self, i: impl Into<Operand>, v: Val) -> Val {
             ptr_atomic_add(self.ptr, i, v)
         }
@@ -262,10 +285,12 @@ pub struct DynLds {
 }
 
 impl DynLds {
+    #[track_caller]
     pub(crate) fn new() -> Self {
         DynLds { end: c_i32(0) }
     }
     /// The next array: `len` (a run-time i32) elements of `elem`.
+    #[track_caller]
     pub fn array(&mut self, elem: ScalarType, len: impl Into<Operand>) -> DynLdsArray {
         let align = flydsl_ir::DYNAMIC_LDS_ALIGN as i32;
         let start = ((self.end + (align - 1)) / align) * align;

@@ -13,6 +13,7 @@
 mod dtype;
 mod kernarg;
 mod kernel;
+mod srcloc;
 pub mod target;
 mod types;
 mod verify;
@@ -20,9 +21,10 @@ mod verify;
 pub use dtype::DType;
 pub use kernarg::{KernargLayout, KernargSlot};
 pub use kernel::*;
+pub use srcloc::{SrcLoc, SrcLocs};
 pub use target::Target;
 pub use types::{AddrSpace, LanesError, ScalarType, Type};
-pub use verify::{operands_of, verify, VerifyError};
+pub use verify::{loc_prefix, operands_of, verify, VerifyError};
 
 /// Serialize a kernel to the compact binary form embedded for the Sim backend.
 ///
