@@ -48,7 +48,9 @@ carry_struct!(Online { m, l, acc });
 /// for j in 0..3, with (m, l, acc) carried by name.
 #[test]
 fn online_softmax_struct_state_matches_reference() {
-    let x: Vec<f32> = (0..37).map(|i| ((i * 7 % 11) as f32 - 5.0) * 0.37).collect();
+    let x: Vec<f32> = (0..37)
+        .map(|i| ((i * 7 % 11) as f32 - 5.0) * 0.37)
+        .collect();
     let n = x.len() as i32;
     for t in [Target::Gfx942, Target::Sm90] {
         let k = KernelBuilder::new("online", t, 64)
@@ -80,7 +82,10 @@ fn online_softmax_struct_state_matches_reference() {
             .unwrap();
         let got = run(&k, 1, &x, n, 3);
         // Reference: two-pass softmax in f64 with base-2 exponentials.
-        let m = x.iter().cloned().fold(f64::NEG_INFINITY, |a, b| a.max(b as f64));
+        let m = x
+            .iter()
+            .cloned()
+            .fold(f64::NEG_INFINITY, |a, b| a.max(b as f64));
         let w: Vec<f64> = x.iter().map(|&v| (v as f64 - m).exp2()).collect();
         let l: f64 = w.iter().sum();
         for (j, g) in got.iter().enumerate() {
@@ -151,9 +156,13 @@ fn positional_and_named_forms_build_the_same_ir() {
                 let n = k.scalar("n", I32);
                 let out = k.tensor_mut("out", F32);
                 let (a, b) = if named {
-                    for_range_with(c_i32(0), n, c_i32(1), (c_f32(0.0), c_f32(1.0)), |i, (a, b)| {
-                        (a + xs.load(i), b * 2.0)
-                    })
+                    for_range_with(
+                        c_i32(0),
+                        n,
+                        c_i32(1),
+                        (c_f32(0.0), c_f32(1.0)),
+                        |i, (a, b)| (a + xs.load(i), b * 2.0),
+                    )
                 } else {
                     let r = for_range(c_i32(0), n, c_i32(1), &[c_f32(0.0), c_f32(1.0)], |i, c| {
                         vec![c[0] + xs.load(i), c[1] * 2.0]

@@ -43,11 +43,15 @@ fn a_type_error_names_the_kernel_source_line() {
         panic!("expected a verifier error, got {e}")
     };
     let loc = v.loc.expect("the op has a location");
-    assert_eq!((loc.file, loc.line), (file!(), *line.borrow()), "{e}");
-    assert_eq!(loc.col, 23, "{e}"); // the column of `f + i`
+    assert_eq!((loc.file(), loc.line()), (file!(), *line.borrow()), "{e}");
+    assert_eq!(loc.col(), 23, "{e}"); // the column of `f + i`
     let msg = e.to_string();
     assert!(
-        msg.starts_with(&format!("{}:{}:23: kernel `bad_add`", file!(), line.borrow())),
+        msg.starts_with(&format!(
+            "{}:{}:23: kernel `bad_add`",
+            file!(),
+            line.borrow()
+        )),
         "{msg}"
     );
     assert!(msg.contains("Binary") && msg.contains("f32"), "{msg}");
@@ -90,10 +94,10 @@ fn every_op_is_attributed_to_the_line_that_wrote_it() {
             .unwrap_or_else(|| panic!("op #{} {:?} has no location", n + 1, op.kind));
         // block_reduce's internal LDS store sits in a closure inside the DSL; everything
         // else comes from this file.
-        let inside_block_reduce = matches!(op.kind, ir::OpKind::Store { .. })
-            && loc.file.ends_with("wave.rs");
+        let inside_block_reduce =
+            matches!(op.kind, ir::OpKind::Store { .. }) && loc.file().ends_with("wave.rs");
         assert!(
-            loc.file == here || inside_block_reduce,
+            loc.file() == here || inside_block_reduce,
             "op #{} {:?} attributed to {loc}",
             n + 1,
             op.kind
@@ -102,7 +106,7 @@ fn every_op_is_attributed_to_the_line_that_wrote_it() {
     // The marked ops are numbered as the verifier numbers them.
     let line_of = |pred: &dyn Fn(&ir::OpKind) -> bool| {
         let i = ops.iter().position(|o| pred(&o.kind)).unwrap();
-        k.src_locs.op(i + 1).unwrap().line
+        k.src_locs.op(i + 1).unwrap().line()
     };
     for &(l, what) in lines.borrow().iter() {
         let got = match what {
@@ -144,7 +148,6 @@ fn locations_reach_neither_the_serialized_ir_nor_the_lowered_text() {
         .build(|k| {
             let x = k.tensor_mut("x", F32);
 
-
             let i = thread_id_x();
             let v = x.load(i);
             let w = v * 2.0;
@@ -167,12 +170,15 @@ fn locations_reach_neither_the_serialized_ir_nor_the_lowered_text() {
         flydsl_codegen::lower(&b).unwrap()
     );
     // Decoded IR has no locations.
-    assert!(ir::from_bytes(&ir::to_bytes(&a)).unwrap().src_locs.is_empty());
+    assert!(ir::from_bytes(&ir::to_bytes(&a))
+        .unwrap()
+        .src_locs
+        .is_empty());
 }
 
 fn k_lines(k: &ir::Kernel) -> Vec<u32> {
     (1..=k.src_locs.len())
-        .map(|i| k.src_locs.op(i).map_or(0, |l| l.line))
+        .map(|i| k.src_locs.op(i).map_or(0, |l| l.line()))
         .collect()
 }
 
@@ -199,11 +205,10 @@ fn a_lowering_error_names_the_kernel_source_line() {
     k.target = Target::Gfx1201;
     let e = flydsl_codegen::lower(&k).unwrap_err();
     let loc = e.loc.expect("the op has a location");
-    assert_eq!((loc.file, loc.line), (file!(), *line.borrow()), "{e}");
+    assert_eq!((loc.file(), loc.line()), (file!(), *line.borrow()), "{e}");
     let msg = e.to_string();
     assert!(
-        msg.starts_with(&format!("{loc}: cannot lower kernel `retargeted`"))
-            && msg.contains("Mma"),
+        msg.starts_with(&format!("{loc}: cannot lower kernel `retargeted`")) && msg.contains("Mma"),
         "{msg}"
     );
 }

@@ -7,46 +7,49 @@
 //! source moves), and ignored by equality.
 
 use std::fmt;
+use std::panic::Location;
 
-/// A `file:line:col` in Rust source, as `std::panic::Location` reports it.
+/// A `file:line:col` in Rust source: a `std::panic::Location` (one pointer, so errors that
+/// carry one stay small).
 ///
 /// ```
 /// use flydsl_ir::SrcLoc;
 /// let here = SrcLoc::caller();
-/// assert_eq!(here.line, line!());
-/// assert_eq!(here.to_string(), format!("{}:{}:{}", file!(), line!() - 2, here.col));
+/// assert_eq!((here.file(), here.line()), (file!(), line!() - 1));
+/// assert_eq!(here.to_string(), format!("{}:{}:{}", file!(), line!() - 2, here.col()));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct SrcLoc {
-    /// Source file, as the compiler names it (relative to the crate's workspace or package).
-    pub file: &'static str,
-    /// 1-based line.
-    pub line: u32,
-    /// 1-based column.
-    pub col: u32,
-}
+pub struct SrcLoc(&'static Location<'static>);
 
 impl SrcLoc {
     /// The location of the call to the outermost `#[track_caller]` function that led here.
     #[track_caller]
     pub fn caller() -> SrcLoc {
-        SrcLoc::from(std::panic::Location::caller())
+        SrcLoc(Location::caller())
+    }
+    /// Source file, as the compiler names it (relative to the workspace or package root).
+    pub fn file(self) -> &'static str {
+        self.0.file()
+    }
+    /// 1-based line.
+    pub fn line(self) -> u32 {
+        self.0.line()
+    }
+    /// 1-based column.
+    pub fn col(self) -> u32 {
+        self.0.column()
     }
 }
 
-impl From<&'static std::panic::Location<'static>> for SrcLoc {
-    fn from(l: &'static std::panic::Location<'static>) -> Self {
-        SrcLoc {
-            file: l.file(),
-            line: l.line(),
-            col: l.column(),
-        }
+impl From<&'static Location<'static>> for SrcLoc {
+    fn from(l: &'static Location<'static>) -> Self {
+        SrcLoc(l)
     }
 }
 
 impl fmt::Display for SrcLoc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.file, self.line, self.col)
+        write!(f, "{}:{}:{}", self.file(), self.line(), self.col())
     }
 }
 
@@ -60,7 +63,7 @@ impl fmt::Display for SrcLoc {
 ///
 /// ```
 /// use flydsl_ir::{SrcLoc, SrcLocs};
-/// let l = SrcLoc { file: "k.rs", line: 3, col: 5 };
+/// let l = SrcLoc::caller();
 /// let locs = SrcLocs::new(vec![Some(l), None]);
 /// assert_eq!(locs.op(1), Some(l));
 /// assert_eq!(locs.op(2), None);
