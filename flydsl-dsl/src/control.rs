@@ -133,6 +133,22 @@ macro_rules! carry_struct {
     };
 }
 
+/// A branch condition: an i1 [`Val`] (from a comparison) or a [`Typed<bool>`](crate::Typed).
+pub trait Cond {
+    /// The condition as an untyped value.
+    fn cond_val(self) -> Val;
+}
+impl Cond for Val {
+    fn cond_val(self) -> Val {
+        self
+    }
+}
+impl Cond for crate::Typed<bool> {
+    fn cond_val(self) -> Val {
+        self.val()
+    }
+}
+
 /// Build a region: a block with arguments of types `args`, filled by `f`, ended by a yield
 /// of what `f` returns (written at the caller's location).
 #[track_caller]
@@ -291,7 +307,7 @@ pub fn for_range_(lb: Val, ub: Val, step: Val, body: impl FnOnce(Val)) {
 /// ```
 #[track_caller]
 pub fn if_then_else<S: Carry>(
-    cond: Val,
+    cond: impl Cond,
     then_f: impl FnOnce() -> S,
     else_f: impl FnOnce() -> S,
 ) -> S {
@@ -305,7 +321,7 @@ pub fn if_then_else<S: Carry>(
     let (else_block, else_locs, _) = region(&[], |_| else_f().to_vals());
     let results = push_with_regions(
         OpKind::If {
-            cond: cond.id(),
+            cond: cond.cond_val().id(),
             then_block,
             else_block,
         },
@@ -332,7 +348,7 @@ pub fn if_then_else<S: Carry>(
 /// ```
 #[track_caller]
 pub fn if_else(
-    cond: Val,
+    cond: impl Cond,
     then_f: impl FnOnce() -> Vec<Val>,
     else_f: impl FnOnce() -> Vec<Val>,
 ) -> Vec<Val> {
@@ -341,6 +357,6 @@ pub fn if_else(
 
 /// A run-time branch with no results.
 #[track_caller]
-pub fn if_(cond: Val, then_f: impl FnOnce()) {
+pub fn if_(cond: impl Cond, then_f: impl FnOnce()) {
     if_then_else(cond, then_f, || ())
 }

@@ -49,7 +49,7 @@ mod wave;
 
 pub use builder::{KernelBuilder, KernelDef};
 pub use context::{target, BuildError};
-pub use control::{for_range, for_range_, for_range_with, if_, if_else, if_then_else, Carry};
+pub use control::{for_range, for_range_, for_range_with, if_, if_else, if_then_else, Carry, Cond};
 pub use index::Idx;
 pub use mem::{keep_l2_if, DynLds, DynLdsArray, Lds, Rsrc, Tensor};
 pub use typed::Typed;

@@ -25,7 +25,7 @@
 //!     let y = (v * 2.0 + Typed::lit(1.0f32)).max(0.0);
 //!     // let bad = v + i; // does not compile: Typed<f32> + Typed<i32>
 //!     let keep: Typed<bool> = i.lt(n) & i.ge(0);
-//!     if_(keep.val(), || x.store(i, y.val()));
+//!     if_(keep, || x.store(i, y.val()));
 //! }).unwrap();
 //! ```
 

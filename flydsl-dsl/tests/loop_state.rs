@@ -120,11 +120,8 @@ fn tuples_arrays_and_typed_values_carry_through_loops_and_branches() {
             let (sum, [neg, pos], (count, ())) =
                 for_range_with(0, n, 1, init, |i, (sum, [neg, pos], (count, ()))| {
                     let v: Typed<f32> = xs.load(i).typed();
-                    let (dn, dp) = if_then_else(
-                        v.lt(0.0).val(),
-                        || (c_i32(1), c_i32(0)),
-                        || (c_i32(0), c_i32(1)),
-                    );
+                    let (dn, dp) =
+                        if_then_else(v.lt(0.0), || (c_i32(1), c_i32(0)), || (c_i32(0), c_i32(1)));
                     (sum + v, [neg + dn, pos + dp], (count + 1, ()))
                 });
             out.store(0, sum.val());
