@@ -1,10 +1,14 @@
 //! [`LowerError`]: why a kernel cannot be lowered.
 
-use flydsl_ir::VerifyError;
+use flydsl_ir::{SrcLoc, VerifyError};
 
-/// A kernel that cannot be lowered, naming the kernel, the op and the reason.
+/// A kernel that cannot be lowered, naming the kernel, the op, where the op was written in
+/// the kernel's source (when the kernel records it: built with the DSL) and the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot lower kernel `{kernel}` (target {target}): op #{op} `{op_name}`: {reason}")]
+#[error(
+    "{}cannot lower kernel `{kernel}` (target {target}): op #{op} `{op_name}`: {reason}",
+    flydsl_ir::loc_prefix(.loc)
+)]
 pub struct LowerError {
     /// Kernel name.
     pub kernel: String,
@@ -17,6 +21,8 @@ pub struct LowerError {
     pub op_name: String,
     /// What is wrong.
     pub reason: String,
+    /// Where the op was written in the kernel's source, if recorded.
+    pub loc: Option<SrcLoc>,
 }
 
 impl From<VerifyError> for LowerError {
@@ -27,6 +33,7 @@ impl From<VerifyError> for LowerError {
             op: e.op,
             op_name: e.op_name,
             reason: format!("IR verification failed: {}", e.reason),
+            loc: e.loc,
         }
     }
 }

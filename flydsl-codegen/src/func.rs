@@ -148,6 +148,7 @@ impl<'k> Func<'k> {
             op: self.op_index,
             op_name: self.op_name.clone(),
             reason: reason.into(),
+            loc: self.k.src_locs.op(self.op_index),
         }
     }
 

@@ -1,7 +1,7 @@
 //! [`KernelBuilder`] and [`KernelDef`]: declare a kernel's parameters and LDS, run its body
 //! in a fresh build context, verify the result.
 
-use crate::context::{with, BuildError, State, CTX};
+use crate::context::{pre_order, with, BuildError, State, CTX};
 use crate::mem::{DynLds, Lds, Tensor};
 use crate::val::{emit, Val};
 use flydsl_ir::{
@@ -60,6 +60,7 @@ impl KernelBuilder {
             c.borrow_mut().replace(State {
                 kernel,
                 blocks: vec![Block::default()],
+                locs: vec![vec![]],
                 error: None,
             })
         });
@@ -88,6 +89,8 @@ impl KernelBuilder {
         let mut kernel = st.kernel;
         let mut blocks = st.blocks;
         kernel.body = blocks.pop().expect("root block");
+        let mut locs = st.locs;
+        kernel.src_locs = pre_order(locs.pop().expect("root block locations"));
         flydsl_ir::verify(&kernel)?;
         Ok(kernel)
     }
@@ -151,6 +154,7 @@ impl KernelDef {
     /// let k = KernelBuilder::new("k", Target::Gfx942, 64).build(|k| { k.lds("red", F32, 64); }).unwrap();
     /// assert_eq!(k.lds_bytes(), 256);
     /// ```
+    #[track_caller]
     pub fn lds(&mut self, name: &str, elem: ScalarType, len: u32) -> Lds {
         self.lds_aligned(name, elem, len, 16)
     }
@@ -165,6 +169,7 @@ impl KernelDef {
     /// }).unwrap();
     /// assert_eq!(k.lds[1].offset, 1024);
     /// ```
+    #[track_caller]
     pub fn lds_aligned(&mut self, name: &str, elem: ScalarType, len: u32, align: u32) -> Lds {
         let id = with(|s| {
             if !align.is_power_of_two() || align < 16 {
@@ -206,6 +211,7 @@ impl KernelDef {
     ///     .unwrap();
     /// assert!(k.dynamic_lds.is_some());
     /// ```
+    #[track_caller]
     pub fn lds_dynamic(&mut self, name: &str) -> DynLds {
         with(|s| {
             if s.kernel.dynamic_lds.is_some() {

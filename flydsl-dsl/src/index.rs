@@ -37,12 +37,14 @@ impl From<Val> for Idx {
 
 impl Idx {
     /// The value as IR (an i32 constant if it is static).
+    #[track_caller]
     pub fn val(self) -> Val {
         match self {
             Idx::Lit(v) => c_i32(v as i32),
             Idx::Dyn(v) => v,
         }
     }
+    #[track_caller]
     fn bin(&self, o: &Self, f: fn(i64, i64) -> i64, g: fn(Val, Val) -> Val) -> Idx {
         match (*self, *o) {
             (Idx::Lit(a), Idx::Lit(b)) => Idx::Lit(f(a, b)),
@@ -57,12 +59,14 @@ impl IndexExpr for Idx {
     fn lit(v: i64) -> Self {
         Idx::Lit(v)
     }
+    #[track_caller]
     fn add(&self, o: &Self) -> Self {
         match (*self, *o) {
             (Idx::Lit(0), x) | (x, Idx::Lit(0)) => x,
             _ => self.bin(o, i64::wrapping_add, |a, b| a + b),
         }
     }
+    #[track_caller]
     fn mul_lit(&self, k: i64) -> Self {
         match (*self, k) {
             (_, 0) => Idx::Lit(0),
@@ -70,6 +74,7 @@ impl IndexExpr for Idx {
             _ => self.bin(&Idx::Lit(k), i64::wrapping_mul, |a, b| a * b),
         }
     }
+    #[track_caller]
     fn div_lit(&self, k: i64) -> Self {
         match (*self, k) {
             (x, 1) => x,
@@ -80,6 +85,7 @@ impl IndexExpr for Idx {
             ),
         }
     }
+    #[track_caller]
     fn rem_lit(&self, k: i64) -> Self {
         match (*self, k) {
             (_, 1) => Idx::Lit(0),
@@ -90,15 +96,18 @@ impl IndexExpr for Idx {
             ),
         }
     }
+    #[track_caller]
     fn xor(&self, o: &Self) -> Self {
         match (*self, *o) {
             (Idx::Lit(0), x) | (x, Idx::Lit(0)) => x,
             _ => self.bin(o, |a, b| a ^ b, |a, b| a ^ b),
         }
     }
+    #[track_caller]
     fn and_lit(&self, m: i64) -> Self {
         self.bin(&Idx::Lit(m), |a, b| a & b, |a, b| a & b)
     }
+    #[track_caller]
     fn shr_lit(&self, s: u32) -> Self {
         if s == 0 {
             return *self;

@@ -6,9 +6,17 @@
 //! machinery in `flydsl-build`.
 //!
 //! A kernel is written as a Rust closure that declares its parameters and then computes with
-//! [`Val`]s. Compile-time loops are plain Rust loops; run-time loops and branches are
-//! [`for_range`] and [`if_else`]. Ops are recorded into the kernel being built through a
-//! thread-local context, so arithmetic reads like ordinary Rust.
+//! [`Val`]s (or [`Typed`] values, whose scalar type the Rust compiler checks). Compile-time
+//! loops are plain Rust loops; run-time loops and branches are [`for_range_with`] and
+//! [`if_then_else`], which carry named state of any [`Carry`] type (tuples, arrays, `Vec`s,
+//! structs via [`carry_struct!`]); [`for_range`] and [`if_else`] are their positional forms.
+//! Ops are recorded into the kernel being built through a thread-local context, so
+//! arithmetic reads like ordinary Rust.
+//!
+//! Every DSL function that records an op is `#[track_caller]`: the kernel remembers the
+//! `file:line:col` of the kernel source that wrote each op ([`ir::Kernel::src_locs`]), and
+//! verifier and lowering errors start with it. Helpers of your own that build ops can be
+//! `#[track_caller]` too, so errors point at their callers.
 //!
 //! ```
 //! use flydsl_dsl::*;
@@ -37,14 +45,16 @@ pub mod layout;
 mod mem;
 pub mod nv;
 pub mod tile;
+pub mod typed;
 mod val;
 mod wave;
 
 pub use builder::{KernelBuilder, KernelDef};
 pub use context::{target, BuildError};
-pub use control::{for_range, for_range_, if_, if_else};
+pub use control::{for_range, for_range_, for_range_with, if_, if_else, if_then_else, Carry, Cond};
 pub use index::Idx;
 pub use mem::{keep_l2_if, ptr_offset, DynLds, DynLdsArray, Lds, Rsrc, Tensor};
+pub use typed::Typed;
 pub use val::{
     block_dim_x, block_id, block_id_x, c_f32, c_i32, c_i64, cnst, grid_dim_x, lane_id, select,
     splat, thread_id, thread_id_x, vec_of, Operand, Val,

@@ -3,6 +3,7 @@
 use crate::val::{c_i32, emit, emit0, Operand, Val};
 use flydsl_ir::{MemFlags, OpKind, ScalarType, Type};
 
+#[track_caller]
 fn index(i: impl Into<Operand>) -> Val {
     match i.into() {
         Operand::V(v) => v,
@@ -29,11 +30,13 @@ fn flags(ty: Type, align: u32, nontemporal: bool) -> MemFlags {
 ///     assert_eq!(p.ty(), lds.ptr().ty());
 /// }).unwrap();
 /// ```
+#[track_caller]
 pub fn ptr_offset(p: Val, i: impl Into<Operand>) -> Val {
     emit(OpKind::PtrAdd(p.id(), index(i).id()), p.ty())
 }
 
 /// `n` elements at `ptr[i]` (the shared body of every pointer load).
+#[track_caller]
 fn ptr_load(ptr: Val, i: impl Into<Operand>, n: u32, align: u32) -> Val {
     let ty = Type::vec(ptr.elem(), n);
     let index = index(i);
@@ -48,6 +51,7 @@ fn ptr_load(ptr: Val, i: impl Into<Operand>, n: u32, align: u32) -> Val {
 }
 
 /// Store `v` at `ptr[i]` (the shared body of every pointer store).
+#[track_caller]
 fn ptr_store(ptr: Val, i: impl Into<Operand>, v: Val, align: u32, nontemporal: bool) {
     let index = index(i);
     emit0(OpKind::Store {
@@ -59,6 +63,7 @@ fn ptr_store(ptr: Val, i: impl Into<Operand>, v: Val, align: u32, nontemporal: b
 }
 
 /// Atomic add at `ptr[i]`, returning the previous value.
+#[track_caller]
 fn ptr_atomic_add(ptr: Val, i: impl Into<Operand>, v: Val) -> Val {
     let index = index(i);
     emit(
@@ -95,26 +100,32 @@ impl Tensor {
         self.len
     }
     /// Load element `i` (i32 or i64 index).
+    #[track_caller]
     pub fn load(&self, i: impl Into<Operand>) -> Val {
         self.load_vec(i, 1, 0)
     }
     /// Load `n` consecutive elements starting at element `i`, assuming `align` bytes.
+    #[track_caller]
     pub fn load_vec(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
         ptr_load(self.ptr, i, n, align)
     }
     /// Store `v` (scalar or vector) at element `i`.
+    #[track_caller]
     pub fn store(&self, i: impl Into<Operand>, v: Val) {
         self.store_aligned(i, v, 0, false)
     }
     /// Store with an alignment and non-temporal hint.
+    #[track_caller]
     pub fn store_aligned(&self, i: impl Into<Operand>, v: Val, align: u32, nontemporal: bool) {
         ptr_store(self.ptr, i, v, align, nontemporal)
     }
     /// Atomic add at element `i` (f32 or i32); returns the previous value.
+    #[track_caller]
     pub fn atomic_add(&self, i: impl Into<Operand>, v: Val) -> Val {
         ptr_atomic_add(self.ptr, i, v)
     }
     /// A view starting `offset` elements further (the length is not adjusted).
+    #[track_caller]
     pub fn offset(&self, offset: impl Into<Operand>) -> Tensor {
         let o = index(offset);
         Tensor {
@@ -123,10 +134,12 @@ impl Tensor {
         }
     }
     /// A buffer resource over the whole tensor: out-of-range loads read 0, stores are dropped.
+    #[track_caller]
     pub fn rsrc(&self) -> Rsrc {
         self.rsrc_n(self.len)
     }
     /// A buffer resource over the first `n` (i64) elements.
+    #[track_caller]
     pub fn rsrc_n(&self, n: Val) -> Rsrc {
         let v = emit(
             OpKind::MakeRsrc {
@@ -164,6 +177,7 @@ impl Tensor {
 ///     assert_eq!(format!("{:?}", k.body).contains("keep_l2: true"), t == Target::Sm90);
 /// }
 /// ```
+#[track_caller]
 pub fn keep_l2_if(keep_l2: Val, loads: impl Fn(bool) -> Vec<Val>) -> Vec<Val> {
     if crate::context::target().is_amd() {
         loads(false)
@@ -184,6 +198,7 @@ impl Rsrc {
         self.v.elem()
     }
     /// Load `n` elements at element index `i` (i32); out-of-range reads 0.
+    #[track_caller]
     pub fn load_vec(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
         self.load_with(i, n, flags(Type::vec(self.elem(), n), align, false))
     }
@@ -205,6 +220,7 @@ impl Rsrc {
     ///     .unwrap();
     /// assert!(format!("{:?}", k.body).contains("keep_l2: true"));
     /// ```
+    #[track_caller]
     pub fn load_vec_keep_l2(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
         let f = MemFlags {
             keep_l2: true,
@@ -212,6 +228,7 @@ impl Rsrc {
         };
         self.load_with(i, n, f)
     }
+    #[track_caller]
     fn load_with(&self, i: impl Into<Operand>, n: u32, flags: MemFlags) -> Val {
         let ty = Type::vec(self.elem(), n);
         let index = index(i);
@@ -225,14 +242,17 @@ impl Rsrc {
         )
     }
     /// Load one element.
+    #[track_caller]
     pub fn load(&self, i: impl Into<Operand>) -> Val {
         self.load_vec(i, 1, 0)
     }
     /// Store `v` at element index `i`; out-of-range stores are dropped.
+    #[track_caller]
     pub fn store(&self, i: impl Into<Operand>, v: Val) {
         self.store_aligned(i, v, 0, false)
     }
     /// Store with alignment and non-temporal hints.
+    #[track_caller]
     pub fn store_aligned(&self, i: impl Into<Operand>, v: Val, align: u32, nontemporal: bool) {
         let index = index(i);
         emit0(OpKind::BufferStore {
@@ -252,18 +272,22 @@ macro_rules! lds_accessors {
             self.ptr
         }
         /// The LDS pointer to element `i` (i32).
+        #[track_caller]
         pub fn ptr_at(&self, i: impl Into<Operand>) -> Val {
             ptr_offset(self.ptr, i)
         }
         /// Load `n` elements at element `i`.
+        #[track_caller]
         pub fn load_vec(&self, i: impl Into<Operand>, n: u32, align: u32) -> Val {
             ptr_load(self.ptr, i, n, align)
         }
         /// Load one element.
+        #[track_caller]
         pub fn load(&self, i: impl Into<Operand>) -> Val {
             self.load_vec(i, 1, 0)
         }
         /// Store at element `i`.
+        #[track_caller]
         pub fn store(&self, i: impl Into<Operand>, v: Val) {
             ptr_store(self.ptr, i, v, 0, false)
         }
@@ -276,6 +300,7 @@ macro_rules! lds_accessors {
             self.ptr.elem()
         }
         /// Atomic add at element `i`.
+        #[track_caller]
         pub fn atomic_add(&self, i: impl Into<Operand>, v: Val) -> Val {
             ptr_atomic_add(self.ptr, i, v)
         }
@@ -292,10 +317,12 @@ pub struct DynLds {
 }
 
 impl DynLds {
+    #[track_caller]
     pub(crate) fn new() -> Self {
         DynLds { end: c_i32(0) }
     }
     /// The next array: `len` (a run-time i32) elements of `elem`.
+    #[track_caller]
     pub fn array(&mut self, elem: ScalarType, len: impl Into<Operand>) -> DynLdsArray {
         let align = flydsl_ir::DYNAMIC_LDS_ALIGN as i32;
         let start = ((self.end + (align - 1)) / align) * align;
@@ -311,6 +338,7 @@ impl DynLds {
     /// two; TMA and wgmma 128-byte swizzles need 1024). The region's own start is only
     /// 16-byte aligned, so this can skip up to `align - 16` bytes: launch with that much
     /// slack beyond the arrays' sizes.
+    #[track_caller]
     pub fn array_aligned(
         &mut self,
         elem: ScalarType,

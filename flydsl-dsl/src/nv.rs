@@ -36,6 +36,7 @@ use crate::val::{emit, emit0, Val};
 use flydsl_ir::{NvOp, OpKind, ScalarType, Type};
 
 /// `mbarrier.init` with `count` arrivals per phase (run from one thread).
+#[track_caller]
 pub fn mbar_init(bar: Val, count: u32) {
     emit0(OpKind::Nv(NvOp::MbarInit {
         bar: bar.id(),
@@ -44,6 +45,7 @@ pub fn mbar_init(bar: Val, count: u32) {
 }
 
 /// Arrive on `bar` expecting `bytes` (i32) more bytes of async copies in this phase.
+#[track_caller]
 pub fn mbar_arrive_expect_tx(bar: Val, bytes: Val) {
     emit0(OpKind::Nv(NvOp::MbarArriveExpectTx {
         bar: bar.id(),
@@ -52,11 +54,13 @@ pub fn mbar_arrive_expect_tx(bar: Val, bytes: Val) {
 }
 
 /// Arrive on `bar`.
+#[track_caller]
 pub fn mbar_arrive(bar: Val) {
     emit0(OpKind::Nv(NvOp::MbarArrive { bar: bar.id() }))
 }
 
 /// Wait until the phase of `bar` with parity `parity` (i32) has completed.
+#[track_caller]
 pub fn mbar_wait(bar: Val, parity: Val) {
     emit0(OpKind::Nv(NvOp::MbarWait {
         bar: bar.id(),
@@ -65,22 +69,26 @@ pub fn mbar_wait(bar: Val, parity: Val) {
 }
 
 /// `fence.proxy.async.shared::cta`.
+#[track_caller]
 pub fn fence_proxy_async() {
     emit0(OpKind::Nv(NvOp::FenceProxyAsync))
 }
 
 /// True in one lane of each warp (`elect.sync`).
+#[track_caller]
 pub fn elect_one() -> Val {
     emit(OpKind::Nv(NvOp::ElectOne), Type::s(ScalarType::I1))
 }
 
 /// `setmaxnreg.inc` (`inc`) or `.dec` to `regs` registers per thread.
+#[track_caller]
 pub fn setmaxnreg(inc: bool, regs: u32) {
     emit0(OpKind::Nv(NvOp::SetMaxNReg { inc, regs }))
 }
 
 /// A TMA tile load of the box at `coords` (i32, innermost first) of the tensor map at `tmap`
 /// into LDS at `dst`, signalling `bar` with its bytes.
+#[track_caller]
 pub fn tma_load(tmap: Val, dst: Val, bar: Val, coords: &[Val]) {
     emit0(OpKind::Nv(NvOp::TmaLoad {
         tmap: tmap.id(),
@@ -91,17 +99,20 @@ pub fn tma_load(tmap: Val, dst: Val, bar: Val, coords: &[Val]) {
 }
 
 /// `wgmma.fence`.
+#[track_caller]
 pub fn wgmma_fence() {
     emit0(OpKind::Nv(NvOp::WgmmaFence))
 }
 
 /// `wgmma.commit_group`.
+#[track_caller]
 pub fn wgmma_commit() {
     emit0(OpKind::Nv(NvOp::WgmmaCommit))
 }
 
 /// One m64n`n`k16 wgmma on K-major SW128 LDS tiles `a` and `b`, accumulating into `acc`
 /// (`<n/2 x f32>`). Read the result only through [`wgmma_wait`].
+#[track_caller]
 pub fn wgmma(n: u32, a: Val, b: Val, acc: Val) -> Val {
     emit(
         OpKind::Nv(NvOp::Wgmma {
@@ -115,14 +126,16 @@ pub fn wgmma(n: u32, a: Val, b: Val, acc: Val) -> Val {
 }
 
 /// Wait until at most `pending` wgmma batches are in flight; returns `accs`, now readable.
+#[track_caller]
 pub fn wgmma_wait(pending: u32, accs: &[Val]) -> Vec<Val> {
     let tys: Vec<Type> = accs.iter().map(|v| v.ty()).collect();
     let kind = OpKind::Nv(NvOp::WgmmaWait {
         pending,
         values: accs.iter().map(|v| v.id()).collect(),
     });
+    let loc = flydsl_ir::SrcLoc::caller();
     with(|s| {
-        s.push(kind, &tys)
+        s.push(kind, &tys, loc)
             .into_iter()
             .zip(tys)
             .map(|(id, t)| Val::from_id(id, t))
@@ -131,6 +144,7 @@ pub fn wgmma_wait(pending: u32, accs: &[Val]) -> Vec<Val> {
 }
 
 /// The i32 LDS address of an LDS pointer (for swizzles, alignment and descriptors).
+#[track_caller]
 pub fn lds_addr(p: Val) -> Val {
     emit(OpKind::LdsAddr(p.id()), Type::s(ScalarType::I32))
 }

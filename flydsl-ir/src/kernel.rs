@@ -115,6 +115,10 @@ pub struct Kernel {
     pub attrs: KernelAttrs,
     /// The body (ends with no terminator; returning is implicit).
     pub body: Block,
+    /// Where each op was written in the kernel's source (debug information: not
+    /// serialized, not lowered, ignored by equality; empty unless built by the DSL).
+    #[serde(skip)]
+    pub src_locs: crate::SrcLocs,
 }
 
 impl Kernel {
@@ -134,6 +138,7 @@ impl Kernel {
                 max_registers: None,
             },
             body: Block::default(),
+            src_locs: crate::SrcLocs::default(),
         }
     }
     /// Type of a value.

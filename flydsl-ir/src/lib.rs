@@ -14,6 +14,7 @@ mod dtype;
 mod kernarg;
 mod kernel;
 mod ops_nv;
+mod srcloc;
 pub mod target;
 mod types;
 mod verify;
@@ -22,9 +23,10 @@ pub use dtype::DType;
 pub use kernarg::{KernargLayout, KernargSlot};
 pub use kernel::*;
 pub use ops_nv::{swizzle128, NvOp, WARPGROUP, WGMMA_K, WGMMA_M};
+pub use srcloc::{SrcLoc, SrcLocs};
 pub use target::Target;
 pub use types::{AddrSpace, LanesError, ScalarType, Type};
-pub use verify::{operands_of, verify, VerifyError};
+pub use verify::{loc_prefix, operands_of, verify, VerifyError};
 
 /// Serialize a kernel to the compact binary form embedded for the Sim backend.
 ///

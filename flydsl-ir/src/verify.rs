@@ -2,12 +2,15 @@
 //! the kernel's target, LDS within the target's limit.
 
 use crate::kernel::*;
-use crate::{AddrSpace, ScalarType, Type};
+use crate::{AddrSpace, ScalarType, SrcLoc, Type};
 use std::collections::HashSet;
 
-/// A verification failure naming the kernel, the op and the reason.
+/// A verification failure naming the kernel, the op, where the op was written and the
+/// reason. Displayed as `file:line:col: kernel `k` (target t): op #n `Name`: reason` when the
+/// kernel's [`Kernel::src_locs`] knows the op's source line (kernels built with the DSL),
+/// without the location prefix otherwise.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("kernel `{kernel}` (target {target}): op #{op} `{op_name}`: {reason}")]
+#[error("{}kernel `{kernel}` (target {target}): op #{op} `{op_name}`: {reason}", loc_prefix(.loc))]
 pub struct VerifyError {
     /// Kernel name.
     pub kernel: String,
@@ -19,6 +22,13 @@ pub struct VerifyError {
     pub op_name: String,
     /// What is wrong.
     pub reason: String,
+    /// Where the op was written in the kernel's source, if recorded.
+    pub loc: Option<SrcLoc>,
+}
+
+/// `"file:line:col: "` or nothing: the prefix of a diagnostic about an op written at `loc`.
+pub fn loc_prefix(loc: &Option<SrcLoc>) -> String {
+    loc.map(|l| format!("{l}: ")).unwrap_or_default()
 }
 
 /// Verify a kernel.
@@ -29,6 +39,13 @@ pub struct VerifyError {
 /// assert!(verify(&k).is_ok());
 /// ```
 pub fn verify(k: &Kernel) -> Result<(), VerifyError> {
+    verify_inner(k).map_err(|mut e| {
+        e.loc = e.loc.or_else(|| k.src_locs.op(e.op));
+        e
+    })
+}
+
+fn verify_inner(k: &Kernel) -> Result<(), VerifyError> {
     let mut v = Verifier {
         k,
         defined: HashSet::new(),
@@ -42,6 +59,7 @@ pub fn verify(k: &Kernel) -> Result<(), VerifyError> {
         op: 0,
         op_name: op_name.into(),
         reason,
+        loc: None,
     };
     if k.lds_bytes() > k.target.max_lds_bytes() {
         return Err(err(
@@ -178,6 +196,7 @@ impl Verifier<'_> {
             op: at,
             op_name: op.into(),
             reason,
+            loc: None,
         }
     }
 
