@@ -192,7 +192,7 @@ pub struct Share<'a> {
     /// the row's end (which read as zeros).
     pub fold: &'a dyn Fn(&[Val], Step) -> Vec<Val>,
     /// Combines the lanes' values over the lanes that share the row (the identity when one
-    /// lane holds the whole row). Called from the branch [`RowMath::fallback`] takes, so only
+    /// lane holds the whole row). Called from the branch on [`RowMath::overflowed`], so only
     /// a block-uniform branch may reduce across lanes.
     #[allow(clippy::type_complexity)]
     pub reduce: &'a dyn Fn(&[(Val, Red)]) -> Vec<Val>,
@@ -202,21 +202,22 @@ pub struct Share<'a> {
 ///
 /// Accuracy and range (the contract the tests in `tests/numerics_sim.rs` check):
 ///
-/// - LayerNorm's variance is never `E[x^2] - mean^2`. The register-resident paths take two
-///   passes over the registers: `mean = sum(x) / n`, then the deviations `d = x - mean`
-///   give `c = sum(d) / n` and `var = sum(d^2) / n - c^2` and the mean is corrected to
-///   `mean + c` (the corrected two-pass algorithm: exact for constant rows, and accurate
-///   whatever `|mean| / std`). The looped path takes one pass: each thread sums its
-///   elements shifted by its first one and the threads' (count, mean relative to the row's
-///   first element, M2) are merged by Chan's formulas ([`chan_block_reduce`]): one pass
-///   over memory, as before.
+/// - LayerNorm's variance is never `E[x^2] - mean^2`. The register-resident paths sum the
+///   deviations `d = x - x0` from the row's first element (after the fused add) in one
+///   pass over the registers and one reduction, and take `c = sum(d) / n`,
+///   `var = sum(d^2) / n - c^2`, `mean = x0 + c` ([`RowMath::shifted_stats`]: exact for
+///   constant rows, and accurate whatever `|mean| / std`). The looped path takes one pass:
+///   each thread sums its elements shifted by its first one and the threads' (count, mean
+///   relative to the row's first element, M2) are merged by Chan's formulas
+///   ([`chan_block_reduce`]): one pass over memory, as before.
 /// - Sums of squares cannot overflow for finite inputs: when a row's sums come out
 ///   infinite (squares past f32's range: |x| above about `1.8e19 / sqrt(n)`), the row's
 ///   statistics are recomputed from the row scaled by a power of two that brings its
 ///   largest |x| into [2, 4) ([`RowMath::rescaled`]). The test costs the common case one
 ///   compare and a uniform branch per row; the recomputation reads the row again (on the
 ///   register-resident paths each lane reads the whole row itself, so that the branch
-///   needs no cross-lane operation and may diverge between the rows of a wave). A row
+///   needs no cross-lane operation and may diverge between the rows of a wave, and then
+///   its own vectors again, so that no register holds them across the branch). A row
 ///   with a NaN skips it on the vectorised paths and RMSNorm's generic path (its outputs
 ///   are NaN either way); LayerNorm's generic path cannot tell NaN from overflow after the
 ///   merge, so such rows pay the fallback's first pass. A row with an infinity keeps its
@@ -276,33 +277,52 @@ impl RowMath {
             Norm::Rms => sum_sq_of(xs, lean),
         }
     }
-    /// LayerNorm's second pass over the registers: the per-lane partials `(sum(d), sum(d^2))`
-    /// of `d = x - mean` over the vectors `xs`, each vector's sums dropped unless `ok[t]`
-    /// (i1: not padding): three instructions an element (subtract, add, and a chain of fused
-    /// multiply-adds, which needs no vector of squares) and a select a vector. (Masking the
-    /// elements instead, `d = x * keep - mean * keep`, costs no more instructions, but LLVM
-    /// keeps the hoisted splats of `keep` in registers; see `bench/fly-norm-registers.md`.)
-    pub fn dev_partials(&self, xs: &[Val], ok: &[Val], mean: Val) -> (Val, Val) {
-        let zero = c_f32(0.0);
-        let (mut sd, mut sq) = (zero, zero);
-        for (&x, &k) in xs.iter().zip(ok) {
-            let d = x - splat(mean, x.lanes());
-            let es = d.elems();
-            let q = es[1..].iter().fold(es[0] * es[0], |acc, &e| e.fma(e, acc));
-            sd = sd + select(k, hsum(d), zero);
-            sq = sq + select(k, q, zero);
-        }
-        (sd, sq)
+    /// LayerNorm's per-lane shifted partials `(sum(d), sum(d^2))` of `d = x - shift` over
+    /// the register-resident f32 vectors `xs` (`shift`: the row's first element). Vectors past
+    /// the row's end (`ok[t]` false) read as zeros and subtract 0 instead of `shift` (a scalar
+    /// select a vector), so their `d` is 0. Summed as [`RowMath::first_partial`] sums: one
+    /// subtraction an element more than `sum(x)` and `sum(x^2)` (`lean`: lane-wise adds and
+    /// fused multiply-adds across the vectors, then one tree a sum).
+    pub fn dev_partials(&self, xs: &[Val], ok: &[Val], shift: Val, lean: bool) -> (Val, Val) {
+        let ds: Vec<Val> = xs
+            .iter()
+            .zip(ok)
+            .map(|(&x, &k)| x - splat(select(k, shift, 0.0f32), x.lanes()))
+            .collect();
+        (sum_of(&ds, lean), sum_sq_of(&ds, lean))
+    }
+    /// LayerNorm: (mean, rstd) from the row totals `(sum(d), sum(d^2))` of the deviations
+    /// from `shift`, an element of the row: `c = sum(d) / n`, `var = sum(d^2) / n - c^2`
+    /// (clamped at 0; a NaN stays NaN), `mean = shift + c`. The cancellation in `var` is that
+    /// of `(shift - mean)^2 / var`, at most `n` whatever `|mean| / std`; a constant row has
+    /// `d = 0`, so var 0 and the mean `shift` exactly (multiplying by `1 / n` keeps that).
+    pub fn shifted_stats(&self, shift: Val, sd: Val, sq: Val) -> (Val, Val) {
+        let c = sd * self.inv_n;
+        let var = sq * self.inv_n - c * c;
+        let var = select(var.lt(0.0f32), c_f32(0.0), var);
+        (shift + c, (var + self.eps).rsqrt())
+    }
+    /// LayerNorm's `xhat = x * r + nb`, one fused multiply-add an element, for inputs of a
+    /// dtype of `sig` significant bits (bf16 8, f16 11) from a row holding `shift`: `r` is
+    /// `rstd` truncated to `24 - sig` significant bits (relative error below `2^(sig - 24)`),
+    /// so that `shift * r` is exact and `nb = (shift - mean) * r - shift * r` is `-mean * r`
+    /// rounded once. `xhat` errs by half an ulp of `mean * r` (within the 2^-24 roundings of
+    /// the f32 mean any implementation makes), and a constant row (`mean = shift`) gives
+    /// `xhat = 0` exactly. `nb` can only overflow for a constant row (a row of distinct
+    /// values of the dtype has `|shift| * rstd` below about `2^9 * sqrt(2n)`): then `(0, 0)`,
+    /// which keeps its `xhat` 0. A NaN `rstd` stays NaN (the mask keeps the quiet bit).
+    pub fn xhat_fma(&self, shift: Val, mean: Val, rstd: Val, sig: u32) -> (Val, Val) {
+        use ScalarType::{F32, I32};
+        let mask = !((1i32 << sig) - 1);
+        let r = (rstd.bitcast(Type::s(I32)) & mask).bitcast(Type::s(F32));
+        let sr = shift * r;
+        let nb = (shift - mean).fma(r, -sr);
+        let big = nb.abs().eq(f32::INFINITY);
+        (select(big, c_f32(0.0), r), select(big, c_f32(0.0), nb))
     }
     /// RMSNorm: rstd from the row's sum of squares.
     pub fn rms_rstd(&self, ss: Val) -> Val {
         (ss * self.inv_n + self.eps).rsqrt()
-    }
-    /// LayerNorm: (corrected mean, rstd) from the first pass's mean and the second pass's
-    /// row totals `(sum(d), sum(d^2))`.
-    pub fn layer_stats(&self, mean: Val, sd: Val, sq: Val) -> (Val, Val) {
-        let (mean, var) = self.corrected(mean, sd, sq);
-        (mean, (var + self.eps).rsqrt())
     }
     /// The corrected two-pass (mean, var): `c = sum(d) / n`, `var = sum(d^2) / n - c^2`
     /// (clamped at 0; a NaN stays NaN), `mean + c`. Divided, not multiplied by `1 / n`: a
@@ -318,19 +338,6 @@ impl RowMath {
     /// the sum of squares `sq` +inf; a NaN does not count). For RMSNorm pass `mean` = 0.
     pub fn overflowed(&self, mean: Val, sq: Val) -> Val {
         mean.abs().max(sq).eq(f32::INFINITY)
-    }
-    /// `(mean, rstd)`, or when `overflowed` (a block-uniform condition if `share` reduces
-    /// across lanes) the statistics recomputed by [`RowMath::rescaled`].
-    pub fn fallback(&self, overflowed: Val, stats: (Val, Val), share: &Share) -> (Val, Val) {
-        let r = if_else(
-            overflowed,
-            || {
-                let (m, s) = self.rescaled(share, stats);
-                vec![m, s]
-            },
-            || vec![stats.0, stats.1],
-        );
-        (r[0], r[1])
     }
     /// The row's `(mean, rstd)` from the row scaled by `sc = 2^(128 - E)`, `E` the biased
     /// exponent of its largest |x| (clamped to 1..=254): the scaled values are at most 4, so

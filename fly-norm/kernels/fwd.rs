@@ -8,15 +8,15 @@
 //! `keep_l2` makes the vectorised paths read `x` and `residual` with the keep-in-L2 hint
 //! (NVIDIA; see [`Rsrc::load_vec_keep_l2`]).
 //!
-//! Numerics (see [`RowMath`]): LayerNorm's variance by a corrected two-pass over the
-//! registers (vectorised paths) or Chan-merged shifted sums (generic path); rows whose sums
+//! Numerics (see [`RowMath`]): LayerNorm's variance from sums shifted by the row's first
+//! element (vectorised paths) or Chan-merged shifted sums (generic path); rows whose sums
 //! overflow recomputed from the row scaled by a power of two; quant rows with a NaN or an
 //! infinity give yscale +inf and q 0.
 
 use crate::common::*;
 use crate::config::{
-    fast_max_block, fwd_max_registers, fwd_weight_chunk, Family, Kind, Norm, Path, GENERIC_THREADS,
-    ROWS_BLOCK,
+    fast_max_block, fwd_max_registers, fwd_weight_chunk, DType, Family, Kind, Norm, Path,
+    GENERIC_THREADS, ROWS_BLOCK,
 };
 use flydsl_dsl::ir::{Kernel, ScalarType, Target, Type};
 use flydsl_dsl::*;
@@ -235,25 +235,23 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
         // are widened again after it (see `opaque`; the last copy is taken after the
         // reduction).
         let packed = fam.dt.bytes() == 2;
-        let rewiden =
-            |zero: Val| -> Vec<Val> { xin.iter().map(|&v| wide(opaque(v, zero))).collect() };
-        // (mean, rstd, overflowed, the i32 zero that orders the last widening after the
-        // reduction). One reduction per row for both norms.
-        let (mean, rstd, over, zero) = match fam.norm {
+        let rewiden = |xin: &[Val], zero: Val| -> Vec<Val> {
+            xin.iter().map(|&v| wide(opaque(v, zero))).collect()
+        };
+        // (mean, rstd, overflowed, the shift of LayerNorm's sums, the i32 zero that orders
+        // the last widening after the reduction). One reduction per row for both norms.
+        let (mean, rstd, over, shift, zero) = match fam.norm {
             Norm::Rms => {
                 let ss = reduce(vec![(math.first_partial(&xf, lean), Red::Sum)], 0)[0];
                 let rstd = math.rms_rstd(ss);
                 let over = math.overflowed(c_f32(0.0), ss);
-                (c_f32(0.0), rstd, over, p.n >> 31)
+                (c_f32(0.0), rstd, over, c_f32(0.0), p.n >> 31)
             }
             Norm::Layer => {
                 // Shifted sums: the deviations from the row's first element (as the kernel
-                // sees it, after the fused add), `(sum(d), sum(d^2))`, one reduction, then
-                // the corrected formula of `RowMath::layer_stats`. The cancellation in
-                // `sum(d^2) / n - (sum(d) / n)^2` is that of `(x0 - mean)^2 / var`, whatever
-                // `|mean| / std`: at most `n` (one sample's squared deviation is at most
-                // `n * var`), about 1 for a typical row. A constant row has `d = 0`: var 0 and
-                // the exact mean.
+                // sees it, after the fused add), `(sum(d), sum(d^2))`, one reduction
+                // (`RowMath::shifted_stats`; accurate whatever `|mean| / std`). The multi-row
+                // path's rows past `m` (zeros) take shift 0.
                 let x0 = p.x.offset(cx.base).load(c_i32(0));
                 let shift = if_else(
                     has_res,
@@ -263,15 +261,19 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
                     },
                     || vec![wide(x0)],
                 )[0];
-                let (sd, sq) = math.dev_partials(&xf, &inrange, shift);
+                let shift = match shape {
+                    Shape::Block(_) => shift,
+                    Shape::Rows => select(cx.valid, shift, c_f32(0.0)),
+                };
+                let (sd, sq) = math.dev_partials(&xf, &inrange, shift, lean);
                 let t = reduce(vec![(sd, Red::Sum), (sq, Red::Sum)], 0);
                 let over = math.overflowed(shift, t[1]);
-                let (mean, rstd) = math.layer_stats(shift, t[0], t[1]);
+                let (mean, rstd) = math.shifted_stats(shift, t[0], t[1]);
                 // A zero the compilers cannot equate with the first copy's `n >> 31`, and
                 // uniform (AMD keeps it in an SGPR; a VGPR zero from the reduction made LLVM
                 // compute every copied word up front: +23 VGPRs, bf16 4 tiles on gfx950).
                 let zero = (p.n & p.m) >> 31;
-                (mean, rstd, over, zero)
+                (mean, rstd, over, shift, zero)
             }
         };
         // Rows whose sums overflowed: statistics from this lane's own pass over the whole
@@ -280,7 +282,7 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
         // 4-byte plain loads: registers are allocated for the whole kernel, so this rarely
         // taken loop keeps to a few (16-byte loads cost the light multi-row kernels up to 25
         // VGPRs), and a pointer takes half the SGPRs of a buffer resource. The multi-row
-        // path's rows past `m` read row `m - 1`, and never take this branch (their sums are 0).
+        // path's rows past `m` never take this branch (their sums are 0).
         let fb = 4 / fam.dt.bytes();
         let row_fold = |init: &[Val], f: Step| -> Vec<Val> {
             let xt = p.x.offset(cx.base);
@@ -302,8 +304,36 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
             fold: &row_fold,
             reduce: &own,
         };
-        let (mean, rstd) = math.fallback(over, (mean, rstd), &share);
-        let xf: Vec<Val> = if packed { rewiden(zero) } else { xf };
+        // The branch returns the statistics and the row's vectors: the rare branch reads
+        // them again (residual_out, which this lane stored, when adding), so that the
+        // registers holding them are not live across its loops.
+        let tiles_n = xin.len();
+        let r = if_else(
+            over,
+            || {
+                let (m, s) = math.rescaled(&share, (mean, rstd));
+                let again = if_else(
+                    has_res,
+                    || {
+                        let ror = p.res_out.offset(cx.base).rsrc_n(cx.nrow);
+                        idx.iter().map(|&i| ror.load_vec(i, vec, 16)).collect()
+                    },
+                    || {
+                        let xr = p.x.offset(cx.base).rsrc_n(cx.nrow);
+                        idx.iter().map(|&i| xr.load_vec(i, vec, 16)).collect()
+                    },
+                );
+                [vec![m, s], again].concat()
+            },
+            || [vec![mean, rstd], xin.clone()].concat(),
+        );
+        let (mean, rstd) = (r[0], r[1]);
+        let xin: Vec<Val> = r[2..2 + tiles_n].to_vec();
+        let xf: Vec<Val> = if packed {
+            rewiden(&xin, zero)
+        } else {
+            xin.iter().map(|&v| wide(v)).collect()
+        };
         // The weights are read per row after the reductions (L1 hits after the first rows of
         // an SM), so that they are not live across their barriers: the gammas, then the betas
         // (LayerNorm) of tiles `ts`, each index plus `off` when given.
@@ -322,10 +352,18 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
             None => tiles as usize,
         };
         let mut w = load_w(0..chunk, None);
-        // `xhat = (x - mean) * rstd` on every target. (The one-FMA form `x * rstd - mean *
-        // rstd` errs by |mean| * rstd * 2^-24, which reaches 0.2 for a near-constant row
-        // of 1e4 whose rstd is eps-bound.)
-        let xhat = |x: Val| math.xhat(x, mean, rstd);
+        // `xhat = (x - mean) * rstd`, or with 2-byte inputs on the lean targets one fused
+        // multiply-add an element, as accurate (`RowMath::xhat_fma`).
+        let sig = if fam.dt == DType::BF16 { 8 } else { 11 };
+        let fused = (lean && fam.norm == Norm::Layer && packed)
+            .then(|| math.xhat_fma(shift, mean, rstd, sig));
+        let xhat = |x: Val| match fused {
+            Some((r, nb)) => {
+                let l = x.lanes();
+                x.fma(splat(r, l), splat(nb, l))
+            }
+            None => math.xhat(x, mean, rstd),
+        };
         // `y` of tile `t` in f32 from its weights.
         let y_of = |t: usize, (g, b): (Val, Option<Val>)| {
             let xh = xhat(xf[t]);
