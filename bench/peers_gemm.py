@@ -74,17 +74,19 @@ def main():
     with open(os.path.join(OUT, "gemm_peers.json"), "w") as f:
         json.dump(rows, f, indent=1)
     try:
-        ours = {tuple(r["shape"]): r for r in json.load(open(os.path.join(OUT, "gemm_ours.json")))}
+        ours_rows = json.load(open(os.path.join(OUT, "gemm_ours.json")))
     except (OSError, ValueError) as e:
         print(f"no gemm_ours.json to compare: {e}")
         return
-    print("\n| M x N x K | flydsl wgmma TFLOP/s | torch.matmul TFLOP/s | ours / torch |")
-    print("|---|---:|---:|---:|")
-    for r in rows:
-        o = ours.get(tuple(r["shape"]))
-        if o:
-            m, n, k = r["shape"]
-            print(f"| {m}x{n}x{k} | {o['tflops']:.0f} | {r['tflops']:.0f} | {o['tflops'] / r['tflops']:.2f} |")
+    peer = {tuple(r["shape"]): r for r in rows}
+    print("\n| kernel | M x N x K | ours TFLOP/s | torch.matmul TFLOP/s | ours / torch |")
+    print("|---|---|---:|---:|---:|")
+    for o in ours_rows:
+        r = peer.get(tuple(o["shape"]))
+        if r:
+            m, n, k = o["shape"]
+            print(f"| {o['impl']} | {m}x{n}x{k} | {o['tflops']:.0f} | {r['tflops']:.0f} | "
+                  f"{o['tflops'] / r['tflops']:.2f} |")
 
 
 if __name__ == "__main__":

@@ -9,11 +9,5 @@ fn main() {
     for (name, on, gen) in flydsl_devtools::proof::ALL_ON {
         b = b.kernel_on(name, on, gen);
     }
-    use flydsl_devtools::wgmma_gemm;
-    b = b.kernel_on(
-        wgmma_gemm::NAME,
-        &[flydsl_build::ir::Target::Sm90],
-        wgmma_gemm::wgmma_gemm,
-    );
     b.run_or_exit();
 }

@@ -6,7 +6,7 @@
 
 use super::func::Func;
 use super::LowerError;
-use flydsl_ir::{NvOp, Op, ValueId};
+use flydsl_ir::{NvOp, Op, ScalarType, Type, ValueId};
 
 /// The i32 shared-window address of an LDS pointer operand.
 fn shared_addr(f: &mut Func, p: ValueId) -> Result<String, LowerError> {
@@ -114,9 +114,10 @@ pub(crate) fn lower(f: &mut Func, op: &Op, nv: &NvOp) -> Result<(), LowerError> 
         NvOp::Wgmma { n, a, b, acc } => {
             let da = descriptor(f, *a)?;
             let db = descriptor(f, *b)?;
-            let elem = match f.ty(*a)?.value_elem() {
-                Some(flydsl_ir::ScalarType::F16) => "f16",
-                _ => "bf16",
+            let elem = match f.ty(*a)? {
+                Type::Ptr(_, ScalarType::F16) => "f16",
+                Type::Ptr(_, ScalarType::BF16) => "bf16",
+                t => return Err(f.err(format!("wgmma operand of type {t}"))),
             };
             let regs = (n / 2) as usize;
             let text = format!(

@@ -11,10 +11,12 @@ use crate::error::{Error, Result};
 use crate::repr::DeviceRepr;
 use crate::types::Backend;
 use flydsl_sim::{SimTensorMap, TENSOR_MAP_BYTES, TENSOR_MAP_MAX_RANK};
+use std::collections::HashMap;
 use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
 
 /// How a TMA box is laid out in LDS.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TmaSwizzle {
     /// Row-major, no swizzle.
     None,
@@ -24,6 +26,12 @@ pub enum TmaSwizzle {
 }
 
 /// A tiled tensor map over a strided tensor in a [`DeviceBuffer`].
+///
+/// Maps are cached per process: a map's bytes depend only on (device, address, element
+/// size, extents, strides, box, swizzle), so a later [`TensorMap::tiled`] with the same
+/// values reuses the uploaded map instead of encoding and copying it again (a call that
+/// would otherwise synchronize with the device). The cache keeps at most
+/// [`TensorMap::CACHE_ENTRIES`] maps.
 ///
 /// ```
 /// use flydsl_rt::{Device, DeviceBuffer, Target, TensorMap, TmaSwizzle};
@@ -38,7 +46,7 @@ pub enum TmaSwizzle {
 /// ```
 #[derive(Debug)]
 pub struct TensorMap<'a, T: DeviceRepr> {
-    map: DeviceBuffer<i8>,
+    map: Arc<DeviceBuffer<i8>>,
     box_bytes: u64,
     _tensor: PhantomData<&'a DeviceBuffer<T>>,
 }
@@ -135,6 +143,23 @@ impl<'a, T: DeviceRepr> TensorMap<'a, T> {
             return Err(bad("the tensor's address is not 16-byte aligned".into()));
         }
         let box_bytes = boxes.iter().map(|&b| b as u64).product::<u64>() * es;
+        let key = MapKey {
+            device: src.device_id(),
+            base: src.as_device_ptr(),
+            elem_bytes: es,
+            dims: dims.to_vec(),
+            strides: byte_strides,
+            boxes: boxes.to_vec(),
+            swizzle,
+        };
+        let cache = CACHE.get_or_init(Default::default);
+        if let Some(map) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+            return Ok(TensorMap {
+                map,
+                box_bytes,
+                _tensor: PhantomData,
+            });
+        }
         let bytes: [u8; TENSOR_MAP_BYTES] = match src.device().backend() {
             Backend::Cuda => crate::backend::cuda::encode_tensor_map(
                 src.as_device_ptr(),
@@ -164,13 +189,26 @@ impl<'a, T: DeviceRepr> TensorMap<'a, T> {
                 )))
             }
         };
-        let map = DeviceBuffer::from_slice(src.device(), &bytes.map(|b| b as i8))?;
+        let map = Arc::new(DeviceBuffer::from_slice(
+            src.device(),
+            &bytes.map(|b| b as i8),
+        )?);
+        if let Ok(mut c) = cache.lock() {
+            if c.len() >= Self::CACHE_ENTRIES {
+                // Evict everything: in-flight maps stay alive through their Arc.
+                c.clear();
+            }
+            c.insert(key, map.clone());
+        }
         Ok(TensorMap {
             map,
             box_bytes,
             _tensor: PhantomData,
         })
     }
+
+    /// Most maps the process-wide cache keeps.
+    pub const CACHE_ENTRIES: usize = 256;
 
     /// The 128-byte map in device memory: pass it as the kernel's tensor-map parameter (an
     /// `i8` tensor).
@@ -183,3 +221,18 @@ impl<'a, T: DeviceRepr> TensorMap<'a, T> {
         self.box_bytes
     }
 }
+
+/// What a map's bytes depend on.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct MapKey {
+    device: crate::types::DeviceId,
+    base: u64,
+    elem_bytes: u64,
+    dims: Vec<u64>,
+    strides: [u64; TENSOR_MAP_MAX_RANK],
+    boxes: Vec<u32>,
+    swizzle: TmaSwizzle,
+}
+
+type Cache = Mutex<HashMap<MapKey, Arc<DeviceBuffer<i8>>>>;
+static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();

@@ -4,6 +4,7 @@
 //! (`FLYDSL_REQUIRE_GPU`).
 
 pub mod compare;
+pub mod gemm;
 pub mod gpu;
 pub mod norm;
 pub mod rng;

@@ -1,17 +1,21 @@
-//! The Hopper GEMM proof: `C = A * B^T` in bf16 with f32 accumulation on sm_90a, fed by TMA
-//! through a multi-stage mbarrier pipeline into wgmma.
+//! The Hopper GEMM: `C = epilogue(A * B^T)` with 16-bit inputs and f32 accumulation on
+//! sm_90a, fed by TMA through a multi-stage mbarrier pipeline into wgmma.
 //!
-//! A is M x K and B is N x K, both row-major (K contiguous: the layout of `x` and a linear
-//! layer's weight); C is M x N row-major bf16. Each workgroup computes one
-//! [`BM`] x [`BN`] tile with two warpgroups (64 rows each); workgroups walk the tiles in
-//! groups of [`GROUP_M`] tile rows so that neighbours share A and B in L2. Thread 0 issues
-//! the TMA loads of stage `kt + STAGES - 1` once every warpgroup has finished reading it.
+//! A is M x K and B is N x K, both row-major (K contiguous: the layout of activations and of
+//! a linear layer's weight); bias is [N] and C is M x N row-major, all in the input dtype.
+//! Each workgroup computes one `BM` x `BN` tile with two warpgroups (64 rows each); the
+//! workgroups walk the tiles in groups of `GROUP_M` tile rows so that neighbours share A
+//! and B in L2. Thread 0 refills stage `kt + STAGES - 1` once every warpgroup has finished
+//! reading it (a workgroup barrier after `wgmma.wait_group 1`).
 //!
-//! Host side: tensor maps over A (`dims [K, M]`, `boxes [BK, BM]`) and B (`[K, N]`,
-//! `[BK, BN]`) with the 128-byte swizzle, [`THREADS`] threads, [`LDS_BYTES`] of dynamic LDS
-//! and [`grid`] workgroups. K must be a multiple of 8 (TMA row strides are 16-byte
-//! multiples); M and N are free (TMA zero-fills past the edges, the epilogue guards).
+//! Host side (`src/lib.rs`): tensor maps over A (`dims [K, M]`, `boxes [BK, BM]`) and B
+//! (`[K, N]`, `[BK, BN]`) with the 128-byte swizzle, `THREADS` threads, `LDS_BYTES` of
+//! dynamic LDS, one workgroup per tile. K must be a multiple of 8 (TMA row strides are
+//! 16-byte multiples); M and N are free (TMA zero-fills past the edges, the epilogue guards).
+//! The kernel's index arithmetic is i32 except C offsets (i64): M, N, K < 2^31 - 2^16.
 
+use crate::table::{kernel_name, Epilogue, BK, BM, BN, GROUP_M, STAGES, STAGE_BYTES, THREADS};
+use crate::DType;
 use flydsl_dsl::ir::{Kernel, ScalarType::*, Target};
 use flydsl_dsl::nv::{
     fence_proxy_async, mbar_arrive_expect_tx, mbar_init, mbar_wait, tma_load, wgmma, wgmma_commit,
@@ -19,47 +23,41 @@ use flydsl_dsl::nv::{
 };
 use flydsl_dsl::*;
 
-/// Rows of C per workgroup (two warpgroups of 64).
-pub const BM: u32 = 128;
-/// Columns of C per workgroup (the wgmma N).
-pub const BN: u32 = 256;
-/// K per pipeline stage (64 bf16: one 128-byte swizzled row).
-pub const BK: u32 = 64;
-/// Pipeline stages.
-pub const STAGES: u32 = 4;
-/// Threads per workgroup.
-pub const THREADS: u32 = 256;
-/// Tile rows per group of the tile order.
-pub const GROUP_M: u32 = 8;
-/// Bytes of one stage (A and B tiles).
-pub const STAGE_BYTES: u32 = (BM + BN) * BK * 2;
-/// Dynamic LDS a launch gives: the stages plus the slack of aligning them to 1024 bytes.
-pub const LDS_BYTES: u32 = STAGES * STAGE_BYTES + 1024;
-/// The kernel's name.
-pub const NAME: &str = "wgmma_gemm_bf16";
-
-/// Workgroups for an `m` x `n` C.
-///
-/// ```
-/// assert_eq!(flydsl_devtools::wgmma_gemm::grid(8192, 8192), 64 * 32);
-/// ```
-pub fn grid(m: u32, n: u32) -> u32 {
-    m.div_ceil(BM) * n.div_ceil(BN)
+/// The epilogue on one f32 accumulator; `bias` loads this column's bias as f32.
+fn epilogue(epi: Epilogue, v: Val, bias: impl FnOnce() -> Val) -> Val {
+    if !epi.has_bias() {
+        return v;
+    }
+    let x = v + bias();
+    let log2e = std::f32::consts::LOG2_E;
+    match epi {
+        Epilogue::None | Epilogue::Bias => x,
+        Epilogue::BiasRelu => x.max(0.0f32),
+        // x * sigmoid(x) = x / (1 + 2^(-x log2 e)).
+        Epilogue::BiasSilu => x * ((x * -log2e).exp2() + 1.0f32).rcp(),
+        // tanh(u) = 1 - 2 / (1 + e^(2u)); gelu = 0.5 x (1 + tanh(u)) = x - x / (1 + e^(2u)).
+        Epilogue::BiasGelu => {
+            let u = (x + x * x * x * 0.044715f32) * (2.0f32 / std::f32::consts::PI).sqrt();
+            x - x * ((u * (2.0 * log2e)).exp2() + 1.0f32).rcp()
+        }
+    }
 }
 
-/// The kernel (sm_90 only).
-pub fn wgmma_gemm(target: Target) -> Result<Kernel, BuildError> {
-    KernelBuilder::new(NAME, target, THREADS).build(|k| {
+/// The kernel for `dt` (bf16 or f16) and `epi` (sm_90 only).
+pub fn build(target: Target, dt: DType, epi: Epilogue) -> Result<Kernel, BuildError> {
+    let st = dt.scalar();
+    KernelBuilder::new(&kernel_name(dt, epi), target, THREADS).build(|k| {
         let a_map = k.tensor("a_map", I8);
         let b_map = k.tensor("b_map", I8);
-        let c = k.tensor_mut("c", BF16);
+        let bias = k.tensor("bias", st);
+        let c = k.tensor_mut("c", st);
         let m = k.scalar("m", I32);
         let n = k.scalar("n", I32);
         let kd = k.scalar("k", I32);
         let bars = k.lds("full", I64, STAGES);
         let tiles = k
             .lds_dynamic("tiles")
-            .array_aligned(BF16, STAGES * STAGE_BYTES / 2, 1024);
+            .array_aligned(st, STAGES * STAGE_BYTES / 2, 1024);
         let (stages, bk) = (STAGES as i32, BK as i32);
         let tid = thread_id_x();
         let wg = tid / 128;
@@ -137,8 +135,11 @@ pub fn wgmma_gemm(target: Target) -> Result<Kernel, BuildError> {
                 for j in 0..(BN / 8) as i32 {
                     for e in 0..2i32 {
                         let col = col0 + (j * 8 + e);
-                        let v = acc.at((4 * j + 2 * h + e) as u32).cast(BF16);
-                        if_(col.lt(n), || c.store(base + col.cast(I64), v));
+                        if_(col.lt(n), || {
+                            let v = acc.at((4 * j + 2 * h + e) as u32);
+                            let v = epilogue(epi, v, || bias.load(col).cast(F32));
+                            c.store(base + col.cast(I64), v.cast(st));
+                        });
                     }
                 }
             });

@@ -1,0 +1,76 @@
+//! What the build script and the library share: the epilogues, the kernel names and the
+//! tiling of the Hopper kernel. Included by `build.rs` with `#[path]`, so it depends on
+//! nothing but `crate::DType`.
+
+use crate::DType;
+
+/// The fused epilogue applied to each f32 accumulator `v` (column `j`) before rounding to
+/// the output dtype.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Epilogue {
+    /// `v`.
+    None,
+    /// `v + bias[j]`.
+    Bias,
+    /// `max(v + bias[j], 0)`.
+    BiasRelu,
+    /// `silu(v + bias[j]) = x / (1 + exp(-x))`.
+    BiasSilu,
+    /// `gelu(v + bias[j])`, tanh approximation:
+    /// `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+    BiasGelu,
+}
+
+impl Epilogue {
+    /// Every epilogue, in kernel-table order.
+    pub const ALL: [Epilogue; 5] = [
+        Epilogue::None,
+        Epilogue::Bias,
+        Epilogue::BiasRelu,
+        Epilogue::BiasSilu,
+        Epilogue::BiasGelu,
+    ];
+    /// True when the epilogue reads `bias`.
+    pub fn has_bias(self) -> bool {
+        self != Epilogue::None
+    }
+    /// Short name used in kernel names.
+    pub fn name(self) -> &'static str {
+        match self {
+            Epilogue::None => "none",
+            Epilogue::Bias => "bias",
+            Epilogue::BiasRelu => "bias_relu",
+            Epilogue::BiasSilu => "bias_silu",
+            Epilogue::BiasGelu => "bias_gelu",
+        }
+    }
+    /// Index in [`Epilogue::ALL`] (the dispatch-table key).
+    pub fn index(self) -> usize {
+        Epilogue::ALL.iter().position(|&e| e == self).unwrap_or(0)
+    }
+}
+
+/// The dtypes with a kernel: A, B, bias and C share it.
+pub const DTYPES: [DType; 2] = [DType::BF16, DType::F16];
+
+/// The Hopper kernel's name for `dt` and `epi`.
+pub fn kernel_name(dt: DType, epi: Epilogue) -> String {
+    format!("gemm_wgmma_{}_{}", dt.name(), epi.name())
+}
+
+/// Rows of C per workgroup of the Hopper kernel (two warpgroups of 64).
+pub const BM: u32 = 128;
+/// Columns of C per workgroup (the wgmma N).
+pub const BN: u32 = 256;
+/// K per pipeline stage (64 16-bit elements: one 128-byte swizzled row).
+pub const BK: u32 = 64;
+/// Pipeline stages.
+pub const STAGES: u32 = 4;
+/// Threads per workgroup.
+pub const THREADS: u32 = 256;
+/// Tile rows per group of the tile order (L2 locality).
+pub const GROUP_M: u32 = 8;
+/// Bytes of one stage (A and B tiles).
+pub const STAGE_BYTES: u32 = (BM + BN) * BK * 2;
+/// Dynamic LDS per launch: the stages plus the slack of aligning them to 1024 bytes.
+pub const LDS_BYTES: u32 = STAGES * STAGE_BYTES + 1024;

@@ -1,0 +1,65 @@
+//! Structural checks of the Hopper kernels' PTX (when sm90 is built): sm_90a at PTX ISA 8.4,
+//! the flydsl_build layout check, TMA loads signalling mbarriers, mbarrier waits, wgmma with
+//! its fence/commit/wait, no local memory and no calls (an external call would make ptxas
+//! drop setmaxnreg and serialize wgmma).
+
+use flydsl_build::check::check_code_object;
+use flydsl_ir::Target;
+
+#[test]
+fn hopper_kernels_have_the_tma_wgmma_pipeline() {
+    let variants = fly_gemm::kernel_variants();
+    assert_eq!(variants.len(), 10, "bf16 and f16 x 5 epilogues");
+    let mut seen = 0;
+    for (name, k) in variants {
+        assert_eq!(
+            k.variants.iter().map(|v| v.target).collect::<Vec<_>>(),
+            vec![Target::Sm90],
+            "{name}: sm90 only"
+        );
+        for v in k.variants {
+            let Some(code) = v.code else { continue };
+            seen += 1;
+            let ir = flydsl_ir::from_bytes(v.ir).unwrap();
+            check_code_object(&ir, code).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let text = std::str::from_utf8(code).unwrap();
+            assert!(text.contains(".target sm_90a"), "{name}: not sm_90a");
+            assert!(text.contains(".version 8.4"), "{name}: not PTX ISA 8.4");
+            let mma = if name.contains("f16") && !name.contains("bf16") {
+                "f16.f16"
+            } else {
+                "bf16.bf16"
+            };
+            for (ins, at_least) in [
+                ("cp.async.bulk.tensor.2d", 2),
+                ("mbarrier.init", 1),
+                ("mbarrier.arrive.expect_tx", 1),
+                ("mbarrier.try_wait.parity", 1),
+                ("fence.proxy.async", 1),
+                ("wgmma.fence", 1),
+                (
+                    &format!("wgmma.mma_async.sync.aligned.m64n256k16.f32.{mma}"),
+                    4,
+                ),
+                ("wgmma.commit_group", 1),
+                ("wgmma.wait_group", 2),
+            ] {
+                let n = text.matches(ins).count();
+                assert!(
+                    n >= at_least,
+                    "{name}: {ins}: {n} in the PTX, want >= {at_least}"
+                );
+            }
+            for bad in [".local", "call.uni", "call "] {
+                assert!(!text.contains(bad), "{name}: PTX contains `{bad}`");
+            }
+        }
+    }
+    if seen == 0 {
+        println!("sm90 not built: only the IR is embedded, nothing to inspect");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI builds every target: run with --all-features"
+        );
+    }
+}

@@ -1,0 +1,224 @@
+//! `fly_gemm::gemm` on every device that has its kernel: the sm90 Sim always, a CUDA GPU when
+//! present (`FLYDSL_REQUIRE_GPU` makes a missing GPU a failure), against the f64 reference of
+//! `flydsl_testutil::gemm`.
+//!
+//! Exactness: inputs are multiples of 1/2 in [-1, 1] and K <= 1032, so every partial sum is
+//! exact in f32 and, without an activation, C must equal the rounded exact result bit for
+//! bit. The activations use approximate exp2/rcp: they are checked to a tolerance.
+
+use fly_gemm::{gemm, Epilogue, GemmArgs};
+use flydsl_rt::half::{bf16, f16};
+use flydsl_rt::{Backend, Device, DeviceBuffer, Element, Target};
+use flydsl_testutil::gemm::{gemm_ref, Act};
+use flydsl_testutil::rng::Rng;
+
+fn devices() -> Vec<Device> {
+    let mut v = vec![Device::new_sim(Target::Sm90)];
+    match Device::enumerate(Backend::Cuda) {
+        Ok(d) if !d.is_empty() => v.extend(d),
+        Ok(_) => flydsl_testutil::gpu::skip("no CUDA device: the GPU half of these tests"),
+        Err(e) => flydsl_testutil::gpu::skip(&format!("CUDA unavailable: {e}")),
+    }
+    v
+}
+
+fn halves<T: Element>(rng: &mut Rng, n: usize) -> Vec<T> {
+    (0..n)
+        .map(|_| T::from_f32(((rng.next_u64() % 5) as f32 - 2.0) / 2.0))
+        .collect()
+}
+
+fn act(e: Epilogue) -> Act {
+    match e {
+        Epilogue::None | Epilogue::Bias => Act::None,
+        Epilogue::BiasRelu => Act::Relu,
+        Epilogue::BiasSilu => Act::Silu,
+        Epilogue::BiasGelu => Act::Gelu,
+    }
+}
+
+fn case<T: Element>(dev: &Device, (m, n, k): (usize, usize, usize), epi: Epilogue, seed: u64) {
+    let mut rng = Rng::new(seed);
+    let a = halves::<T>(&mut rng, m * k);
+    let b = halves::<T>(&mut rng, n * k);
+    let bias = halves::<T>(&mut rng, n);
+    let f = |v: &[T]| v.iter().map(|x| x.to_f32()).collect::<Vec<f32>>();
+    let want = gemm_ref(
+        &f(&a),
+        &f(&b),
+        epi.has_bias().then(|| f(&bias)).as_deref(),
+        m,
+        n,
+        k,
+        act(epi),
+    );
+    let s = dev.stream().unwrap();
+    let da = DeviceBuffer::from_slice(dev, &a).unwrap();
+    let db = DeviceBuffer::from_slice(dev, &b).unwrap();
+    let dbias = DeviceBuffer::from_slice(dev, &bias).unwrap();
+    let mut dc = DeviceBuffer::from_slice(dev, &vec![T::from_f32(f32::NAN); m * n]).unwrap();
+    let args = GemmArgs {
+        m,
+        n,
+        k,
+        epilogue: epi,
+    };
+    gemm(
+        &s,
+        &da,
+        &db,
+        epi.has_bias().then_some(&dbias),
+        &mut dc,
+        args,
+    )
+    .unwrap();
+    let c = dc.to_vec().unwrap();
+    for i in 0..m {
+        for j in 0..n {
+            let (got, w) = (c[i * n + j].to_f32() as f64, want[i * n + j]);
+            let ctx = || {
+                format!(
+                    "{} {:?} {m}x{n}x{k} {epi:?}: C[{i}][{j}] = {got}, want {w}",
+                    dev.name(),
+                    T::DTYPE
+                )
+            };
+            if act(epi) == Act::None {
+                assert_eq!(
+                    c[i * n + j].to_f32(),
+                    T::from_f32(w as f32).to_f32(),
+                    "{}",
+                    ctx()
+                );
+            } else {
+                // Output rounding (2^-8 for bf16) plus the approximate exp2 / rcp.
+                assert!((got - w).abs() <= 1e-2 * w.abs() + 1e-3, "{}", ctx());
+            }
+        }
+    }
+}
+
+#[test]
+fn exact_at_ragged_shapes_in_both_dtypes() {
+    for dev in devices() {
+        for (shape, seed) in [((200, 300, 392), 1), ((1, 8, 8), 2), ((33, 16, 72), 3)] {
+            case::<bf16>(&dev, shape, Epilogue::None, seed);
+            case::<f16>(&dev, shape, Epilogue::Bias, seed + 10);
+        }
+        if dev.backend() != Backend::Sim {
+            case::<bf16>(&dev, (1000, 520, 1032), Epilogue::None, 4);
+            case::<bf16>(&dev, (4096, 4096, 1024), Epilogue::None, 5);
+        }
+    }
+}
+
+#[test]
+fn every_epilogue_matches_the_reference() {
+    for dev in devices() {
+        for epi in Epilogue::ALL {
+            case::<bf16>(&dev, (70, 40, 24), epi, 20 + epi.index() as u64);
+            case::<f16>(&dev, (70, 40, 24), epi, 30 + epi.index() as u64);
+        }
+    }
+}
+
+#[test]
+fn bad_arguments_are_errors_that_write_nothing() {
+    let dev = Device::new_sim(Target::Sm90);
+    let s = dev.stream().unwrap();
+    let (m, n, k) = (4, 8, 16);
+    let a = DeviceBuffer::<bf16>::zeroed(&dev, m * k).unwrap();
+    let b = DeviceBuffer::<bf16>::zeroed(&dev, n * k).unwrap();
+    let bias = DeviceBuffer::<bf16>::zeroed(&dev, n).unwrap();
+    let short = DeviceBuffer::<bf16>::zeroed(&dev, 3).unwrap();
+    let sentinel = vec![bf16::from_f32(7.0); m * n];
+    let ok = GemmArgs {
+        m,
+        n,
+        k,
+        epilogue: Epilogue::None,
+    };
+    let other = Device::new_sim(Target::Sm90);
+    let b_other = DeviceBuffer::<bf16>::zeroed(&other, n * k).unwrap();
+    let cases: Vec<(
+        &str,
+        GemmArgs,
+        &DeviceBuffer<bf16>,
+        &DeviceBuffer<bf16>,
+        Option<&DeviceBuffer<bf16>>,
+        &str,
+    )> = vec![
+        (
+            "k not a multiple of 8",
+            GemmArgs { k: 12, ..ok },
+            &a,
+            &b,
+            None,
+            "`k`",
+        ),
+        ("n = 0", GemmArgs { n: 0, ..ok }, &a, &b, None, "`n`"),
+        ("short A", ok, &short, &b, None, "`a`"),
+        ("short B", ok, &a, &short, None, "`b`"),
+        (
+            "missing bias",
+            GemmArgs {
+                epilogue: Epilogue::BiasRelu,
+                ..ok
+            },
+            &a,
+            &b,
+            None,
+            "`bias`",
+        ),
+        ("unexpected bias", ok, &a, &b, Some(&bias), "`bias`"),
+        (
+            "short bias",
+            GemmArgs {
+                epilogue: Epilogue::Bias,
+                ..ok
+            },
+            &a,
+            &b,
+            Some(&short),
+            "`bias`",
+        ),
+        ("B on another device", ok, &a, &b_other, None, "`b`"),
+        (
+            "m too large",
+            GemmArgs {
+                m: fly_gemm::MAX_DIM + 1,
+                ..ok
+            },
+            &a,
+            &b,
+            None,
+            "`m`",
+        ),
+    ];
+    for (what, args, a, b, bias, arg) in cases {
+        let mut c = DeviceBuffer::from_slice(&dev, &sentinel).unwrap();
+        let e = gemm(&s, a, b, bias, &mut c, args)
+            .expect_err(what)
+            .to_string();
+        assert!(
+            e.starts_with("fly_gemm::gemm: ") && e.contains(arg),
+            "{what}: {e}"
+        );
+        assert_eq!(c.to_vec().unwrap(), sentinel, "{what}: C was written");
+    }
+    // A target without a kernel.
+    let amd = Device::new_sim(Target::Gfx942);
+    let s2 = amd.stream().unwrap();
+    let a2 = DeviceBuffer::<bf16>::zeroed(&amd, m * k).unwrap();
+    let b2 = DeviceBuffer::<bf16>::zeroed(&amd, n * k).unwrap();
+    let mut c2 = DeviceBuffer::from_slice(&amd, &sentinel).unwrap();
+    let e = gemm(&s2, &a2, &b2, None, &mut c2, ok)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("sm90"), "{e}");
+    assert_eq!(c2.to_vec().unwrap(), sentinel);
+    // m = 0 is a no-op.
+    let empty = DeviceBuffer::<bf16>::zeroed(&dev, 0).unwrap();
+    let mut c0 = DeviceBuffer::<bf16>::zeroed(&dev, 0).unwrap();
+    gemm(&s, &empty, &b, None, &mut c0, GemmArgs { m: 0, ..ok }).unwrap();
+}
