@@ -16,7 +16,8 @@
 //! - `amdgpu` / `nvptx`: the two `TargetHooks` implementations (geometry, fast math,
 //!   barriers, shuffles, buffers and their NVPTX emulation, cache hints, atomic scopes,
 //!   function attributes and module boilerplate);
-//! - `mma`: matrix-core atoms.
+//! - `mma`: matrix-core atoms;
+//! - `amd_pipe`: the AMD-only pipeline primitives (`flydsl_ir::AmdOp`).
 //!
 //! ```
 //! use flydsl_ir::{Kernel, Target};
@@ -24,6 +25,7 @@
 //! assert!(ir.contains("define amdgpu_kernel void @noop("));
 //! ```
 
+mod amd_pipe;
 mod amdgpu;
 mod arith;
 mod control;

@@ -28,6 +28,7 @@
 
 pub use flydsl_ir as ir;
 
+mod amd;
 pub mod atoms;
 mod builder;
 mod context;
@@ -38,6 +39,9 @@ mod mem;
 mod val;
 mod wave;
 
+pub use amd::{
+    buffer_load_to_lds, lds_barrier, sched_barrier, sched_group_barrier, set_prio, wait_vmcnt,
+};
 pub use builder::{KernelBuilder, KernelDef};
 pub use context::{target, BuildError};
 pub use control::{for_range, for_range_, if_, if_else};

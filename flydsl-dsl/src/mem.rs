@@ -214,6 +214,10 @@ impl Rsrc {
     pub fn load(&self, i: impl Into<Operand>) -> Val {
         self.load_vec(i, 1, 0)
     }
+    /// The resource value.
+    pub(crate) fn val(&self) -> Val {
+        self.v
+    }
     /// Store `v` at element index `i`; out-of-range stores are dropped.
     pub fn store(&self, i: impl Into<Operand>, v: Val) {
         self.store_aligned(i, v, 0, false)
@@ -248,6 +252,11 @@ macro_rules! lds_accessors {
         /// Atomic add at element `i`.
         pub fn atomic_add(&self, i: impl Into<Operand>, v: Val) -> Val {
             ptr_atomic_add(self.ptr, i, v)
+        }
+        /// The pointer to element 0.
+        #[allow(dead_code)]
+        pub(crate) fn base_ptr(&self) -> Val {
+            self.ptr
         }
     };
 }

@@ -633,4 +633,7 @@ pub enum OpKind {
     },
     /// Ends a region, passing values to the enclosing op's results.
     Yield(Vec<ValueId>),
+    /// An AMD-only operation (pipeline primitives); each [`AmdOp`] variant documents its
+    /// contract and [`AmdOp::targets`] where it exists.
+    Amd(crate::AmdOp),
 }

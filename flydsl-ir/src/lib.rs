@@ -13,6 +13,7 @@
 mod dtype;
 mod kernarg;
 mod kernel;
+mod ops_amd;
 pub mod target;
 mod types;
 mod verify;
@@ -20,6 +21,7 @@ mod verify;
 pub use dtype::DType;
 pub use kernarg::{KernargLayout, KernargSlot};
 pub use kernel::*;
+pub use ops_amd::{sched_mask, AmdOp, MAX_VMCNT};
 pub use target::Target;
 pub use types::{AddrSpace, LanesError, ScalarType, Type};
 pub use verify::{operands_of, verify, VerifyError};

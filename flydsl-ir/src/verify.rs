@@ -97,6 +97,9 @@ struct Verifier<'a> {
 }
 
 fn op_name(kind: &OpKind) -> String {
+    if let OpKind::Amd(a) = kind {
+        return a.name().to_string();
+    }
     let s = format!("{kind:?}");
     s.split(['(', ' ', '{']).next().unwrap_or("?").to_string()
 }
@@ -615,6 +618,11 @@ impl Verifier<'_> {
                 self.block(body, &tys)?;
             }
             OpKind::Yield(_) => return fail("yield outside a region".into()),
+            OpKind::Amd(a) => {
+                if let Err(r) = a.check(k, &op.results) {
+                    return fail(r);
+                }
+            }
         }
         Ok(())
     }
@@ -690,5 +698,6 @@ pub fn operands_of(kind: &OpKind) -> Vec<ValueId> {
             v.extend(init);
             v
         }
+        OpKind::Amd(a) => a.operands(),
     }
 }

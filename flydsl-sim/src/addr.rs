@@ -111,6 +111,10 @@ impl Walk<'_> {
                 | OpKind::PtrAdd(_, index) => {
                     self.sinks.push((*index, format!("index of {}", label())));
                 }
+                OpKind::Amd(flydsl_ir::AmdOp::BufferLoadToLds { index, .. }) => {
+                    self.sinks
+                        .push((*index, format!("index of BufferLoadToLds (op #{at})")));
+                }
                 OpKind::DynLdsBase(off) => {
                     self.sinks
                         .push((*off, format!("byte offset of {}", label())));

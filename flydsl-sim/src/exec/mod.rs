@@ -1,6 +1,7 @@
 //! The workgroup executor: all threads of one workgroup run in lockstep, op by op, over
 //! per-thread value vectors, with an active list for structured divergence.
 
+mod amd_ops;
 mod arith;
 mod memops;
 mod mma_tables;
@@ -175,6 +176,8 @@ pub(crate) struct Wg<'c, 'k> {
     all: Vec<u32>,
     /// Matrix-atom coordinate tables, built on first use.
     mma_tables: Vec<mma_tables::MmaTables>,
+    /// Pending direct-to-LDS loads (AMD-only ops).
+    amd: amd_ops::AmdState,
     /// Ops executed (per workgroup, not per thread).
     pub ops: u64,
 }
@@ -205,6 +208,7 @@ impl<'c, 'k> Wg<'c, 'k> {
             mask: vec![false; cx.nthreads],
             all: (0..cx.nthreads as u32).collect(),
             mma_tables: Vec::new(),
+            amd: amd_ops::AmdState::default(),
             ops: 0,
         }
     }
@@ -219,6 +223,7 @@ impl<'c, 'k> Wg<'c, 'k> {
             (idx / (gx * gy)) as u32,
         ];
         self.lds.fill(0);
+        self.amd.reset();
         if let Some(r) = &mut self.race {
             r.barrier();
         }
@@ -369,6 +374,7 @@ impl<'c, 'k> Wg<'c, 'k> {
                 body,
             } => self.for_op(&op.results, [*lb, *ub, *step], init, body, act)?,
             OpKind::Yield(_) => {}
+            OpKind::Amd(a) => self.amd_op(a, act)?,
         }
         Ok(())
     }
@@ -405,6 +411,7 @@ impl<'c, 'k> Wg<'c, 'k> {
                 threads: self.cx.nthreads,
             });
         }
+        self.complete_all_lds_loads()?;
         if let Some(r) = &mut self.race {
             r.barrier();
         }

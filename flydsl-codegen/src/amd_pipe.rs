@@ -1,0 +1,97 @@
+//! Lowering of the AMD-only pipeline primitives ([`AmdOp`]): the LDS-only barrier, explicit
+//! vector-memory waits, scheduling controls and direct-to-LDS loads. The verifier has
+//! already checked that the op exists on the kernel's target (an AMD one).
+
+use super::func::Func;
+use super::LowerError;
+use flydsl_ir::{AmdOp, Target, Type};
+
+/// The MMRA tag that restricts a fence to LDS (LLVM AMDGPUUsage, "Memory Model Relaxation
+/// Annotations"): the memory legalizer then waits on LDS counters only, plus the wave's own
+/// pending direct-to-LDS loads.
+const LDS_ONLY: &str = "!{!\"amdgpu-synchronize-as\", !\"local\"}";
+
+/// Lower one AMD-only op (none has results).
+pub(crate) fn lower(f: &mut Func, op: &AmdOp) -> Result<(), LowerError> {
+    match *op {
+        AmdOp::LdsBarrier => {
+            let m = f.metadata(LDS_ONLY);
+            f.emit(format!("fence syncscope(\"workgroup\") release, !mmra {m}"));
+            f.call("void", "llvm.amdgcn.s.barrier", &[]);
+            f.emit(format!("fence syncscope(\"workgroup\") acquire, !mmra {m}"));
+        }
+        AmdOp::WaitVmcnt(n) => wait_vmcnt(f, n),
+        AmdOp::SchedBarrier(mask) => {
+            f.call(
+                "void",
+                "llvm.amdgcn.sched.barrier",
+                &[("i32", &mask.to_string())],
+            );
+        }
+        AmdOp::SchedGroupBarrier {
+            mask,
+            size,
+            sync_id,
+        } => {
+            let (m, s, i) = (mask.to_string(), size.to_string(), sync_id.to_string());
+            f.call(
+                "void",
+                "llvm.amdgcn.sched.group.barrier",
+                &[("i32", &m), ("i32", &s), ("i32", &i)],
+            );
+        }
+        AmdOp::SetPrio(p) => {
+            f.call("void", "llvm.amdgcn.s.setprio", &[("i16", &p.to_string())]);
+        }
+        AmdOp::BufferLoadToLds {
+            rsrc,
+            index,
+            lds,
+            bytes,
+        } => {
+            let (r, rt) = f.get_t(rsrc)?;
+            let Type::BufferRsrc(e) = rt else {
+                return Err(f.err(format!("expected a buffer resource, got {rt}")));
+            };
+            let idx = f.get(index)?;
+            let l = f.get(lds)?;
+            let off = f.inst(format!("mul i32 {idx}, {}", e.size_bytes()));
+            f.call(
+                "void",
+                "llvm.amdgcn.raw.ptr.buffer.load.lds",
+                &[
+                    ("ptr addrspace(8)", &r),
+                    ("ptr addrspace(3)", &l),
+                    ("i32", &bytes.to_string()),
+                    ("i32", &off),
+                    ("i32", "0"),
+                    ("i32", "0"),
+                    ("i32", "0"),
+                ],
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `s_waitcnt vmcnt(n)` on gfx9 (the other counters left at their "no wait" maximum:
+/// vmcnt bits 3:0 and 15:14, expcnt 6:4 = 7, lgkmcnt 11:8 = 15), `s_wait_loadcnt n` on gfx12.
+fn wait_vmcnt(f: &mut Func, n: u32) {
+    match f.target {
+        Target::Gfx942 | Target::Gfx950 => {
+            let imm = (n & 0xf) | ((n >> 4) & 0x3) << 14 | 0x7 << 4 | 0xf << 8;
+            f.call(
+                "void",
+                "llvm.amdgcn.s.waitcnt",
+                &[("i32", &imm.to_string())],
+            );
+        }
+        _ => {
+            f.call(
+                "void",
+                "llvm.amdgcn.s.wait.loadcnt",
+                &[("i16", &n.to_string())],
+            );
+        }
+    }
+}

@@ -1,0 +1,267 @@
+//! AMD-only operations ([`OpKind::Amd`](crate::OpKind::Amd)): the pipeline primitives of the
+//! AMDGPU targets. Each variant's doc comment is its contract; the Sim
+//! (`flydsl-sim`, `exec/amd_ops.rs`) and the lowering (`flydsl-codegen`, `amd_pipe.rs`)
+//! implement exactly that. [`AmdOp::targets`] lists where each exists; the verifier rejects
+//! an op on any other target.
+
+use crate::{Target, ValueId};
+use serde::{Deserialize, Serialize};
+
+/// The instruction classes of [`AmdOp::SchedBarrier`] and [`AmdOp::SchedGroupBarrier`]
+/// masks (LLVM's `llvm.amdgcn.sched_barrier` / `sched_group_barrier` mask bits). Combine
+/// with `|`.
+pub mod sched_mask {
+    /// No instruction may be scheduled across (a hard scheduling fence).
+    pub const NONE: u32 = 0x0;
+    /// Non-memory, side-effect-free instructions.
+    pub const ALU: u32 = 0x1;
+    /// Vector ALU instructions.
+    pub const VALU: u32 = 0x2;
+    /// Scalar ALU instructions.
+    pub const SALU: u32 = 0x4;
+    /// Matrix instructions (MFMA / WMMA).
+    pub const MFMA: u32 = 0x8;
+    /// All vector-memory instructions.
+    pub const VMEM: u32 = 0x10;
+    /// Vector-memory reads.
+    pub const VMEM_READ: u32 = 0x20;
+    /// Vector-memory writes.
+    pub const VMEM_WRITE: u32 = 0x40;
+    /// All LDS instructions.
+    pub const DS: u32 = 0x80;
+    /// LDS reads.
+    pub const DS_READ: u32 = 0x100;
+    /// LDS writes.
+    pub const DS_WRITE: u32 = 0x200;
+    /// Transcendental instructions.
+    pub const TRANS: u32 = 0x400;
+    /// Every class LLVM defines (a mask with other bits set is rejected).
+    pub const ALL: u32 = 0x7ff;
+}
+
+/// The largest count [`AmdOp::WaitVmcnt`] accepts (the 6-bit `vmcnt` / `loadcnt` field).
+pub const MAX_VMCNT: u32 = 63;
+
+/// An AMD-only operation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum AmdOp {
+    /// LDS-only workgroup barrier (no results). Every thread of the workgroup must reach it
+    /// (from uniform control flow, like [`OpKind::Barrier`](crate::OpKind::Barrier)). Every
+    /// LDS access of the workgroup before it, plain or by a direct-to-LDS load
+    /// ([`AmdOp::BufferLoadToLds`]), happens before every LDS access after it. Global and
+    /// buffer memory are *not* ordered: loads into registers issued before it may still be in
+    /// flight after it (that is its point: a prefetch crosses an LDS ping-pong barrier), and
+    /// global writes before it need not be visible to other threads after it (use
+    /// [`OpKind::Barrier`](crate::OpKind::Barrier) for that).
+    ///
+    /// Lowering: a workgroup-scope release fence, `s_barrier`, an acquire fence, both fences
+    /// restricted to LDS by `!mmra !{!"amdgpu-synchronize-as", !"local"}`: llc emits
+    /// `s_waitcnt lgkmcnt(0)` (gfx9) / `s_wait_dscnt 0` (gfx12) and the barrier, and waits on
+    /// `vmcnt` / `loadcnt` only as far as the wave's own pending direct-to-LDS loads need.
+    /// Sim: the same as `Barrier` (a racecheck epoch), and it completes every pending
+    /// direct-to-LDS load of the workgroup first.
+    LdsBarrier,
+    /// Wait until at most `n` (`0..=`[`MAX_VMCNT`]) vector-memory loads issued by this wave
+    /// are outstanding (gfx9 `s_waitcnt vmcnt(n)`, gfx12 `s_wait_loadcnt n`). No results.
+    /// Loads complete in issue order, so every direct-to-LDS load of the wave older than its
+    /// `n` newest ones has landed in LDS afterwards, readable by the issuing thread; other
+    /// threads read it after a following barrier. The compiler may wait more than asked
+    /// (never less) and keeps waiting for loads into registers where their values are used.
+    ///
+    /// Sim: direct-to-LDS loads are the only asynchronous loads it models; this retires all
+    /// but the `n` newest pending ones of each wave that has an active thread.
+    WaitVmcnt(u32),
+    /// Scheduling fence for the compiler's instruction scheduler
+    /// (`llvm.amdgcn.sched.barrier(mask)`): only the instruction classes in `mask`
+    /// ([`sched_mask`]) may be scheduled across it; `sched_mask::NONE` lets nothing cross.
+    /// No results. No effect on results: the Sim ignores it.
+    SchedBarrier(u32),
+    /// Scheduling group (`llvm.amdgcn.sched.group.barrier(mask, size, sync_id)`): asks the
+    /// scheduler to place `size` instructions of the classes in `mask` ([`sched_mask`]) here,
+    /// in order with the other groups of the same `sync_id`. No results. No effect on
+    /// results: the Sim ignores it.
+    SchedGroupBarrier {
+        /// Instruction classes ([`sched_mask`]).
+        mask: u32,
+        /// How many instructions the group holds.
+        size: u32,
+        /// Groups with the same id are ordered among themselves.
+        sync_id: u32,
+    },
+    /// Set this wave's issue priority (`s_setprio prio`, `prio` in `0..=3`; 0 is the
+    /// default, higher wins arbitration on the SIMD). No results. No effect on results: the
+    /// Sim ignores it.
+    SetPrio(u32),
+    /// Direct-to-LDS buffer load (`buffer_load_dword ... lds` on gfx942 and gfx950,
+    /// `buffer_load_dwordx4 ... lds` on gfx950; `llvm.amdgcn.raw.ptr.buffer.load.lds`). No
+    /// results. Each active lane `l` (its lane index in the wave, `0..wave`, whether or not
+    /// lower lanes are active) reads `bytes` bytes at element `index` (i32, per lane) of the
+    /// buffer resource `rsrc`, with `BufferLoad`'s range rule (wholly out of range reads
+    /// zeros; a partly out-of-range access is unspecified, the Sim reports it under
+    /// memcheck), and writes them to LDS at byte `l * bytes` from the LDS pointer `lds`
+    /// (the hardware's `M0` base + lane * size). `lds` must be the same for every active
+    /// lane of a wave (it goes to the scalar `M0`); the Sim reports a divergent one. The
+    /// pointer's element type is the resource's; `bytes` is a multiple of the element size.
+    ///
+    /// `bytes`: 4 on gfx942, 4 or 16 on gfx950 (the only targets with the instruction).
+    ///
+    /// The write is asynchronous: it lands when a [`AmdOp::WaitVmcnt`] of the issuing wave
+    /// retires it or at the next `Barrier` / `LdsBarrier` (whose fence waits for the wave's
+    /// own pending direct-to-LDS loads). Before that, any access to those LDS bytes is a
+    /// race, which the Sim reports (racecheck); after a `WaitVmcnt` the data is the issuing
+    /// thread's write in the current barrier epoch, so other threads read it after a barrier.
+    BufferLoadToLds {
+        /// Buffer resource.
+        rsrc: ValueId,
+        /// Element index (i32, per lane).
+        index: ValueId,
+        /// Wave-uniform LDS pointer: lane `l` writes at byte `l * bytes` from it.
+        lds: ValueId,
+        /// Bytes per lane.
+        bytes: u32,
+    },
+}
+
+impl AmdOp {
+    /// The op's name in errors (`LdsBarrier`, `BufferLoadToLds`, ...).
+    ///
+    /// ```
+    /// use flydsl_ir::AmdOp;
+    /// assert_eq!(AmdOp::SetPrio(1).name(), "SetPrio");
+    /// ```
+    pub fn name(&self) -> &'static str {
+        match self {
+            AmdOp::LdsBarrier => "LdsBarrier",
+            AmdOp::WaitVmcnt(_) => "WaitVmcnt",
+            AmdOp::SchedBarrier(_) => "SchedBarrier",
+            AmdOp::SchedGroupBarrier { .. } => "SchedGroupBarrier",
+            AmdOp::SetPrio(_) => "SetPrio",
+            AmdOp::BufferLoadToLds { .. } => "BufferLoadToLds",
+        }
+    }
+
+    /// The targets that have this op.
+    ///
+    /// ```
+    /// use flydsl_ir::{AmdOp, Target};
+    /// assert!(AmdOp::LdsBarrier.targets().contains(&Target::Gfx1250));
+    /// assert!(!AmdOp::LdsBarrier.targets().contains(&Target::Sm90));
+    /// ```
+    pub fn targets(&self) -> &'static [Target] {
+        const ALL_AMD: &[Target] = &[
+            Target::Gfx942,
+            Target::Gfx950,
+            Target::Gfx1201,
+            Target::Gfx1250,
+        ];
+        match self {
+            AmdOp::BufferLoadToLds { .. } => &[Target::Gfx942, Target::Gfx950],
+            _ => ALL_AMD,
+        }
+    }
+
+    /// The SSA operands it reads.
+    pub fn operands(&self) -> Vec<ValueId> {
+        match self {
+            AmdOp::BufferLoadToLds {
+                rsrc, index, lds, ..
+            } => vec![*rsrc, *index, *lds],
+            _ => vec![],
+        }
+    }
+
+    /// The bytes per lane [`AmdOp::BufferLoadToLds`] supports on `target` (empty where it
+    /// does not exist).
+    ///
+    /// ```
+    /// use flydsl_ir::{AmdOp, Target};
+    /// assert_eq!(AmdOp::lds_load_sizes(Target::Gfx950), &[4, 16]);
+    /// assert!(AmdOp::lds_load_sizes(Target::Gfx1201).is_empty());
+    /// ```
+    pub fn lds_load_sizes(target: Target) -> &'static [u32] {
+        match target {
+            Target::Gfx942 => &[4],
+            Target::Gfx950 => &[4, 16],
+            _ => &[],
+        }
+    }
+}
+
+impl AmdOp {
+    /// The verifier's rules for this op in kernel `k` with results `results`: the reason it
+    /// is invalid, if it is.
+    pub(crate) fn check(&self, k: &crate::Kernel, results: &[ValueId]) -> Result<(), String> {
+        use crate::{AddrSpace, ScalarType, Type};
+        let name = self.name();
+        if !self.targets().contains(&k.target) {
+            let list: Vec<&str> = self.targets().iter().map(|t| t.name()).collect();
+            return Err(format!(
+                "{name} does not exist on {}: it exists on {} only; build this code for \
+                 those targets or use a generic op (Barrier, Load/Store) here",
+                k.target,
+                list.join(", ")
+            ));
+        }
+        if !results.is_empty() {
+            return Err(format!("{name} has no results, has {}", results.len()));
+        }
+        match *self {
+            AmdOp::LdsBarrier => {}
+            AmdOp::WaitVmcnt(n) => {
+                if n > MAX_VMCNT {
+                    return Err(format!(
+                        "WaitVmcnt({n}): the count is 0..={MAX_VMCNT} (the hardware field)"
+                    ));
+                }
+            }
+            AmdOp::SchedBarrier(m) | AmdOp::SchedGroupBarrier { mask: m, .. } => {
+                if m & !sched_mask::ALL != 0 {
+                    return Err(format!(
+                        "{name} mask {m:#x} has bits outside sched_mask::ALL ({:#x})",
+                        sched_mask::ALL
+                    ));
+                }
+            }
+            AmdOp::SetPrio(p) => {
+                if p > 3 {
+                    return Err(format!("SetPrio({p}): the priority is 0..=3"));
+                }
+            }
+            AmdOp::BufferLoadToLds {
+                rsrc,
+                index,
+                lds,
+                bytes,
+            } => {
+                let t = |v: ValueId| k.ty(v);
+                let Type::BufferRsrc(e) = t(rsrc) else {
+                    return Err(format!("rsrc is {}, not a buffer resource", t(rsrc)));
+                };
+                if t(index) != Type::Scalar(ScalarType::I32) {
+                    return Err(format!("index is {}, not i32", t(index)));
+                }
+                if t(lds) != Type::Ptr(AddrSpace::Shared, e) {
+                    return Err(format!(
+                        "lds is {}; it must be an LDS pointer to the resource's element type \
+                         ({})",
+                        t(lds),
+                        Type::Ptr(AddrSpace::Shared, e)
+                    ));
+                }
+                let sizes = Self::lds_load_sizes(k.target);
+                if !sizes.contains(&bytes) {
+                    return Err(format!(
+                        "{bytes} bytes per lane: {} supports {sizes:?}",
+                        k.target
+                    ));
+                }
+                if bytes % e.size_bytes() != 0 || e == ScalarType::I1 {
+                    return Err(format!(
+                        "{bytes} bytes per lane is not a whole number of {e} elements"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,266 @@
+//! The AMD-only ops ([`AmdOp`]): the LDS-only barrier, vector-memory waits, scheduling
+//! controls (no-ops here) and direct-to-LDS loads, whose LDS writes stay pending per wave
+//! until a wait retires them or a barrier completes them (see the contracts in
+//! `flydsl_ir::AmdOp`).
+
+use super::memops::{BufRange, Loc};
+use super::Wg;
+use crate::race::Access;
+use crate::SimError;
+use flydsl_ir::{AmdOp, ValueId};
+use std::collections::VecDeque;
+
+/// One lane's pending direct-to-LDS write.
+#[derive(Clone, Debug)]
+struct Pending {
+    /// The issuing thread (linear id in the workgroup).
+    t: u32,
+    /// Where it lands: LDS byte, LDS region id, byte offset in the region.
+    byte: usize,
+    region: usize,
+    region_off: i64,
+    /// The data (first `n` bytes).
+    data: [u8; 16],
+    n: usize,
+}
+
+/// Per-workgroup state of the asynchronous direct-to-LDS loads.
+#[derive(Default)]
+pub(crate) struct AmdState {
+    /// Per wave, its issued instructions in order, each the writes of its active lanes.
+    queues: Vec<VecDeque<Vec<Pending>>>,
+    /// Per LDS byte, how many pending writes target it (empty until the first load).
+    pending: Vec<u16>,
+    /// Total pending instructions over all waves.
+    count: usize,
+}
+
+impl AmdState {
+    /// Forget everything (a new workgroup).
+    pub fn reset(&mut self) {
+        for q in &mut self.queues {
+            q.clear();
+        }
+        self.pending.fill(0);
+        self.count = 0;
+    }
+}
+
+impl Wg<'_, '_> {
+    /// Execute an AMD-only op.
+    pub(super) fn amd_op(&mut self, op: &AmdOp, act: &[u32]) -> Result<(), SimError> {
+        match *op {
+            AmdOp::LdsBarrier => self.barrier(act),
+            AmdOp::WaitVmcnt(n) => {
+                let wave = self.cx.wave;
+                let mut waves: Vec<usize> = act.iter().map(|&t| t as usize / wave).collect();
+                waves.dedup();
+                for w in waves {
+                    self.retire(w, n as usize)?;
+                }
+                Ok(())
+            }
+            AmdOp::SchedBarrier(_) | AmdOp::SchedGroupBarrier { .. } | AmdOp::SetPrio(_) => Ok(()),
+            AmdOp::BufferLoadToLds {
+                rsrc,
+                index,
+                lds,
+                bytes,
+            } => self.buffer_load_to_lds(rsrc, index, lds, bytes as usize, act),
+        }
+    }
+
+    /// Complete every pending direct-to-LDS write of the workgroup (at a barrier: each wave
+    /// waits for its own before arriving).
+    pub(super) fn complete_all_lds_loads(&mut self) -> Result<(), SimError> {
+        if self.amd.count == 0 {
+            return Ok(());
+        }
+        for w in 0..self.amd.queues.len() {
+            self.retire(w, 0)?;
+        }
+        Ok(())
+    }
+
+    /// Retire the oldest pending instructions of wave `w` until at most `keep` remain.
+    fn retire(&mut self, w: usize, keep: usize) -> Result<(), SimError> {
+        loop {
+            let Some(q) = self.amd.queues.get_mut(w) else {
+                return Ok(());
+            };
+            if q.len() <= keep {
+                return Ok(());
+            }
+            let Some(writes) = q.pop_front() else {
+                return Ok(());
+            };
+            self.amd.count -= 1;
+            for p in &writes {
+                for c in &mut self.amd.pending[p.byte..p.byte + p.n] {
+                    *c -= 1;
+                }
+            }
+            for p in writes {
+                let loc = Loc::Lds(p.byte, p.region, p.region_off);
+                self.race_record(loc, p.n, p.t, Access::Write)?;
+                self.lds[p.byte..p.byte + p.n].copy_from_slice(&p.data[..p.n]);
+            }
+        }
+    }
+
+    /// With racecheck on, an access of LDS bytes that a direct-to-LDS load has not written yet
+    /// is a race (on the GPU it sees the old or the new bytes, in no defined order).
+    pub(super) fn check_lds_pending(
+        &self,
+        byte: usize,
+        n: usize,
+        t: u32,
+        kind: Access,
+    ) -> Result<(), SimError> {
+        if self.amd.count == 0 || self.race.is_none() {
+            return Ok(());
+        }
+        let Some(hit) = (byte..byte + n).find(|&b| self.amd.pending.get(b).is_some_and(|&c| c > 0))
+        else {
+            return Ok(());
+        };
+        let issuer = self
+            .amd
+            .queues
+            .iter()
+            .flatten()
+            .flatten()
+            .find(|p| (p.byte..p.byte + p.n).contains(&hit));
+        let (who, what) = match issuer {
+            Some(p) => {
+                let r = &self.cx.lds[p.region];
+                let es = r.elem_bytes.unwrap_or(1).max(1) as i64;
+                let idx = (p.region_off + (hit - p.byte) as i64) / es;
+                (
+                    format!("thread {:?}", self.thread_ref(p.t).thread),
+                    format!("LDS array `{}` element {idx}", r.name),
+                )
+            }
+            None => ("another thread".into(), format!("LDS byte {hit}")),
+        };
+        Err(self.fault(
+            "LDS access",
+            t,
+            format!(
+                "{kind} of {what}, which a direct-to-LDS load (BufferLoadToLds) by {who} has not \
+                 written yet: retire it first with WaitVmcnt in the issuing wave (then a \
+                 Barrier or LdsBarrier before other threads touch it), or with a barrier"
+            ),
+        ))
+    }
+
+    /// Issue a direct-to-LDS buffer load: read now, write to LDS when retired.
+    fn buffer_load_to_lds(
+        &mut self,
+        rsrc: ValueId,
+        index: ValueId,
+        lds: ValueId,
+        bytes: usize,
+        act: &[u32],
+    ) -> Result<(), SimError> {
+        const OP: &str = "BufferLoadToLds";
+        let wave = self.cx.wave;
+        let elem = self.info(rsrc).elem;
+        let es = elem.size_bytes() as usize;
+        let w = bytes / es;
+        if bytes > 16 || w == 0 || bytes % es != 0 {
+            return Err(self.unsupported(format!("{OP} of {bytes} bytes of {elem}")));
+        }
+        let nwaves = self.cx.nthreads.div_ceil(wave);
+        if self.amd.queues.len() < nwaves {
+            self.amd.queues.resize_with(nwaves, VecDeque::new);
+        }
+        if self.amd.pending.len() < self.lds.len() {
+            self.amd.pending.resize(self.lds.len(), 0);
+        }
+        let mut writes: Vec<(usize, Pending)> = Vec::with_capacity(act.len());
+        let mut first_of_wave: Vec<Option<(u32, u64)>> = vec![None; nwaves];
+        for &t in act {
+            let wv = t as usize / wave;
+            let lane = t as usize % wave;
+            let dst = self.val(lds)[t as usize];
+            match first_of_wave[wv] {
+                None => first_of_wave[wv] = Some((t, dst)),
+                Some((t0, d0)) if d0 != dst => {
+                    return Err(self.fault(
+                        OP,
+                        t,
+                        format!(
+                            "the LDS pointer differs between lanes of one wave (thread {:?} \
+                             has another): it must be wave-uniform (it goes to M0)",
+                            self.thread_ref(t0).thread
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
+            let (base, num) = {
+                let v = self.val(rsrc);
+                (v[2 * t as usize], v[2 * t as usize + 1] as i64)
+            };
+            let idx = self.index_of(index, t);
+            let range = Self::buffer_range(idx, w as i64, num);
+            if !matches!(range, BufRange::Out) {
+                self.check_buffer_offset(OP, t, idx, w, es as u32)?;
+            }
+            let mut vals = [0u64; 16];
+            match range {
+                BufRange::In => self.read_elems(base, idx, elem, &mut vals[..w], "load", t)?,
+                BufRange::Out => {}
+                BufRange::Partial if self.cx.memcheck => {
+                    return Err(self.partial_fault(OP, t, idx, w, num))
+                }
+                BufRange::Partial => {
+                    for (e, v) in vals[..w].iter_mut().enumerate() {
+                        let j = idx + e as i64;
+                        if j >= 0 && j < num {
+                            self.read_elems(base, j, elem, std::slice::from_mut(v), "load", t)?;
+                        }
+                    }
+                }
+            }
+            let mut data = [0u8; 16];
+            for (e, v) in vals[..w].iter().enumerate() {
+                data[e * es..(e + 1) * es].copy_from_slice(&v.to_le_bytes()[..es]);
+            }
+            let at = (lane * bytes) as i64;
+            match self.locate(dst, at, 1, bytes as u64, "store", t)? {
+                Loc::Lds(byte, region, region_off) => writes.push((
+                    wv,
+                    Pending {
+                        t,
+                        byte,
+                        region,
+                        region_off,
+                        data,
+                        n: bytes,
+                    },
+                )),
+                Loc::Dropped => {}
+                Loc::Global(..) => {
+                    return Err(self.fault(OP, t, "the destination is not an LDS pointer"))
+                }
+            }
+        }
+        // One pending instruction per wave that had an active lane.
+        let mut per_wave: Vec<Vec<Pending>> = vec![Vec::new(); nwaves];
+        for (wv, p) in writes {
+            for c in &mut self.amd.pending[p.byte..p.byte + p.n] {
+                *c = c.saturating_add(1);
+            }
+            per_wave[wv].push(p);
+        }
+        for (wv, ps) in per_wave.into_iter().enumerate() {
+            if first_of_wave[wv].is_some() {
+                self.amd.queues[wv].push_back(ps);
+                self.amd.count += 1;
+            }
+        }
+        Ok(())
+    }
+}
