@@ -1,0 +1,342 @@
+//! The AMD-only ops on the Sim: where direct-to-LDS loads land and when they are visible,
+//! the LDS-only barrier as a racecheck epoch, waits, and the scheduling controls as no-ops.
+
+mod common;
+use common::*;
+use flydsl_ir::*;
+use flydsl_sim::{launch, SimError, SimMemory, SimOptions};
+
+/// How a kernel synchronises between its direct-to-LDS load and its read of the data.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Sync {
+    None,
+    LdsBarrier,
+    Barrier,
+    Wait0,
+    Wait0ThenLdsBarrier,
+}
+
+const THREADS: u32 = 128;
+
+/// The element thread `t` loads from: a permutation of the threads, times the elements per lane.
+fn src_index(t: u32, per: u32) -> u32 {
+    ((t * 37 + 11) % THREADS) * per
+}
+
+fn rsrc(b: &mut B, p: ValueId, n: ValueId) -> ValueId {
+    b.op(
+        OpKind::MakeRsrc {
+            ptr: p,
+            num_elems: n,
+        },
+        Type::BufferRsrc(ScalarType::I32),
+    )
+}
+
+/// Thread `t` direct-loads `bytes` from `x[src_index(t)]` into LDS at (wave base + lane *
+/// bytes); after `sync`, it copies `per` elements at element `read(t) * per` of LDS to
+/// `y[t * per..]`. `valid` is the resource's element count.
+fn dma_kernel(target: Target, bytes: u32, sync: Sync, read_neighbour: bool) -> Kernel {
+    let per = bytes / 4;
+    let w = target.wave_size();
+    let mut b = B::new("dma", target);
+    let (px, _) = b.tensor("x", ScalarType::I32);
+    let (py, _) = b.tensor("y", ScalarType::I32);
+    let valid = b.scalar("valid", ScalarType::I64);
+    let arr = b.lds("s", ScalarType::I32, THREADS * per);
+    let r = rsrc(&mut b, px, valid);
+    let t = b.tid();
+    let (c37, c11, cn, cper, cw) = (
+        b.i32(37),
+        b.i32(11),
+        b.i32(THREADS as i32),
+        b.i32(per as i32),
+        b.i32(w as i32),
+    );
+    let m = b.bin(BinOp::Mul, t, c37);
+    let m = b.bin(BinOp::Add, m, c11);
+    let m = b.bin(BinOp::URem, m, cn);
+    let idx = b.bin(BinOp::Mul, m, cper);
+    let wave = b.bin(BinOp::UDiv, t, cw);
+    let wave_elems = b.i32((w * per) as i32);
+    let base = b.bin(BinOp::Mul, wave, wave_elems);
+    let lds = b.lds_base(arr);
+    let dst = b.op(OpKind::PtrAdd(lds, base), b.ty(lds));
+    b.op0(OpKind::Amd(AmdOp::BufferLoadToLds {
+        rsrc: r,
+        index: idx,
+        lds: dst,
+        bytes,
+    }));
+    match sync {
+        Sync::None => {}
+        Sync::LdsBarrier => b.op0(OpKind::Amd(AmdOp::LdsBarrier)),
+        Sync::Barrier => b.barrier(),
+        Sync::Wait0 => b.op0(OpKind::Amd(AmdOp::WaitVmcnt(0))),
+        Sync::Wait0ThenLdsBarrier => {
+            b.op0(OpKind::Amd(AmdOp::WaitVmcnt(0)));
+            b.op0(OpKind::Amd(AmdOp::LdsBarrier));
+        }
+    }
+    let who = if read_neighbour {
+        let one = b.i32(1);
+        b.bin(BinOp::Xor, t, one)
+    } else {
+        t
+    };
+    let at = b.bin(BinOp::Mul, who, cper);
+    let vt = Type::vec(ScalarType::I32, per);
+    let v = b.load(lds, at, vt);
+    let out = b.bin(BinOp::Mul, t, cper);
+    b.store(py, out, v);
+    b.finish()
+}
+
+/// What thread `t` reads: element `who * per + j` of LDS holds what lane `l` of wave `wv`
+/// loaded, where `who * per + j = wv * wave * per + l * per + j`.
+fn expected(x: &[u32], valid: u32, per: u32, wave: u32, read_neighbour: bool) -> Vec<u32> {
+    let mut y = vec![0u32; (THREADS * per) as usize];
+    for t in 0..THREADS {
+        let who = if read_neighbour { t ^ 1 } else { t };
+        let p = who * per;
+        let (wv, lane) = (p / (wave * per), (p % (wave * per)) / per);
+        let src = src_index(wv * wave + lane, per);
+        for j in 0..per {
+            // A lane's access is wholly in range or wholly out in these tests.
+            y[(t * per + j) as usize] = if src + per <= valid {
+                x[(src + j) as usize]
+            } else {
+                0
+            };
+        }
+    }
+    y
+}
+
+fn run_dma(k: &Kernel, x: &[u32], valid: u32, per: u32) -> Result<Vec<u32>, SimError> {
+    let mem = SimMemory::new();
+    let dx = upload_u32(&mem, x);
+    let dy = upload_u32(&mem, &vec![0xdead_beef; (THREADS * per) as usize]);
+    launch(
+        k,
+        [1, 1, 1],
+        [THREADS, 1, 1],
+        &pack(
+            k,
+            &[
+                Arg::Tensor(dx, x.len() as i64),
+                Arg::Tensor(dy, (THREADS * per) as i64),
+                Arg::I64(valid as i64),
+            ],
+        ),
+        &mem,
+        &SimOptions::default(),
+    )?;
+    Ok(download_u32(&mem, dy, (THREADS * per) as usize))
+}
+
+fn input(n: u32) -> Vec<u32> {
+    let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+    (0..n).map(|_| r.next() as u32).collect()
+}
+
+#[test]
+fn direct_to_lds_lands_at_m0_plus_lane_times_size() {
+    for (target, bytes) in [
+        (Target::Gfx942, 4),
+        (Target::Gfx950, 4),
+        (Target::Gfx950, 16),
+    ] {
+        let per = bytes / 4;
+        let x = input(THREADS * per);
+        // All in range, then the last quarter of the source wholly out of range (zeros).
+        for valid in [THREADS * per, THREADS * per * 3 / 4] {
+            for (sync, neighbour) in [
+                (Sync::LdsBarrier, true),
+                (Sync::Barrier, true),
+                (Sync::Wait0, false),
+                (Sync::Wait0ThenLdsBarrier, true),
+            ] {
+                let k = dma_kernel(target, bytes, sync, neighbour);
+                let y = run_dma(&k, &x, valid, per)
+                    .unwrap_or_else(|e| panic!("{target} {bytes} B {sync:?}: {e}"));
+                let want = expected(&x, valid, per, target.wave_size(), neighbour);
+                assert_eq!(y, want, "{target} {bytes} B valid {valid} {sync:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn reading_before_the_load_lands_is_reported() {
+    let x = input(THREADS * 4);
+    // No wait, no barrier: even the issuing thread's own bytes are pending.
+    let k = dma_kernel(Target::Gfx950, 16, Sync::None, false);
+    let e = run_dma(&k, &x, THREADS * 4, 4).unwrap_err().to_string();
+    assert!(
+        e.contains("direct-to-LDS") && e.contains("WaitVmcnt"),
+        "{e}"
+    );
+    // Waited, but another thread reads without a barrier: an LDS race.
+    let k = dma_kernel(Target::Gfx950, 16, Sync::Wait0, true);
+    let e = run_dma(&k, &x, THREADS * 4, 4).unwrap_err();
+    assert!(matches!(e, SimError::LdsRace { .. }), "{e}");
+}
+
+/// Two direct-to-LDS loads into two arrays, then `WaitVmcnt(1)`: the older has landed, the
+/// newer has not.
+#[test]
+fn wait_vmcnt_retires_all_but_the_newest() {
+    for read_second in [false, true] {
+        let mut b = B::new("two", Target::Gfx942);
+        let (px, _) = b.tensor("x", ScalarType::I32);
+        let (py, _) = b.tensor("y", ScalarType::I32);
+        let n = b.scalar("n", ScalarType::I64);
+        let a0 = b.lds("first", ScalarType::I32, 64);
+        let a1 = b.lds("second", ScalarType::I32, 64);
+        let r = rsrc(&mut b, px, n);
+        let t = b.tid();
+        let c64 = b.i32(64);
+        let i1 = b.bin(BinOp::Add, t, c64);
+        let (l0, l1) = (b.lds_base(a0), b.lds_base(a1));
+        for (lds, index) in [(l0, t), (l1, i1)] {
+            b.op0(OpKind::Amd(AmdOp::BufferLoadToLds {
+                rsrc: r,
+                index,
+                lds,
+                bytes: 4,
+            }));
+        }
+        b.op0(OpKind::Amd(AmdOp::WaitVmcnt(1)));
+        let v = b.load(if read_second { l1 } else { l0 }, t, I32);
+        b.store(py, t, v);
+        let k = b.finish();
+        let x = input(128);
+        let mem = SimMemory::new();
+        let dx = upload_u32(&mem, &x);
+        let dy = upload_u32(&mem, &[0; 64]);
+        let r = launch(
+            &k,
+            [1, 1, 1],
+            [64, 1, 1],
+            &pack(
+                &k,
+                &[Arg::Tensor(dx, 128), Arg::Tensor(dy, 64), Arg::I64(128)],
+            ),
+            &mem,
+            &SimOptions::default(),
+        );
+        if read_second {
+            let e = r.unwrap_err().to_string();
+            assert!(e.contains("second") && e.contains("direct-to-LDS"), "{e}");
+        } else {
+            r.unwrap();
+            assert_eq!(download_u32(&mem, dy, 64), x[..64].to_vec());
+        }
+    }
+}
+
+#[test]
+fn divergent_lds_pointer_is_reported() {
+    let mut b = B::new("divergent", Target::Gfx942);
+    let (px, pn) = b.tensor("x", ScalarType::I32);
+    let arr = b.lds("s", ScalarType::I32, 128);
+    let r = rsrc(&mut b, px, pn);
+    let t = b.tid();
+    let lds = b.lds_base(arr);
+    let dst = b.op(OpKind::PtrAdd(lds, t), b.ty(lds));
+    b.op0(OpKind::Amd(AmdOp::BufferLoadToLds {
+        rsrc: r,
+        index: t,
+        lds: dst,
+        bytes: 4,
+    }));
+    let k = b.finish();
+    let mem = SimMemory::new();
+    let dx = upload_u32(&mem, &[0; 64]);
+    let e = launch(
+        &k,
+        [1, 1, 1],
+        [64, 1, 1],
+        &pack(&k, &[Arg::Tensor(dx, 64)]),
+        &mem,
+        &SimOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("wave-uniform"), "{e}");
+}
+
+/// A neighbour exchange through LDS with `LdsBarrier` between (clean, data moved) and the
+/// scheduling controls around it (no effect on results), on every AMD target.
+#[test]
+fn lds_barrier_is_an_epoch_and_sched_ops_are_no_ops() {
+    for target in [
+        Target::Gfx942,
+        Target::Gfx950,
+        Target::Gfx1201,
+        Target::Gfx1250,
+    ] {
+        for barrier in [false, true] {
+            let mut b = B::new("xchg", target);
+            let (py, _) = b.tensor("y", ScalarType::I32);
+            let arr = b.lds("s", ScalarType::I32, 128);
+            let lds = b.lds_base(arr);
+            let t = b.tid();
+            b.op0(OpKind::Amd(AmdOp::SetPrio(2)));
+            b.op0(OpKind::Amd(AmdOp::SchedGroupBarrier {
+                mask: sched_mask::DS_WRITE,
+                size: 1,
+                sync_id: 0,
+            }));
+            b.store(lds, t, t);
+            b.op0(OpKind::Amd(AmdOp::SchedBarrier(sched_mask::NONE)));
+            if barrier {
+                b.op0(OpKind::Amd(AmdOp::LdsBarrier));
+            }
+            b.op0(OpKind::Amd(AmdOp::SetPrio(0)));
+            let one = b.i32(1);
+            let n = b.bin(BinOp::Xor, t, one);
+            let v = b.load(lds, n, I32);
+            b.store(py, t, v);
+            let k = b.finish();
+            let mem = SimMemory::new();
+            let dy = upload_u32(&mem, &[0; 128]);
+            let r = launch(
+                &k,
+                [1, 1, 1],
+                [128, 1, 1],
+                &pack(&k, &[Arg::Tensor(dy, 128)]),
+                &mem,
+                &SimOptions::default(),
+            );
+            if barrier {
+                r.unwrap_or_else(|e| panic!("{target}: {e}"));
+                let y = download_u32(&mem, dy, 128);
+                assert!(
+                    (0..128u32).all(|t| y[t as usize] == t ^ 1),
+                    "{target}: {y:?}"
+                );
+            } else {
+                assert!(
+                    matches!(r, Err(SimError::LdsRace { .. })),
+                    "{target}: {r:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn amd_ops_off_their_targets_are_rejected_at_launch() {
+    let mut k = Kernel::empty("nv", Target::Sm90);
+    k.body.ops.push(Op {
+        results: vec![],
+        kind: OpKind::Amd(AmdOp::LdsBarrier),
+    });
+    let mem = SimMemory::new();
+    let e = launch(&k, [1, 1, 1], [32, 1, 1], &[], &mem, &SimOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("LdsBarrier") && e.contains("sm90"), "{e}");
+}
