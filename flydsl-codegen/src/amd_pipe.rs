@@ -3,16 +3,18 @@
 //! already checked that the op exists on the kernel's target (an AMD one).
 
 use super::func::Func;
+use super::ty;
 use super::LowerError;
-use flydsl_ir::{AmdOp, Target, Type};
+use flydsl_ir::{AmdOp, ScalarType, Target, Type, ValueId};
 
 /// The MMRA tag that restricts a fence to LDS (LLVM AMDGPUUsage, "Memory Model Relaxation
 /// Annotations"): the memory legalizer then waits on LDS counters only, plus the wave's own
 /// pending direct-to-LDS loads.
 const LDS_ONLY: &str = "!{!\"amdgpu-synchronize-as\", !\"local\"}";
 
-/// Lower one AMD-only op (none has results).
-pub(crate) fn lower(f: &mut Func, op: &AmdOp) -> Result<(), LowerError> {
+/// Lower one AMD-only op; `results` are its result values (the verifier checked their
+/// number and types).
+pub(crate) fn lower(f: &mut Func, op: &AmdOp, results: &[ValueId]) -> Result<(), LowerError> {
     match *op {
         AmdOp::LdsBarrier => {
             let m = f.metadata(LDS_ONLY);
@@ -69,6 +71,33 @@ pub(crate) fn lower(f: &mut Func, op: &AmdOp) -> Result<(), LowerError> {
                     ("i32", "0"),
                 ],
             );
+        }
+        AmdOp::LdsReadTr16 { ptr, index } => {
+            let [r] = results else {
+                return Err(f.err(format!("expects 1 result, has {}", results.len())));
+            };
+            let (p, pt) = f.get_t(ptr)?;
+            let Type::Ptr(_, e) = pt else {
+                return Err(f.err(format!("expected an LDS pointer, got {pt}")));
+            };
+            let (i, it) = f.get_t(index)?;
+            let il = f.lty(it);
+            let addr = f.inst(format!(
+                "getelementptr {}, ptr addrspace(3) {p}, {il} {i}",
+                ty::mem_scalar(e)
+            ));
+            let suffix = match e {
+                ScalarType::F16 => "v4f16",
+                ScalarType::BF16 => "v4bf16",
+                _ => "v4i16",
+            };
+            let vt = f.lty(Type::vec(e, 4));
+            let v = f.call(
+                &vt,
+                &format!("llvm.amdgcn.ds.read.tr16.b64.{suffix}"),
+                &[("ptr addrspace(3)", &addr)],
+            );
+            f.def(*r, v);
         }
     }
     Ok(())

@@ -76,7 +76,7 @@ fn lower_op(f: &mut Func, op: &Op) -> Result<(), LowerError> {
             Ok(())
         }
         OpKind::Yield(_) => Err(f.err("yield outside a region")),
-        OpKind::Amd(a) => amd_pipe::lower(f, a),
+        OpKind::Amd(a) => amd_pipe::lower(f, a, &op.results),
         kind => {
             let (r, rt) = one_result(f, op)?;
             let v = lower_value_op(f, kind, rt)?;

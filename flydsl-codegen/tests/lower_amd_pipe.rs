@@ -274,3 +274,37 @@ fn amd_ops_are_rejected_where_they_do_not_exist() {
     let e = flydsl_codegen::lower(&k).unwrap_err();
     assert_eq!(e.op_name, "SetPrio");
 }
+
+#[test]
+fn transposing_lds_read_is_ds_read_b64_tr_b16_on_gfx950() {
+    let Some(tools) = tools() else { return };
+    for e in [ScalarType::BF16, ScalarType::F16, ScalarType::I16] {
+        let k = KernelBuilder::new("tr16", Target::Gfx950, 64)
+            .build(|k| {
+                let x = k.tensor("x", e);
+                let y = k.tensor_mut("y", e);
+                let s = k.lds("s", e, 256);
+                let t = thread_id_x();
+                s.store(t * 4, x.load_vec(t * 4, 4, 8));
+                lds_barrier();
+                y.store(t * 4, lds_read_tr16(&s, (t ^ 5) * 4));
+            })
+            .unwrap();
+        let c = compile(&tools, &k);
+        assert!(
+            insts(&c.asm)
+                .iter()
+                .any(|l| l.starts_with("ds_read_b64_tr_b16 ")),
+            "{e}: no ds_read_b64_tr_b16:\n{}",
+            c.asm
+        );
+    }
+    let e = KernelBuilder::new("tr16", Target::Gfx942, 64)
+        .build(|k| {
+            let s = k.lds("s", ScalarType::BF16, 256);
+            let _ = lds_read_tr16(&s, thread_id_x() * 4);
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("LdsReadTr16 does not exist on gfx942"), "{e}");
+}

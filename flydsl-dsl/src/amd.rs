@@ -4,7 +4,7 @@
 //! verifier error naming the op and the target. The contracts are the IR ops' docs.
 
 use crate::mem::{Lds, Rsrc};
-use crate::val::{emit, emit0, Operand};
+use crate::val::{emit, emit0, Operand, Val};
 use flydsl_ir::{AmdOp, OpKind, ScalarType, Type};
 
 /// LDS-only workgroup barrier ([`AmdOp::LdsBarrier`]): orders LDS accesses (and completed
@@ -142,4 +142,40 @@ pub fn buffer_load_to_lds(
         lds: p.id(),
         bytes,
     }))
+}
+
+/// gfx950 transposing LDS read ([`AmdOp::LdsReadTr16`], `ds_read_b64_tr_b16`): each lane
+/// names 4 consecutive 16-bit elements at element `index` of `src` (8-byte aligned); in each
+/// 16-lane group, lane `j` gets `[v(4i + j/4)[j % 4] for i in 0..4]` where `v(l)` is what lane
+/// `l` named: the 4 x 16 tile whose rows lanes `4r..4r+4` read comes back one column per lane.
+/// Returns `<4 x e>`. Every lane of a 16-lane group must be active.
+///
+/// ```
+/// use flydsl_dsl::*;
+/// use flydsl_dsl::ir::{ScalarType::BF16, Target};
+/// let k = KernelBuilder::new("tr", Target::Gfx950, 64)
+///     .build(|k| {
+///         let y = k.tensor_mut("y", BF16);
+///         let s = k.lds("s", BF16, 256);
+///         let t = thread_id_x();
+///         s.store(t * 4, splat(t.cast(BF16), 4));
+///         lds_barrier();
+///         y.store(t * 4, lds_read_tr16(&s, t * 4));
+///     })
+///     .unwrap();
+/// assert!(format!("{:?}", k.body).contains("LdsReadTr16"));
+/// ```
+pub fn lds_read_tr16(src: &Lds, index: impl Into<Operand>) -> Val {
+    let index = match index.into() {
+        Operand::V(v) => v,
+        o => o.to_val(Type::s(ScalarType::I32)),
+    };
+    let p = src.base_ptr();
+    emit(
+        OpKind::Amd(AmdOp::LdsReadTr16 {
+            ptr: p.id(),
+            index: index.id(),
+        }),
+        Type::vec(p.elem(), 4),
+    )
 }

@@ -120,6 +120,23 @@ pub enum AmdOp {
         /// Bytes per lane.
         bytes: u32,
     },
+    /// gfx950 transposing LDS read `ds_read_b64_tr_b16` (`llvm.amdgcn.ds.read.tr16.b64`).
+    /// One result, `<4 x e>` for the LDS pointer's 16-bit element type `e` (f16, bf16 or i16).
+    /// Each lane reads the 4 elements (8 bytes, 8-byte aligned) at element `index` (i32 or
+    /// i64) of `ptr`, as a `Load` of `<4 x e>` would, and the 16-lane groups of the wave
+    /// then exchange them: in each group of lanes `16g .. 16g + 16`, lane `16g + j` gets
+    /// element `i` (for `i` in `0..4`) of what lane `16g + 4i + j / 4` read, element `j % 4`.
+    /// Seen as a 4 x 16 tile whose row `r` is read by lanes `4r .. 4r + 4` of the group (4
+    /// consecutive elements each), lane `j` gets column `j`: the MFMA operand layout that
+    /// needs the tile's other dimension contiguous (AMD CDNA4 ISA, "MFMA transpose load from
+    /// LDS"). Every lane of a group with an active lane must be active (the Sim reports a
+    /// partly active group: the hardware exchange reads the inactive lanes' data).
+    LdsReadTr16 {
+        /// LDS pointer to 16-bit elements.
+        ptr: ValueId,
+        /// Element index (i32 or i64) of this lane's 4 elements.
+        index: ValueId,
+    },
 }
 
 impl AmdOp {
@@ -137,6 +154,7 @@ impl AmdOp {
             AmdOp::SchedGroupBarrier { .. } => "SchedGroupBarrier",
             AmdOp::SetPrio(_) => "SetPrio",
             AmdOp::BufferLoadToLds { .. } => "BufferLoadToLds",
+            AmdOp::LdsReadTr16 { .. } => "LdsReadTr16",
         }
     }
 
@@ -156,6 +174,7 @@ impl AmdOp {
         ];
         match self {
             AmdOp::BufferLoadToLds { .. } => &[Target::Gfx942, Target::Gfx950],
+            AmdOp::LdsReadTr16 { .. } => &[Target::Gfx950],
             _ => ALL_AMD,
         }
     }
@@ -166,6 +185,7 @@ impl AmdOp {
             AmdOp::BufferLoadToLds {
                 rsrc, index, lds, ..
             } => vec![*rsrc, *index, *lds],
+            AmdOp::LdsReadTr16 { ptr, index } => vec![*ptr, *index],
             _ => vec![],
         }
     }
@@ -202,8 +222,12 @@ impl AmdOp {
                 list.join(", ")
             ));
         }
-        if !results.is_empty() {
-            return Err(format!("{name} has no results, has {}", results.len()));
+        let want = usize::from(matches!(self, AmdOp::LdsReadTr16 { .. }));
+        if results.len() != want {
+            return Err(format!(
+                "{name} has {want} result(s), this op has {}",
+                results.len()
+            ));
         }
         match *self {
             AmdOp::LdsBarrier => {}
@@ -258,6 +282,27 @@ impl AmdOp {
                 if bytes % e.size_bytes() != 0 || e == ScalarType::I1 {
                     return Err(format!(
                         "{bytes} bytes per lane is not a whole number of {e} elements"
+                    ));
+                }
+            }
+            AmdOp::LdsReadTr16 { ptr, index } => {
+                let t = |v: ValueId| k.ty(v);
+                let Type::Ptr(AddrSpace::Shared, e) = t(ptr) else {
+                    return Err(format!("ptr is {}, not an LDS pointer", t(ptr)));
+                };
+                if !matches!(e, ScalarType::F16 | ScalarType::BF16 | ScalarType::I16) {
+                    return Err(format!(
+                        "LDS pointer to {e}: the transposing read takes f16, bf16 or i16"
+                    ));
+                }
+                if !matches!(t(index), Type::Scalar(ScalarType::I32 | ScalarType::I64)) {
+                    return Err(format!("index is {}, not i32 or i64", t(index)));
+                }
+                if t(results[0]) != Type::vec(e, 4) {
+                    return Err(format!(
+                        "the result is {}, it must be {}",
+                        t(results[0]),
+                        Type::vec(e, 4)
                     ));
                 }
             }

@@ -111,9 +111,13 @@ impl Walk<'_> {
                 | OpKind::PtrAdd(_, index) => {
                     self.sinks.push((*index, format!("index of {}", label())));
                 }
-                OpKind::Amd(flydsl_ir::AmdOp::BufferLoadToLds { index, .. }) => {
+                OpKind::Amd(
+                    a @ (flydsl_ir::AmdOp::BufferLoadToLds { index, .. }
+                    | flydsl_ir::AmdOp::LdsReadTr16 { index, .. }),
+                ) => {
+                    let name = a.name();
                     self.sinks
-                        .push((*index, format!("index of BufferLoadToLds (op #{at})")));
+                        .push((*index, format!("index of {name} (op #{at})")));
                 }
                 OpKind::DynLdsBase(off) => {
                     self.sinks

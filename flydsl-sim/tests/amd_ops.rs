@@ -340,3 +340,90 @@ fn amd_ops_off_their_targets_are_rejected_at_launch() {
         .to_string();
     assert!(e.contains("LdsBarrier") && e.contains("sm90"), "{e}");
 }
+
+/// `LdsReadTr16` on a 16-bit array: thread `t` names chunk `chunk(t)` (4 elements); the result
+/// is checked against the exchange rule computed here from the per-lane chunks.
+fn tr16_kernel(threads: u32, skip_lane: Option<u32>) -> Kernel {
+    let mut b = B::new("tr16", Target::Gfx950);
+    let (px, _) = b.tensor("x", ScalarType::I16);
+    let (py, _) = b.tensor("y", ScalarType::I16);
+    let arr = b.lds("s", ScalarType::I16, threads * 4);
+    let lds = b.lds_base(arr);
+    let t = b.tid();
+    let c4 = b.i32(4);
+    let at = b.bin(BinOp::Mul, t, c4);
+    let v4 = Type::vec(ScalarType::I16, 4);
+    let v = b.load(px, at, v4);
+    b.store(lds, at, v);
+    b.op0(OpKind::Amd(AmdOp::LdsBarrier));
+    let (c5, c3, cn) = (b.i32(5), b.i32(3), b.i32(threads as i32));
+    let c = b.bin(BinOp::Mul, t, c5);
+    let c = b.bin(BinOp::Add, c, c3);
+    let c = b.bin(BinOp::URem, c, cn);
+    let idx = b.bin(BinOp::Mul, c, c4);
+    let read = |b: &mut B| {
+        let r = b.op(
+            OpKind::Amd(AmdOp::LdsReadTr16 {
+                ptr: lds,
+                index: idx,
+            }),
+            v4,
+        );
+        b.store(py, at, r);
+    };
+    match skip_lane {
+        None => read(&mut b),
+        Some(l) => {
+            let cl = b.i32(l as i32);
+            let ne = b.cmp(CmpPred::Ne, t, cl);
+            b.when(ne, read);
+        }
+    }
+    b.finish()
+}
+
+fn run_tr16(k: &Kernel, threads: u32, x: &[u16]) -> Result<Vec<u16>, SimError> {
+    let mem = SimMemory::new();
+    let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let dx = upload_bytes(&mem, &bytes);
+    let dy = upload_bytes(&mem, &vec![0; bytes.len()]);
+    let n = x.len() as i64;
+    launch(
+        k,
+        [1, 1, 1],
+        [threads, 1, 1],
+        &pack(k, &[Arg::Tensor(dx, n), Arg::Tensor(dy, n)]),
+        &mem,
+        &SimOptions::default(),
+    )?;
+    Ok(download_u16(&mem, dy, x.len()))
+}
+
+#[test]
+fn lds_read_tr16_transposes_each_16_lane_group() {
+    for threads in [64, 128] {
+        let mut r = Rng(0x2545_f491_4f6c_dd1d);
+        let x: Vec<u16> = (0..threads * 4).map(|_| r.next() as u16).collect();
+        let y = run_tr16(&tr16_kernel(threads, None), threads, &x).unwrap();
+        let chunk = |l: u32| ((l * 5 + 3) % threads) as usize * 4;
+        for t in 0..threads {
+            let (g, j) = (t / 16 * 16, t % 16);
+            for i in 0..4 {
+                let src = g + 4 * i + j / 4;
+                let want = x[chunk(src) + (j % 4) as usize];
+                assert_eq!(
+                    y[(t * 4 + i) as usize],
+                    want,
+                    "threads {threads} t {t} i {i}"
+                );
+            }
+        }
+    }
+    let e = run_tr16(&tr16_kernel(64, Some(21)), 64, &[0; 256])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("lane group 16..32") && e.contains("thread 21"),
+        "{e}"
+    );
+}

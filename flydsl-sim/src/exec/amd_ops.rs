@@ -48,7 +48,12 @@ impl AmdState {
 
 impl Wg<'_, '_> {
     /// Execute an AMD-only op.
-    pub(super) fn amd_op(&mut self, op: &AmdOp, act: &[u32]) -> Result<(), SimError> {
+    pub(super) fn amd_op(
+        &mut self,
+        op: &AmdOp,
+        results: &[ValueId],
+        act: &[u32],
+    ) -> Result<(), SimError> {
         match *op {
             AmdOp::LdsBarrier => self.barrier(act),
             AmdOp::WaitVmcnt(n) => {
@@ -67,6 +72,10 @@ impl Wg<'_, '_> {
                 lds,
                 bytes,
             } => self.buffer_load_to_lds(rsrc, index, lds, bytes as usize, act),
+            AmdOp::LdsReadTr16 { ptr, index } => match results {
+                [r] => self.lds_read_tr16(*r, ptr, index, act),
+                _ => Err(self.unsupported("LdsReadTr16 without its one result")),
+            },
         }
     }
 
@@ -261,6 +270,62 @@ impl Wg<'_, '_> {
                 self.amd.count += 1;
             }
         }
+        Ok(())
+    }
+
+    /// `ds_read_b64_tr_b16`: each lane reads 4 elements, then every 16-lane group
+    /// transposes them (lane `j` gets element `j % 4` of lanes `4i + j / 4`, `i` in `0..4`).
+    fn lds_read_tr16(
+        &mut self,
+        res: ValueId,
+        ptr: ValueId,
+        index: ValueId,
+        act: &[u32],
+    ) -> Result<(), SimError> {
+        const OP: &str = "LdsReadTr16";
+        const GROUP: usize = 16;
+        let elem = self.info(res).elem;
+        self.set_mask(act);
+        for &t in act {
+            let g = t as usize / GROUP * GROUP;
+            if let Some(off) = (g..g + GROUP).find(|&u| !self.mask.get(u).copied().unwrap_or(false))
+            {
+                return Err(self.fault(
+                    OP,
+                    t,
+                    format!(
+                        "lane group {g}..{} is partly active (thread {off} is not): the \
+                         transposing read exchanges data across all 16 lanes of a group, so \
+                         every lane of the group must run it",
+                        g + GROUP
+                    ),
+                ));
+            }
+        }
+        let mut data = vec![0u64; self.cx.nthreads * 4];
+        for &t in act {
+            let addr = self.val(ptr)[t as usize];
+            let idx = self.index_of(index, t);
+            if let Loc::Lds(byte, ..) = self.locate(addr, idx, 2, 8, "load", t)? {
+                if byte % 8 != 0 {
+                    return Err(self.fault(
+                        OP,
+                        t,
+                        format!("LDS byte address {byte} is not 8-byte aligned"),
+                    ));
+                }
+            }
+            let b = t as usize * 4;
+            self.read_elems(addr, idx, elem, &mut data[b..b + 4], "load", t)?;
+        }
+        let mut r = self.take(res);
+        for &t in act {
+            let (g, j) = (t as usize / GROUP * GROUP, t as usize % GROUP);
+            for i in 0..4 {
+                r[t as usize * 4 + i] = data[(g + 4 * i + j / 4) * 4 + j % 4];
+            }
+        }
+        self.put(res, r);
         Ok(())
     }
 }

@@ -374,7 +374,7 @@ impl<'c, 'k> Wg<'c, 'k> {
                 body,
             } => self.for_op(&op.results, [*lb, *ub, *step], init, body, act)?,
             OpKind::Yield(_) => {}
-            OpKind::Amd(a) => self.amd_op(a, act)?,
+            OpKind::Amd(a) => self.amd_op(a, &op.results, act)?,
         }
         Ok(())
     }
