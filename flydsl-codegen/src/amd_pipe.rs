@@ -99,6 +99,28 @@ pub(crate) fn lower(f: &mut Func, op: &AmdOp, results: &[ValueId]) -> Result<(),
             );
             f.def(*r, v);
         }
+        AmdOp::TensorLoadToLds { ref groups } => {
+            let mut args: Vec<(String, String)> = Vec::new();
+            for &g in groups {
+                let (v, t) = f.get_t(g)?;
+                args.push((f.lty(t), v));
+            }
+            args.push(("i32".into(), "0".into()));
+            let name = if groups.len() == 2 {
+                "llvm.amdgcn.tensor.load.to.lds.d2"
+            } else {
+                "llvm.amdgcn.tensor.load.to.lds"
+            };
+            let a: Vec<(&str, &str)> = args.iter().map(|(t, v)| (t.as_str(), v.as_str())).collect();
+            f.call("void", name, &a);
+        }
+        AmdOp::WaitTensorcnt(n) => {
+            f.call(
+                "void",
+                "llvm.amdgcn.s.wait.tensorcnt",
+                &[("i16", &n.to_string())],
+            );
+        }
     }
     Ok(())
 }

@@ -308,3 +308,38 @@ fn transposing_lds_read_is_ds_read_b64_tr_b16_on_gfx950() {
         .to_string();
     assert!(e.contains("LdsReadTr16 does not exist on gfx942"), "{e}");
 }
+
+#[test]
+fn tensor_load_to_lds_and_its_wait_on_gfx1250() {
+    let Some(tools) = tools() else { return };
+    for groups in [2usize, 4] {
+        let k = KernelBuilder::new("tdm", Target::Gfx1250, 32)
+            .build(|k| {
+                let n = if groups == 2 { 12 } else { 20 };
+                let w: Vec<Val> = (0..n)
+                    .map(|i| k.scalar(&format!("d{i}"), ScalarType::I32))
+                    .collect();
+                let mut g = vec![vec_of(&w[..4]), vec_of(&w[4..12])];
+                if groups == 4 {
+                    g.push(vec_of(&w[12..16]));
+                    g.push(vec_of(&w[16..20]));
+                }
+                tensor_load_to_lds(&g);
+                wait_tensorcnt(0);
+            })
+            .unwrap();
+        let c = compile(&tools, &k);
+        let l = insts(&c.asm);
+        let load = l
+            .iter()
+            .position(|x| x.starts_with("tensor_load_to_lds "))
+            .unwrap_or_else(|| panic!("{groups} groups: no tensor_load_to_lds:\n{}", c.asm));
+        let operands = l[load].matches("s[").count();
+        assert_eq!(operands, groups, "{}", l[load]);
+        assert!(
+            l[load..].iter().any(|x| x == "s_wait_tensorcnt 0x0"),
+            "no s_wait_tensorcnt after the load:\n{}",
+            c.asm
+        );
+    }
+}

@@ -179,3 +179,39 @@ pub fn lds_read_tr16(src: &Lds, index: impl Into<Operand>) -> Val {
         Type::vec(p.elem(), 4),
     )
 }
+
+/// gfx1250 Tensor Data Mover load ([`AmdOp::TensorLoadToLds`], `tensor_load_to_lds`): copies
+/// the tile the raw descriptor `groups` describe (2: `<4 x i32>`, `<8 x i32>`; or 4: plus two
+/// `<4 x i32>`; wave-uniform; bit layout per AMD's gfx1250 ISA) into LDS, asynchronously:
+/// the data lands at a [`wait_tensorcnt`] that retires it. The Sim does not run it.
+///
+/// ```
+/// use flydsl_dsl::*;
+/// use flydsl_dsl::ir::{ScalarType::I32, Target};
+/// let k = KernelBuilder::new("tdm", Target::Gfx1250, 32)
+///     .build(|k| {
+///         let w: Vec<Val> = (0..12).map(|i| k.scalar(&format!("d{i}"), I32)).collect();
+///         tensor_load_to_lds(&[vec_of(&w[..4]), vec_of(&w[4..])]);
+///         wait_tensorcnt(0);
+///     })
+///     .unwrap();
+/// assert!(format!("{:?}", k.body).contains("TensorLoadToLds"));
+/// ```
+pub fn tensor_load_to_lds(groups: &[Val]) {
+    emit0(OpKind::Amd(AmdOp::TensorLoadToLds {
+        groups: groups.iter().map(|g| g.id()).collect(),
+    }))
+}
+
+/// gfx1250 `s_wait_tensorcnt n` ([`AmdOp::WaitTensorcnt`]): wait until at most `n` tensor
+/// loads of this wave are outstanding.
+///
+/// ```
+/// use flydsl_dsl::*;
+/// use flydsl_dsl::ir::Target;
+/// assert!(KernelBuilder::new("w", Target::Gfx1250, 32).build(|_| wait_tensorcnt(1)).is_ok());
+/// assert!(KernelBuilder::new("w", Target::Gfx950, 64).build(|_| wait_tensorcnt(1)).is_err());
+/// ```
+pub fn wait_tensorcnt(n: u32) {
+    emit0(OpKind::Amd(AmdOp::WaitTensorcnt(n)))
+}

@@ -41,7 +41,7 @@ mod wave;
 
 pub use amd::{
     buffer_load_to_lds, lds_barrier, lds_read_tr16, sched_barrier, sched_group_barrier, set_prio,
-    wait_vmcnt,
+    tensor_load_to_lds, wait_tensorcnt, wait_vmcnt,
 };
 pub use builder::{KernelBuilder, KernelDef};
 pub use context::{target, BuildError};

@@ -137,6 +137,27 @@ pub enum AmdOp {
         /// Element index (i32 or i64) of this lane's 4 elements.
         index: ValueId,
     },
+    /// gfx1250 Tensor Data Mover load (`tensor_load_to_lds`,
+    /// `llvm.amdgcn.tensor.load.to.lds` / `.d2`): copies a tile of a global tensor into LDS
+    /// as the raw descriptor groups say. No results. `groups` are 2 (`<4 x i32>`,
+    /// `<8 x i32>`: tensors of up to 2 dimensions) or 4 (`<4 x i32>`, `<8 x i32>`,
+    /// `<4 x i32>`, `<4 x i32>`) wave-uniform values, passed to the instruction verbatim
+    /// (scalar registers); their bit layout (LDS address, global address, dimensions, tile
+    /// sizes, strides, padding) is the hardware's, documented in AMD's gfx1250 ISA ("Tensor
+    /// Data Mover"), and nothing here checks it. The copy is asynchronous: its LDS writes
+    /// land when a [`AmdOp::WaitTensorcnt`] retires it; other threads read them after a
+    /// following barrier.
+    ///
+    /// Sim: not modelled (the descriptor format is not pinned from public documentation
+    /// here); executing it is an `Unsupported` error naming the op.
+    TensorLoadToLds {
+        /// The descriptor groups (2 or 4).
+        groups: Vec<ValueId>,
+    },
+    /// gfx1250 `s_wait_tensorcnt n` (`llvm.amdgcn.s.wait.tensorcnt`, `n` in
+    /// `0..=`[`MAX_VMCNT`]): wait until at most `n` Tensor Data Mover operations of this wave
+    /// are outstanding. No results. Sim: a no-op (it models no tensor loads).
+    WaitTensorcnt(u32),
 }
 
 impl AmdOp {
@@ -155,6 +176,8 @@ impl AmdOp {
             AmdOp::SetPrio(_) => "SetPrio",
             AmdOp::BufferLoadToLds { .. } => "BufferLoadToLds",
             AmdOp::LdsReadTr16 { .. } => "LdsReadTr16",
+            AmdOp::TensorLoadToLds { .. } => "TensorLoadToLds",
+            AmdOp::WaitTensorcnt(_) => "WaitTensorcnt",
         }
     }
 
@@ -175,6 +198,7 @@ impl AmdOp {
         match self {
             AmdOp::BufferLoadToLds { .. } => &[Target::Gfx942, Target::Gfx950],
             AmdOp::LdsReadTr16 { .. } => &[Target::Gfx950],
+            AmdOp::TensorLoadToLds { .. } | AmdOp::WaitTensorcnt(_) => &[Target::Gfx1250],
             _ => ALL_AMD,
         }
     }
@@ -186,6 +210,7 @@ impl AmdOp {
                 rsrc, index, lds, ..
             } => vec![*rsrc, *index, *lds],
             AmdOp::LdsReadTr16 { ptr, index } => vec![*ptr, *index],
+            AmdOp::TensorLoadToLds { groups } => groups.clone(),
             _ => vec![],
         }
     }
@@ -231,10 +256,30 @@ impl AmdOp {
         }
         match *self {
             AmdOp::LdsBarrier => {}
-            AmdOp::WaitVmcnt(n) => {
+            AmdOp::WaitVmcnt(n) | AmdOp::WaitTensorcnt(n) => {
                 if n > MAX_VMCNT {
                     return Err(format!(
-                        "WaitVmcnt({n}): the count is 0..={MAX_VMCNT} (the hardware field)"
+                        "{name}({n}): the count is 0..={MAX_VMCNT} (the hardware field)"
+                    ));
+                }
+            }
+            AmdOp::TensorLoadToLds { ref groups } => {
+                let v4 = Type::vec(ScalarType::I32, 4);
+                let v8 = Type::vec(ScalarType::I32, 8);
+                let want: &[Type] = match groups.len() {
+                    2 => &[v4, v8],
+                    4 => &[v4, v8, v4, v4],
+                    n => {
+                        return Err(format!(
+                            "{n} descriptor groups: give 2 (<4 x i32>, <8 x i32>) or 4 \
+                             (<4 x i32>, <8 x i32>, <4 x i32>, <4 x i32>)"
+                        ))
+                    }
+                };
+                let got: Vec<Type> = groups.iter().map(|&g| k.ty(g)).collect();
+                if got != want {
+                    return Err(format!(
+                        "descriptor groups have types {got:?}, expected {want:?}"
                     ));
                 }
             }

@@ -427,3 +427,28 @@ fn lds_read_tr16_transposes_each_16_lane_group() {
         "{e}"
     );
 }
+
+#[test]
+fn tensor_load_to_lds_is_rejected_on_the_sim() {
+    let mut b = B::new("tdm", Target::Gfx1250);
+    let w: Vec<ValueId> = (0..12).map(|i| b.i32(i)).collect();
+    let g0 = b.op(
+        OpKind::Build(w[..4].to_vec()),
+        Type::vec(ScalarType::I32, 4),
+    );
+    let g1 = b.op(
+        OpKind::Build(w[4..].to_vec()),
+        Type::vec(ScalarType::I32, 8),
+    );
+    b.op0(OpKind::Amd(AmdOp::TensorLoadToLds {
+        groups: vec![g0, g1],
+    }));
+    b.op0(OpKind::Amd(AmdOp::WaitTensorcnt(0)));
+    let k = b.finish();
+    let mem = SimMemory::new();
+    let e = launch(&k, [1, 1, 1], [32, 1, 1], &[], &mem, &SimOptions::default()).unwrap_err();
+    assert!(
+        matches!(&e, SimError::Unsupported { what, .. } if what.contains("TensorLoadToLds")),
+        "{e}"
+    );
+}

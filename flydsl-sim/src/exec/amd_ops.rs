@@ -65,7 +65,15 @@ impl Wg<'_, '_> {
                 }
                 Ok(())
             }
-            AmdOp::SchedBarrier(_) | AmdOp::SchedGroupBarrier { .. } | AmdOp::SetPrio(_) => Ok(()),
+            AmdOp::SchedBarrier(_)
+            | AmdOp::SchedGroupBarrier { .. }
+            | AmdOp::SetPrio(_)
+            | AmdOp::WaitTensorcnt(_) => Ok(()),
+            AmdOp::TensorLoadToLds { .. } => Err(self.unsupported(
+                "TensorLoadToLds (gfx1250 Tensor Data Mover): the Sim does not model its \
+                 descriptor format; run this kernel on a gfx1250, or give the Sim a variant \
+                 that stages the tile with Load and Store through LDS",
+            )),
             AmdOp::BufferLoadToLds {
                 rsrc,
                 index,
