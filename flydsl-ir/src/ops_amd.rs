@@ -324,7 +324,7 @@ impl AmdOp {
                         k.target
                     ));
                 }
-                if bytes % e.size_bytes() != 0 || e == ScalarType::I1 {
+                if !bytes.is_multiple_of(e.size_bytes()) || e == ScalarType::I1 {
                     return Err(format!(
                         "{bytes} bytes per lane is not a whole number of {e} elements"
                     ));

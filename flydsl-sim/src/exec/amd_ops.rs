@@ -185,7 +185,7 @@ impl Wg<'_, '_> {
         let elem = self.info(rsrc).elem;
         let es = elem.size_bytes() as usize;
         let w = bytes / es;
-        if bytes > 16 || w == 0 || bytes % es != 0 {
+        if bytes > 16 || w == 0 || !bytes.is_multiple_of(es) {
             return Err(self.unsupported(format!("{OP} of {bytes} bytes of {elem}")));
         }
         let nwaves = self.cx.nthreads.div_ceil(wave);
@@ -315,7 +315,7 @@ impl Wg<'_, '_> {
             let addr = self.val(ptr)[t as usize];
             let idx = self.index_of(index, t);
             if let Loc::Lds(byte, ..) = self.locate(addr, idx, 2, 8, "load", t)? {
-                if byte % 8 != 0 {
+                if !byte.is_multiple_of(8) {
                     return Err(self.fault(
                         OP,
                         t,
