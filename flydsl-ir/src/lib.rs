@@ -16,6 +16,7 @@ mod kernel;
 mod ops_amd;
 pub mod target;
 mod types;
+mod value;
 mod verify;
 
 pub use dtype::DType;
@@ -24,6 +25,7 @@ pub use kernel::*;
 pub use ops_amd::{sched_mask, AmdOp, MAX_VMCNT};
 pub use target::Target;
 pub use types::{AddrSpace, LanesError, ScalarType, Type};
+pub use value::ValueId;
 pub use verify::{operands_of, verify, VerifyError};
 
 /// Serialize a kernel to the compact binary form embedded for the Sim backend.

@@ -59,7 +59,8 @@ pub enum AmdOp {
     /// `s_waitcnt lgkmcnt(0)` (gfx9) / `s_wait_dscnt 0` (gfx12) and the barrier, and waits on
     /// `vmcnt` / `loadcnt` only as far as the wave's own pending direct-to-LDS loads need.
     /// Sim: the same as `Barrier` (a racecheck epoch), and it completes every pending
-    /// direct-to-LDS load of the workgroup first.
+    /// direct-to-LDS load of the workgroup first. The Sim's global memory is always
+    /// coherent, so it cannot report a kernel that relies on this barrier for global data.
     LdsBarrier,
     /// Wait until at most `n` (`0..=`[`MAX_VMCNT`]) vector-memory loads issued by this wave
     /// are outstanding (gfx9 `s_waitcnt vmcnt(n)`, gfx12 `s_wait_loadcnt n`). No results.
@@ -233,17 +234,22 @@ impl AmdOp {
 }
 
 impl AmdOp {
-    /// The verifier's rules for this op in kernel `k` with results `results`: the reason it
-    /// is invalid, if it is.
-    pub(crate) fn check(&self, k: &crate::Kernel, results: &[ValueId]) -> Result<(), String> {
+    /// The verifier's rules for this op on `target` with results `results`, `ty` giving each
+    /// value's type: the reason it is invalid, if it is.
+    pub(crate) fn check(
+        &self,
+        target: Target,
+        ty: &dyn Fn(ValueId) -> crate::Type,
+        results: &[ValueId],
+    ) -> Result<(), String> {
         use crate::{AddrSpace, ScalarType, Type};
         let name = self.name();
-        if !self.targets().contains(&k.target) {
+        if !self.targets().contains(&target) {
             let list: Vec<&str> = self.targets().iter().map(|t| t.name()).collect();
             return Err(format!(
                 "{name} does not exist on {}: it exists on {} only; build this code for \
                  those targets or use a generic op (Barrier, Load/Store) here",
-                k.target,
+                target,
                 list.join(", ")
             ));
         }
@@ -276,7 +282,7 @@ impl AmdOp {
                         ))
                     }
                 };
-                let got: Vec<Type> = groups.iter().map(|&g| k.ty(g)).collect();
+                let got: Vec<Type> = groups.iter().map(|&g| ty(g)).collect();
                 if got != want {
                     return Err(format!(
                         "descriptor groups have types {got:?}, expected {want:?}"
@@ -302,7 +308,7 @@ impl AmdOp {
                 lds,
                 bytes,
             } => {
-                let t = |v: ValueId| k.ty(v);
+                let t = ty;
                 let Type::BufferRsrc(e) = t(rsrc) else {
                     return Err(format!("rsrc is {}, not a buffer resource", t(rsrc)));
                 };
@@ -317,11 +323,11 @@ impl AmdOp {
                         Type::Ptr(AddrSpace::Shared, e)
                     ));
                 }
-                let sizes = Self::lds_load_sizes(k.target);
+                let sizes = Self::lds_load_sizes(target);
                 if !sizes.contains(&bytes) {
                     return Err(format!(
                         "{bytes} bytes per lane: {} supports {sizes:?}",
-                        k.target
+                        target
                     ));
                 }
                 if !bytes.is_multiple_of(e.size_bytes()) || e == ScalarType::I1 {
@@ -331,7 +337,7 @@ impl AmdOp {
                 }
             }
             AmdOp::LdsReadTr16 { ptr, index } => {
-                let t = |v: ValueId| k.ty(v);
+                let t = ty;
                 let Type::Ptr(AddrSpace::Shared, e) = t(ptr) else {
                     return Err(format!("ptr is {}, not an LDS pointer", t(ptr)));
                 };

@@ -2,7 +2,7 @@
 //! the kernel's target, LDS within the target's limit.
 
 use crate::kernel::*;
-use crate::{AddrSpace, ScalarType, Type};
+use crate::{AddrSpace, ScalarType, Type, ValueId};
 use std::collections::HashSet;
 
 /// A verification failure naming the kernel, the op and the reason.
@@ -619,7 +619,7 @@ impl Verifier<'_> {
             }
             OpKind::Yield(_) => return fail("yield outside a region".into()),
             OpKind::Amd(a) => {
-                if let Err(r) = a.check(k, &op.results) {
+                if let Err(r) = a.check(k.target, &|v| k.ty(v), &op.results) {
                     return fail(r);
                 }
             }

@@ -3,48 +3,13 @@
 //! until a wait retires them or a barrier completes them (see the contracts in
 //! `flydsl_ir::AmdOp`).
 
+use super::amd_state::Pending;
 use super::memops::{BufRange, Loc};
 use super::Wg;
 use crate::race::Access;
 use crate::SimError;
 use flydsl_ir::{AmdOp, ValueId};
 use std::collections::VecDeque;
-
-/// One lane's pending direct-to-LDS write.
-#[derive(Clone, Debug)]
-struct Pending {
-    /// The issuing thread (linear id in the workgroup).
-    t: u32,
-    /// Where it lands: LDS byte, LDS region id, byte offset in the region.
-    byte: usize,
-    region: usize,
-    region_off: i64,
-    /// The data (first `n` bytes).
-    data: [u8; 16],
-    n: usize,
-}
-
-/// Per-workgroup state of the asynchronous direct-to-LDS loads.
-#[derive(Default)]
-pub(crate) struct AmdState {
-    /// Per wave, its issued instructions in order, each the writes of its active lanes.
-    queues: Vec<VecDeque<Vec<Pending>>>,
-    /// Per LDS byte, how many pending writes target it (empty until the first load).
-    pending: Vec<u16>,
-    /// Total pending instructions over all waves.
-    count: usize,
-}
-
-impl AmdState {
-    /// Forget everything (a new workgroup).
-    pub fn reset(&mut self) {
-        for q in &mut self.queues {
-            q.clear();
-        }
-        self.pending.fill(0);
-        self.count = 0;
-    }
-}
 
 impl Wg<'_, '_> {
     /// Execute an AMD-only op.

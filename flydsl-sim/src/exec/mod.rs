@@ -2,6 +2,7 @@
 //! per-thread value vectors, with an active list for structured divergence.
 
 mod amd_ops;
+mod amd_state;
 mod arith;
 mod memops;
 mod mma_tables;
@@ -177,7 +178,7 @@ pub(crate) struct Wg<'c, 'k> {
     /// Matrix-atom coordinate tables, built on first use.
     mma_tables: Vec<mma_tables::MmaTables>,
     /// Pending direct-to-LDS loads (AMD-only ops).
-    amd: amd_ops::AmdState,
+    amd: amd_state::AmdState,
     /// Ops executed (per workgroup, not per thread).
     pub ops: u64,
 }
@@ -208,7 +209,7 @@ impl<'c, 'k> Wg<'c, 'k> {
             mask: vec![false; cx.nthreads],
             all: (0..cx.nthreads as u32).collect(),
             mma_tables: Vec::new(),
-            amd: amd_ops::AmdState::default(),
+            amd: amd_state::AmdState::default(),
             ops: 0,
         }
     }
