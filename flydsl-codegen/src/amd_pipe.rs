@@ -114,6 +114,31 @@ pub(crate) fn lower(f: &mut Func, op: &AmdOp, results: &[ValueId]) -> Result<(),
             let a: Vec<(&str, &str)> = args.iter().map(|(t, v)| (t.as_str(), v.as_str())).collect();
             f.call("void", name, &a);
         }
+        AmdOp::Dpp { value, ctrl } => {
+            let [r] = results else {
+                return Err(f.err(format!("expects 1 result, has {}", results.len())));
+            };
+            let code = ctrl.encode().map_err(|e| f.err(e))?;
+            let (x, t) = f.get_t(value)?;
+            let xi = f.bitcast_to_i32(&x, t);
+            let c = code.to_string();
+            // old = the value itself and bound_ctrl off: a lane whose source is outside its
+            // row keeps its own value.
+            let v = f.call(
+                "i32",
+                "llvm.amdgcn.update.dpp.i32",
+                &[
+                    ("i32", &xi),
+                    ("i32", &xi),
+                    ("i32", &c),
+                    ("i32", "15"),
+                    ("i32", "15"),
+                    ("i1", "false"),
+                ],
+            );
+            let v = f.bitcast_from_i32(v, t);
+            f.def(*r, v);
+        }
         AmdOp::WaitTensorcnt(n) => {
             f.call(
                 "void",

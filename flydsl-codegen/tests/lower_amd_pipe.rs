@@ -343,3 +343,49 @@ fn tensor_load_to_lds_and_its_wait_on_gfx1250() {
         );
     }
 }
+
+#[test]
+fn dpp_row_sum_uses_dpp_moves_not_ds_bpermute() {
+    use flydsl_dsl::ir::DppCtrl::*;
+    let Some(tools) = tools() else { return };
+    for t in AMD {
+        let k = KernelBuilder::new("rowsum", t, 64)
+            .build(|k| {
+                let x = k.tensor("x", ScalarType::F32);
+                let y = k.tensor_mut("y", ScalarType::F32);
+                let tid = thread_id_x();
+                let mut s = x.load(tid);
+                for c in [
+                    QuadPerm([1, 0, 3, 2]),
+                    QuadPerm([2, 3, 0, 1]),
+                    RowHalfMirror,
+                    RowMirror,
+                    RowShr(1),
+                ] {
+                    s = s + dpp(s, c);
+                }
+                y.store(tid, s);
+            })
+            .unwrap();
+        let c = compile(&tools, &k);
+        let l = insts(&c.asm);
+        for pat in [
+            "quad_perm:[1,0,3,2]",
+            "quad_perm:[2,3,0,1]",
+            "row_half_mirror",
+            "row_mirror",
+            "row_shr:1",
+        ] {
+            assert!(
+                l.iter().any(|x| x.contains("_dpp ") && x.contains(pat)),
+                "{t}: no DPP instruction with {pat}:\n{}",
+                c.asm
+            );
+        }
+        assert!(
+            !l.iter().any(|x| x.starts_with("ds_bpermute")),
+            "{t}: ds_bpermute in a DPP reduction:\n{}",
+            c.asm
+        );
+    }
+}

@@ -5,7 +5,7 @@
 
 use crate::mem::{Lds, Rsrc};
 use crate::val::{emit, emit0, Operand, Val};
-use flydsl_ir::{AmdOp, OpKind, ScalarType, Type};
+use flydsl_ir::{AmdOp, DppCtrl, OpKind, ScalarType, Type};
 
 /// LDS-only workgroup barrier ([`AmdOp::LdsBarrier`]): orders LDS accesses (and completed
 /// direct-to-LDS loads) of the workgroup like [`barrier`](crate::barrier), but lets global and
@@ -214,4 +214,34 @@ pub fn tensor_load_to_lds(groups: &[Val]) {
 /// ```
 pub fn wait_tensorcnt(n: u32) {
     emit0(OpKind::Amd(AmdOp::WaitTensorcnt(n)))
+}
+
+/// DPP move within rows of 16 lanes ([`AmdOp::Dpp`], all AMD targets): lane `i` of each row
+/// gets `v` (i32 or f32) of lane `ctrl.source(i)`, or keeps its own where that is outside
+/// the row. A 16-lane sum without LDS:
+///
+/// ```
+/// use flydsl_dsl::*;
+/// use flydsl_dsl::ir::{DppCtrl::*, ScalarType::F32, Target};
+/// let k = KernelBuilder::new("rowsum", Target::Gfx942, 64)
+///     .build(|k| {
+///         let y = k.tensor_mut("y", F32);
+///         let t = thread_id_x();
+///         let mut s = t.cast(F32);
+///         for c in [QuadPerm([1, 0, 3, 2]), QuadPerm([2, 3, 0, 1]), RowHalfMirror, RowMirror] {
+///             s = s + dpp(s, c);
+///         }
+///         y.store(t, s);
+///     })
+///     .unwrap();
+/// assert_eq!(format!("{:?}", k.body).matches("Dpp").count(), 4);
+/// ```
+pub fn dpp(v: Val, ctrl: DppCtrl) -> Val {
+    emit(
+        OpKind::Amd(AmdOp::Dpp {
+            value: v.id(),
+            ctrl,
+        }),
+        v.ty(),
+    )
 }

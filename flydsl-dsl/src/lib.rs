@@ -40,8 +40,8 @@ mod val;
 mod wave;
 
 pub use amd::{
-    buffer_load_to_lds, lds_barrier, lds_read_tr16, sched_barrier, sched_group_barrier, set_prio,
-    tensor_load_to_lds, wait_tensorcnt, wait_vmcnt,
+    buffer_load_to_lds, dpp, lds_barrier, lds_read_tr16, sched_barrier, sched_group_barrier,
+    set_prio, tensor_load_to_lds, wait_tensorcnt, wait_vmcnt,
 };
 pub use builder::{KernelBuilder, KernelDef};
 pub use context::{target, BuildError};

@@ -22,7 +22,7 @@ mod verify;
 pub use dtype::DType;
 pub use kernarg::{KernargLayout, KernargSlot};
 pub use kernel::*;
-pub use ops_amd::{sched_mask, AmdOp, MAX_VMCNT};
+pub use ops_amd::{sched_mask, AmdOp, DppCtrl, MAX_VMCNT};
 pub use target::Target;
 pub use types::{AddrSpace, LanesError, ScalarType, Type};
 pub use value::ValueId;

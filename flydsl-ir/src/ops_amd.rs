@@ -155,6 +155,20 @@ pub enum AmdOp {
         /// The descriptor groups (2 or 4).
         groups: Vec<ValueId>,
     },
+    /// Data-parallel primitive move within rows of 16 lanes (`v_mov_b32_dpp`,
+    /// `llvm.amdgcn.update.dpp` with row and bank masks 0xf): one result of the type of
+    /// `value` (i32 or f32 scalar). Lane `16r + i` gets the value of lane `16r + src(i)` of its
+    /// row, with `src` given by `ctrl` ([`DppCtrl`]); where `src(i)` falls outside the row
+    /// (`RowShl`, `RowShr`) the lane keeps its own value. It replaces `ds_bpermute` shuffles
+    /// in row reductions (quad_perm for xor 1 and 2, half-mirror and mirror to combine
+    /// quads and half-rows). Every lane of a row with an active lane must be active (the Sim
+    /// reports a partly active row: the hardware reads the inactive lanes' registers).
+    Dpp {
+        /// The i32 or f32 value moved.
+        value: ValueId,
+        /// Which lane of the row each lane reads.
+        ctrl: DppCtrl,
+    },
     /// gfx1250 `s_wait_tensorcnt n` (`llvm.amdgcn.s.wait.tensorcnt`, `n` in
     /// `0..=`[`MAX_VMCNT`]): wait until at most `n` Tensor Data Mover operations of this wave
     /// are outstanding. No results. Sim: a no-op (it models no tensor loads).
@@ -179,6 +193,7 @@ impl AmdOp {
             AmdOp::LdsReadTr16 { .. } => "LdsReadTr16",
             AmdOp::TensorLoadToLds { .. } => "TensorLoadToLds",
             AmdOp::WaitTensorcnt(_) => "WaitTensorcnt",
+            AmdOp::Dpp { .. } => "Dpp",
         }
     }
 
@@ -212,6 +227,7 @@ impl AmdOp {
             } => vec![*rsrc, *index, *lds],
             AmdOp::LdsReadTr16 { ptr, index } => vec![*ptr, *index],
             AmdOp::TensorLoadToLds { groups } => groups.clone(),
+            AmdOp::Dpp { value, .. } => vec![*value],
             _ => vec![],
         }
     }
@@ -253,7 +269,10 @@ impl AmdOp {
                 list.join(", ")
             ));
         }
-        let want = usize::from(matches!(self, AmdOp::LdsReadTr16 { .. }));
+        let want = usize::from(matches!(
+            self,
+            AmdOp::LdsReadTr16 { .. } | AmdOp::Dpp { .. }
+        ));
         if results.len() != want {
             return Err(format!(
                 "{name} has {want} result(s), this op has {}",
@@ -268,6 +287,19 @@ impl AmdOp {
                         "{name}({n}): the count is 0..={MAX_VMCNT} (the hardware field)"
                     ));
                 }
+            }
+            AmdOp::Dpp { value, ctrl } => {
+                if !matches!(ty(value), Type::Scalar(ScalarType::I32 | ScalarType::F32)) {
+                    return Err(format!("Dpp moves an i32 or f32 scalar, not {}", ty(value)));
+                }
+                if ty(results[0]) != ty(value) {
+                    return Err(format!(
+                        "the result is {}, it must be the value's type {}",
+                        ty(results[0]),
+                        ty(value)
+                    ));
+                }
+                ctrl.encode()?;
             }
             AmdOp::TensorLoadToLds { ref groups } => {
                 let v4 = Type::vec(ScalarType::I32, 4);
@@ -359,5 +391,81 @@ impl AmdOp {
             }
         }
         Ok(())
+    }
+}
+
+/// The lane pattern of [`AmdOp::Dpp`] within a row of 16 lanes: lane `i` of the row reads
+/// lane [`DppCtrl::source`]`(i)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DppCtrl {
+    /// Within each quad of 4 lanes, lane `q` reads lane `sel[q]` (each `0..4`).
+    QuadPerm([u8; 4]),
+    /// Lane `i` reads lane `i + n` (`n` in `1..=15`; none past the row's end).
+    RowShl(u8),
+    /// Lane `i` reads lane `i - n` (`n` in `1..=15`; none before the row's start).
+    RowShr(u8),
+    /// Lane `i` reads lane `(i - n) mod 16` (`n` in `1..=15`).
+    RowRor(u8),
+    /// Lane `i` reads lane `15 - i`.
+    RowMirror,
+    /// Lane `i` reads lane `7 - i` within each half-row of 8.
+    RowHalfMirror,
+}
+
+impl DppCtrl {
+    /// The lane of the row that lane `i` (`0..16`) reads, or `None` where it keeps its own
+    /// value (outside the row).
+    ///
+    /// ```
+    /// use flydsl_ir::DppCtrl;
+    /// assert_eq!(DppCtrl::QuadPerm([1, 0, 3, 2]).source(6), Some(7));
+    /// assert_eq!(DppCtrl::RowShr(2).source(1), None);
+    /// assert_eq!(DppCtrl::RowHalfMirror.source(9), Some(14));
+    /// ```
+    pub fn source(self, i: u32) -> Option<u32> {
+        let i = i % 16;
+        match self {
+            DppCtrl::QuadPerm(sel) => Some(i / 4 * 4 + u32::from(sel[(i % 4) as usize] & 3)),
+            DppCtrl::RowShl(n) => (i + u32::from(n) < 16).then(|| i + u32::from(n)),
+            DppCtrl::RowShr(n) => i.checked_sub(u32::from(n)),
+            DppCtrl::RowRor(n) => Some((i + 16 - u32::from(n) % 16) % 16),
+            DppCtrl::RowMirror => Some(15 - i),
+            DppCtrl::RowHalfMirror => Some((i & 8) | (7 - (i & 7))),
+        }
+    }
+
+    /// The hardware's `dpp_ctrl` field, or why the pattern is invalid.
+    ///
+    /// ```
+    /// use flydsl_ir::DppCtrl;
+    /// assert_eq!(DppCtrl::QuadPerm([1, 0, 3, 2]).encode(), Ok(0xb1));
+    /// assert_eq!(DppCtrl::RowShr(1).encode(), Ok(0x111));
+    /// assert!(DppCtrl::RowShl(0).encode().is_err());
+    /// ```
+    pub fn encode(self) -> Result<u32, String> {
+        let shift = |base: u32, n: u8, what: &str| {
+            if (1..=15).contains(&n) {
+                Ok(base + u32::from(n))
+            } else {
+                Err(format!("Dpp {what}({n}): the shift is 1..=15"))
+            }
+        };
+        match self {
+            DppCtrl::QuadPerm(sel) => {
+                if sel.iter().any(|&x| x > 3) {
+                    return Err(format!("Dpp QuadPerm({sel:?}): each selector is 0..=3"));
+                }
+                Ok(sel
+                    .iter()
+                    .enumerate()
+                    .map(|(q, &x)| u32::from(x) << (2 * q))
+                    .sum())
+            }
+            DppCtrl::RowShl(n) => shift(0x100, n, "RowShl"),
+            DppCtrl::RowShr(n) => shift(0x110, n, "RowShr"),
+            DppCtrl::RowRor(n) => shift(0x120, n, "RowRor"),
+            DppCtrl::RowMirror => Ok(0x140),
+            DppCtrl::RowHalfMirror => Ok(0x141),
+        }
     }
 }

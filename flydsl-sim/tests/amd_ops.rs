@@ -452,3 +452,85 @@ fn tensor_load_to_lds_is_rejected_on_the_sim() {
         "{e}"
     );
 }
+
+/// `y[t] = Dpp(x[t], ctrl)` (i32) over `threads` threads, or `None` where lane `skip` idles.
+fn dpp_kernel(target: Target, ctrl: DppCtrl, skip: Option<u32>) -> Kernel {
+    let mut b = B::new("dpp", target);
+    let (px, _) = b.tensor("x", ScalarType::I32);
+    let (py, _) = b.tensor("y", ScalarType::I32);
+    let t = b.tid();
+    let v = b.load(px, t, I32);
+    let body = |b: &mut B| {
+        let r = b.op(OpKind::Amd(AmdOp::Dpp { value: v, ctrl }), I32);
+        b.store(py, t, r);
+    };
+    match skip {
+        None => body(&mut b),
+        Some(l) => {
+            let cl = b.i32(l as i32);
+            let ne = b.cmp(CmpPred::Ne, t, cl);
+            b.when(ne, body);
+        }
+    }
+    b.finish()
+}
+
+fn run_i32(k: &Kernel, threads: u32, x: &[u32]) -> Result<Vec<u32>, SimError> {
+    let mem = SimMemory::new();
+    let dx = upload_u32(&mem, x);
+    let dy = upload_u32(&mem, &vec![0; x.len()]);
+    let n = x.len() as i64;
+    launch(
+        k,
+        [1, 1, 1],
+        [threads, 1, 1],
+        &pack(k, &[Arg::Tensor(dx, n), Arg::Tensor(dy, n)]),
+        &mem,
+        &SimOptions::default(),
+    )?;
+    Ok(download_u32(&mem, dy, x.len()))
+}
+
+#[test]
+fn dpp_moves_within_rows_of_16() {
+    let threads = 64;
+    let x: Vec<u32> = {
+        let mut r = Rng(0x1234_5678_9abc_def1);
+        (0..threads).map(|_| r.next() as u32).collect()
+    };
+    // Each pattern's lane map written out by its definition.
+    type Want = fn(u32) -> Option<u32>;
+    let cases: [(DppCtrl, Want); 6] = [
+        (DppCtrl::QuadPerm([3, 2, 1, 0]), |i| {
+            Some(i - i % 4 + 3 - i % 4)
+        }),
+        (DppCtrl::RowShl(3), |i| (i < 13).then_some(i + 3)),
+        (DppCtrl::RowShr(1), |i| (i >= 1).then(|| i - 1)),
+        (DppCtrl::RowRor(5), |i| Some((i + 11) % 16)),
+        (DppCtrl::RowMirror, |i| Some(15 - i)),
+        (DppCtrl::RowHalfMirror, |i| {
+            Some(if i < 8 { 7 - i } else { 23 - i })
+        }),
+    ];
+    for target in [Target::Gfx942, Target::Gfx1201] {
+        for (ctrl, want) in cases {
+            let y = run_i32(&dpp_kernel(target, ctrl, None), threads, &x).unwrap();
+            for t in 0..threads {
+                let row = t / 16 * 16;
+                let w = match want(t % 16) {
+                    Some(s) => x[(row + s) as usize],
+                    None => x[t as usize],
+                };
+                assert_eq!(y[t as usize], w, "{target} {ctrl:?} t {t}");
+            }
+        }
+    }
+    let e = run_i32(
+        &dpp_kernel(Target::Gfx942, DppCtrl::RowMirror, Some(40)),
+        threads,
+        &x,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("row 32..48") && e.contains("thread 40"), "{e}");
+}

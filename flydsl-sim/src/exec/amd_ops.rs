@@ -8,7 +8,7 @@ use super::memops::{BufRange, Loc};
 use super::Wg;
 use crate::race::Access;
 use crate::SimError;
-use flydsl_ir::{AmdOp, ValueId};
+use flydsl_ir::{AmdOp, DppCtrl, ValueId};
 use std::collections::VecDeque;
 
 impl Wg<'_, '_> {
@@ -45,6 +45,10 @@ impl Wg<'_, '_> {
                 lds,
                 bytes,
             } => self.buffer_load_to_lds(rsrc, index, lds, bytes as usize, act),
+            AmdOp::Dpp { value, ctrl } => match results {
+                [r] => self.dpp(*r, value, ctrl, act),
+                _ => Err(self.unsupported("Dpp without its one result")),
+            },
             AmdOp::LdsReadTr16 { ptr, index } => match results {
                 [r] => self.lds_read_tr16(*r, ptr, index, act),
                 _ => Err(self.unsupported("LdsReadTr16 without its one result")),
@@ -297,6 +301,45 @@ impl Wg<'_, '_> {
             for i in 0..4 {
                 r[t as usize * 4 + i] = data[(g + 4 * i + j / 4) * 4 + j % 4];
             }
+        }
+        self.put(res, r);
+        Ok(())
+    }
+
+    /// `v_mov_b32_dpp` within rows of 16 lanes (see `AmdOp::Dpp`).
+    fn dpp(
+        &mut self,
+        res: ValueId,
+        value: ValueId,
+        ctrl: DppCtrl,
+        act: &[u32],
+    ) -> Result<(), SimError> {
+        const ROW: usize = 16;
+        self.set_mask(act);
+        for &t in act {
+            let row = t as usize / ROW * ROW;
+            if let Some(off) =
+                (row..row + ROW).find(|&u| !self.mask.get(u).copied().unwrap_or(false))
+            {
+                return Err(self.fault(
+                    "Dpp",
+                    t,
+                    format!(
+                        "row {row}..{} is partly active (thread {off} is not): a DPP move \
+                         reads lanes of the whole row, so every lane of the row must run it",
+                        row + ROW
+                    ),
+                ));
+            }
+        }
+        let mut r = self.take(res);
+        let v = self.val(value);
+        for &t in act {
+            let (row, i) = (t as usize / ROW * ROW, t as usize % ROW);
+            r[t as usize] = match ctrl.source(i as u32) {
+                Some(src) => v[row + src as usize],
+                None => v[t as usize],
+            };
         }
         self.put(res, r);
         Ok(())
