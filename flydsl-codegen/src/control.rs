@@ -8,11 +8,14 @@
 //! bad SSA.
 
 use super::func::Func;
-use super::{arith, memory, mma, nv_pipe, vector, LowerError};
+use super::{amd_pipe, arith, memory, mma, nv_pipe, vector, LowerError};
 use flydsl_ir::{Block, Op, OpKind, Type, ValueId};
 
 /// Short op name, as the verifier prints it.
 fn op_name(kind: &OpKind) -> String {
+    if let OpKind::Amd(a) = kind {
+        return a.name().to_string();
+    }
     let s = match kind {
         OpKind::Nv(nv) => format!("{nv:?}"),
         k => format!("{k:?}"),
@@ -77,6 +80,7 @@ fn lower_op(f: &mut Func, op: &Op) -> Result<(), LowerError> {
         }
         OpKind::Yield(_) => Err(f.err("yield outside a region")),
         OpKind::Nv(nv) => nv_pipe::lower(f, op, nv),
+        OpKind::Amd(a) => amd_pipe::lower(f, a, &op.results),
         kind => {
             let (r, rt) = one_result(f, op)?;
             let v = lower_value_op(f, kind, rt)?;

@@ -18,6 +18,7 @@
 //!   function attributes and module boilerplate);
 //! - `mma`: matrix-core atoms;
 //! - `nv_pipe`: the NVIDIA Hopper ops (mbarrier, TMA, wgmma, setmaxnreg) as inline PTX.
+//! - `amd_pipe`: the AMD-only pipeline primitives (`flydsl_ir::AmdOp`).
 //!
 //! ```
 //! use flydsl_ir::{Kernel, Target};
@@ -25,6 +26,7 @@
 //! assert!(ir.contains("define amdgpu_kernel void @noop("));
 //! ```
 
+mod amd_pipe;
 mod amdgpu;
 mod arith;
 mod control;

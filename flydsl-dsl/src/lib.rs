@@ -36,6 +36,7 @@
 
 pub use flydsl_ir as ir;
 
+mod amd;
 pub mod atoms;
 mod builder;
 mod context;
@@ -49,6 +50,10 @@ pub mod typed;
 mod val;
 mod wave;
 
+pub use amd::{
+    buffer_load_to_lds, dpp, lds_barrier, lds_read_tr16, sched_barrier, sched_group_barrier,
+    set_prio, tensor_load_to_lds, wait_tensorcnt, wait_vmcnt,
+};
 pub use builder::{KernelBuilder, KernelDef};
 pub use context::{target, BuildError};
 pub use control::{for_range, for_range_, for_range_with, if_, if_else, if_then_else, Carry, Cond};

@@ -246,6 +246,10 @@ impl Rsrc {
     pub fn load(&self, i: impl Into<Operand>) -> Val {
         self.load_vec(i, 1, 0)
     }
+    /// The resource value.
+    pub(crate) fn val(&self) -> Val {
+        self.v
+    }
     /// Store `v` at element index `i`; out-of-range stores are dropped.
     #[track_caller]
     pub fn store(&self, i: impl Into<Operand>, v: Val) {
@@ -303,6 +307,11 @@ macro_rules! lds_accessors {
         #[track_caller]
         pub fn atomic_add(&self, i: impl Into<Operand>, v: Val) -> Val {
             ptr_atomic_add(self.ptr, i, v)
+        }
+        /// The pointer to element 0.
+        #[allow(dead_code)]
+        pub(crate) fn base_ptr(&self) -> Val {
+            self.ptr
         }
     };
 }

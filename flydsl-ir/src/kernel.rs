@@ -1,11 +1,7 @@
 //! Kernels, parameters, blocks and ops.
 
-use crate::{ScalarType, Target, Type};
+use crate::{ScalarType, Target, Type, ValueId};
 use serde::{Deserialize, Serialize};
-
-/// An SSA value id, an index into [`Kernel::values`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct ValueId(pub u32);
 
 /// A kernel parameter as the user sees it; each lowers to one or more kernel arguments.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -741,4 +737,7 @@ pub enum OpKind {
     LdsAddr(ValueId),
     /// An NVIDIA Hopper op ([`crate::NvOp`]; sm_90 only).
     Nv(crate::NvOp),
+    /// An AMD-only operation (pipeline primitives); each [`AmdOp`] variant documents its
+    /// contract and [`AmdOp::targets`] where it exists.
+    Amd(crate::AmdOp),
 }

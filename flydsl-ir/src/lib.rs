@@ -13,19 +13,23 @@
 mod dtype;
 mod kernarg;
 mod kernel;
+mod ops_amd;
 mod ops_nv;
 mod srcloc;
 pub mod target;
 mod types;
+mod value;
 mod verify;
 
 pub use dtype::DType;
 pub use kernarg::{KernargLayout, KernargSlot};
 pub use kernel::*;
+pub use ops_amd::{sched_mask, AmdOp, DppCtrl, MAX_VMCNT};
 pub use ops_nv::{swizzle128, NvOp, WARPGROUP, WGMMA_K, WGMMA_M};
 pub use srcloc::{SrcLoc, SrcLocs};
 pub use target::Target;
 pub use types::{AddrSpace, LanesError, ScalarType, Type};
+pub use value::ValueId;
 pub use verify::{loc_prefix, operands_of, verify, VerifyError};
 
 /// Serialize a kernel to the compact binary form embedded for the Sim backend.

@@ -2,7 +2,7 @@
 //! the kernel's target, LDS within the target's limit.
 
 use crate::kernel::*;
-use crate::{AddrSpace, ScalarType, SrcLoc, Type};
+use crate::{AddrSpace, ScalarType, SrcLoc, Type, ValueId};
 use std::collections::HashSet;
 
 /// A verification failure naming the kernel, the op, where the op was written and the
@@ -115,6 +115,9 @@ struct Verifier<'a> {
 }
 
 fn op_name(kind: &OpKind) -> String {
+    if let OpKind::Amd(a) = kind {
+        return a.name().to_string();
+    }
     let s = match kind {
         OpKind::Nv(nv) => format!("{nv:?}"),
         k => format!("{k:?}"),
@@ -652,6 +655,11 @@ impl Verifier<'_> {
                     return fail(e);
                 }
             }
+            OpKind::Amd(a) => {
+                if let Err(r) = a.check(k.target, &|v| k.ty(v), &op.results) {
+                    return fail(r);
+                }
+            }
         }
         Ok(())
     }
@@ -729,5 +737,6 @@ pub fn operands_of(kind: &OpKind) -> Vec<ValueId> {
             v.extend(init);
             v
         }
+        OpKind::Amd(a) => a.operands(),
     }
 }

@@ -111,6 +111,14 @@ impl Walk<'_> {
                 | OpKind::PtrAdd(_, index) => {
                     self.sinks.push((*index, format!("index of {}", label())));
                 }
+                OpKind::Amd(
+                    a @ (flydsl_ir::AmdOp::BufferLoadToLds { index, .. }
+                    | flydsl_ir::AmdOp::LdsReadTr16 { index, .. }),
+                ) => {
+                    let name = a.name();
+                    self.sinks
+                        .push((*index, format!("index of {name} (op #{at})")));
+                }
                 OpKind::DynLdsBase(off) => {
                     self.sinks
                         .push((*off, format!("byte offset of {}", label())));

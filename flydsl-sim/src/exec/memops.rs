@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 
 /// Where an access lands.
 #[derive(Clone, Copy, Debug)]
-enum Loc {
+pub(super) enum Loc {
     /// Allocation index in the launch snapshot and byte offset.
     Global(usize, u64),
     /// Byte in the LDS block, the LDS array id and the byte offset inside that array.
@@ -36,7 +36,7 @@ impl Wg<'_, '_> {
 
     /// Locate an access of `n` bytes at element `index` (of `es` bytes) from `addr`.
     #[allow(clippy::too_many_arguments)]
-    fn locate(
+    pub(super) fn locate(
         &mut self,
         addr: u64,
         index: i64,
@@ -122,7 +122,28 @@ impl Wg<'_, '_> {
         Ok(())
     }
 
-    fn race(&mut self, loc: Loc, n: usize, t: u32, kind: Access) -> Result<(), SimError> {
+    pub(super) fn race(
+        &mut self,
+        loc: Loc,
+        n: usize,
+        t: u32,
+        kind: Access,
+    ) -> Result<(), SimError> {
+        let Loc::Lds(byte, ..) = loc else {
+            return Ok(());
+        };
+        self.check_lds_pending(byte, n, t, kind)?;
+        self.race_record(loc, n, t, kind)
+    }
+
+    /// Record an LDS access in the race detector (no pending direct-to-LDS check).
+    pub(super) fn race_record(
+        &mut self,
+        loc: Loc,
+        n: usize,
+        t: u32,
+        kind: Access,
+    ) -> Result<(), SimError> {
         let Loc::Lds(byte, id, arr_off) = loc else {
             return Ok(());
         };
@@ -146,7 +167,7 @@ impl Wg<'_, '_> {
 
     /// Read `out.len()` elements of `elem` at `addr[index..]` into `out` (bits).
     #[allow(clippy::too_many_arguments)]
-    fn read_elems(
+    pub(super) fn read_elems(
         &mut self,
         addr: u64,
         index: i64,
@@ -216,7 +237,7 @@ impl Wg<'_, '_> {
         Ok(())
     }
 
-    fn index_of(&self, index: ValueId, t: u32) -> i64 {
+    pub(super) fn index_of(&self, index: ValueId, t: u32) -> i64 {
         let bits = self.info(index).elem.bits();
         sext(self.val(index)[t as usize], bits)
     }
@@ -275,7 +296,7 @@ impl Wg<'_, '_> {
     }
 
     /// Classify a buffer access of `w` elements at `idx` against `num` valid elements.
-    fn buffer_range(idx: i64, w: i64, num: i64) -> BufRange {
+    pub(super) fn buffer_range(idx: i64, w: i64, num: i64) -> BufRange {
         let end = idx as i128 + w as i128;
         if idx >= 0 && end <= num as i128 {
             BufRange::In
@@ -289,7 +310,7 @@ impl Wg<'_, '_> {
     /// AMD lowers a buffer access's element index to a 32-bit byte offset (`idx * size`,
     /// unsigned in the hardware's range check): an access whose last byte lies past
     /// `u32::MAX` would wrap to another element there (indexcheck).
-    fn check_buffer_offset(
+    pub(super) fn check_buffer_offset(
         &self,
         op: &str,
         t: u32,
@@ -317,7 +338,7 @@ impl Wg<'_, '_> {
         ))
     }
 
-    fn partial_fault(&self, op: &str, t: u32, idx: i64, w: usize, num: i64) -> SimError {
+    pub(super) fn partial_fault(&self, op: &str, t: u32, idx: i64, w: usize, num: i64) -> SimError {
         self.fault(
             op,
             t,
@@ -513,7 +534,7 @@ impl Wg<'_, '_> {
     }
 }
 
-enum BufRange {
+pub(super) enum BufRange {
     In,
     Out,
     Partial,

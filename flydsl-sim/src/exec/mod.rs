@@ -1,6 +1,8 @@
 //! The workgroup executor: all threads of one workgroup run in lockstep, op by op, over
 //! per-thread value vectors, with an active list for structured divergence.
 
+mod amd_ops;
+mod amd_state;
 mod arith;
 mod memops;
 mod mma_tables;
@@ -176,6 +178,8 @@ pub(crate) struct Wg<'c, 'k> {
     all: Vec<u32>,
     /// Matrix-atom coordinate tables, built on first use.
     mma_tables: Vec<mma_tables::MmaTables>,
+    /// Pending direct-to-LDS loads (AMD-only ops).
+    amd: amd_state::AmdState,
     /// Ops executed (per workgroup, not per thread).
     pub ops: u64,
     /// NVIDIA Hopper state (mbarriers, pending TMA bytes).
@@ -208,6 +212,7 @@ impl<'c, 'k> Wg<'c, 'k> {
             mask: vec![false; cx.nthreads],
             all: (0..cx.nthreads as u32).collect(),
             mma_tables: Vec::new(),
+            amd: amd_state::AmdState::default(),
             ops: 0,
             nv: nv_ops::NvState::default(),
         }
@@ -224,6 +229,7 @@ impl<'c, 'k> Wg<'c, 'k> {
         ];
         self.lds.fill(0);
         self.nv.reset();
+        self.amd.reset();
         if let Some(r) = &mut self.race {
             r.barrier();
         }
@@ -376,6 +382,7 @@ impl<'c, 'k> Wg<'c, 'k> {
             OpKind::Yield(_) => {}
             OpKind::LdsAddr(p) => self.lds_addr(r()?, *p, act)?,
             OpKind::Nv(nv) => self.nv_op(op, nv, act)?,
+            OpKind::Amd(a) => self.amd_op(a, &op.results, act)?,
         }
         Ok(())
     }
@@ -412,6 +419,7 @@ impl<'c, 'k> Wg<'c, 'k> {
                 threads: self.cx.nthreads,
             });
         }
+        self.complete_all_lds_loads()?;
         if let Some(r) = &mut self.race {
             r.barrier();
         }
