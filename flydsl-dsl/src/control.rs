@@ -143,11 +143,6 @@ impl Cond for Val {
         self
     }
 }
-impl Cond for crate::Typed<bool> {
-    fn cond_val(self) -> Val {
-        self.val()
-    }
-}
 
 /// Build a region: a block with arguments of types `args`, filled by `f`, ended by a yield
 /// of what `f` returns (written at the caller's location).

@@ -275,6 +275,14 @@ impl<T: Elem> From<Typed<T>> for Operand {
     }
 }
 
+// The typed layer's impls of control flow's traits live here, so `control` does not depend
+// on `typed`.
+impl crate::Cond for Typed<bool> {
+    fn cond_val(self) -> Val {
+        self.val()
+    }
+}
+
 impl<T: Elem> crate::Carry for Typed<T> {
     fn flatten(&self, out: &mut Vec<Val>) {
         out.push(self.v);

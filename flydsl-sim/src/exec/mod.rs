@@ -7,6 +7,7 @@ mod arith;
 mod memops;
 mod mma_tables;
 mod nv_ops;
+mod nv_state;
 mod wave;
 
 use crate::memory::Alloc;
@@ -183,7 +184,7 @@ pub(crate) struct Wg<'c, 'k> {
     /// Ops executed (per workgroup, not per thread).
     pub ops: u64,
     /// NVIDIA Hopper state (mbarriers, pending TMA bytes).
-    nv: nv_ops::NvState,
+    nv: nv_state::NvState,
 }
 
 impl<'c, 'k> Wg<'c, 'k> {
@@ -214,7 +215,7 @@ impl<'c, 'k> Wg<'c, 'k> {
             mma_tables: Vec::new(),
             amd: amd_state::AmdState::default(),
             ops: 0,
-            nv: nv_ops::NvState::default(),
+            nv: nv_state::NvState::default(),
         }
     }
 

@@ -6,39 +6,13 @@
 //! complete is reported. Waits run in lockstep (see `NvOp::MbarWait`): one that cannot pass
 //! when every thread reaches it is a deadlock.
 
+use super::nv_state::Mbar;
 use super::Wg;
 use crate::memory::{split, LDS_HANDLE_BASE};
 use crate::numeric::{float_bits, float_val};
 use crate::tensor_map::{SimTensorMap, TENSOR_MAP_BYTES};
 use crate::SimError;
 use flydsl_ir::{swizzle128, NvOp, Op, ScalarType, ValueId, WARPGROUP, WGMMA_K, WGMMA_M};
-use std::collections::BTreeMap;
-
-/// One mbarrier's state.
-#[derive(Clone, Copy, Debug)]
-struct Mbar {
-    count: u32,
-    pending: u32,
-    tx: i64,
-    /// Completed phases.
-    phase: u64,
-}
-
-/// Per-workgroup Hopper state.
-#[derive(Default, Debug)]
-pub(crate) struct NvState {
-    /// Barriers by LDS byte address.
-    bars: BTreeMap<usize, Mbar>,
-    /// LDS byte ranges written by TMA and not yet waited for: (start, end, barrier, phase).
-    pending: Vec<(usize, usize, usize, u64)>,
-}
-
-impl NvState {
-    pub(crate) fn reset(&mut self) {
-        self.bars.clear();
-        self.pending.clear();
-    }
-}
 
 impl Wg<'_, '_> {
     /// The workgroup LDS byte address of LDS pointer operand `p` for thread `t`.
