@@ -80,6 +80,16 @@ pub fn check_code_object(ir: &Kernel, code: &[u8]) -> Result<Resources, String> 
                 ir.lds_bytes()
             ));
         }
+        if let Some(cap) = ir.attrs.max_registers {
+            if meta.vgpr_count > cap {
+                return Err(format!(
+                    "the code object uses {} VGPRs per lane (architectural plus accumulation) \
+                     but KernelAttrs::max_registers is {cap}: LLVM raises a cap below the \
+                     target's minimum; raise max_registers or leave it unset on {t}",
+                    meta.vgpr_count
+                ));
+            }
+        }
         let agpr = meta.agpr_count.unwrap_or(0);
         Ok(Resources {
             vgpr: meta.vgpr_count,
