@@ -177,12 +177,11 @@ impl Tools {
         let src = dir.join("k.ll");
         std::fs::write(&src, ll).unwrap();
         let out = run(Command::new(&self.llc)
-            .args([
-                "-O3",
-                "-mtriple=nvptx64-nvidia-cuda",
-                "-mcpu=sm_90",
-                "-mattr=+ptx80",
-            ])
+            .args(["-O3", "-mtriple=nvptx64-nvidia-cuda", "-mattr=+ptx80"])
+            .arg(format!(
+                "-mcpu={}",
+                flydsl_ir::Target::Sm90.ptx_target().unwrap()
+            ))
             .arg(&src)
             .arg("-o")
             .arg("-"));
