@@ -367,3 +367,23 @@ fn values_do_not_escape_their_region() {
         "{e}"
     );
 }
+
+#[test]
+fn a_vector_of_too_many_lanes_is_a_build_error() {
+    let lanes = ir::Type::MAX_LANES + 45;
+    let e = KernelBuilder::new("wide", Target::Gfx942, 64)
+        .build(|k| {
+            let x = k.tensor_mut("x", F32);
+            let t = thread_id_x();
+            let v = splat(x.load(t), lanes);
+            x.store(t, v.slice(0, 1));
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("wide")
+            && e.contains(&format!("lanes = {lanes}"))
+            && e.contains(&format!("1..={}", ir::Type::MAX_LANES)),
+        "{e}"
+    );
+}
