@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 
 /// Where an access lands.
 #[derive(Clone, Copy, Debug)]
-enum Loc {
+pub(super) enum Loc {
     /// Allocation index in the launch snapshot and byte offset.
     Global(usize, u64),
     /// Byte in the LDS block, the LDS array id and the byte offset inside that array.
@@ -126,8 +126,15 @@ impl Wg<'_, '_> {
     }
 
     /// initcheck: every byte of an LDS read of `n` bytes at `loc` was written by this
-    /// workgroup.
-    fn check_init(&self, loc: Loc, n: usize, t: u32, access: &'static str) -> Result<(), SimError> {
+    /// workgroup. Every op that reads LDS calls it (with `mark_init` for every op that writes
+    /// LDS: stores, atomics, and asynchronous copies into LDS when their data lands).
+    pub(super) fn check_init(
+        &self,
+        loc: Loc,
+        n: usize,
+        t: u32,
+        access: &'static str,
+    ) -> Result<(), SimError> {
         let (Loc::Lds(byte, id, arr_off), Some(m)) = (loc, &self.lds_init) else {
             return Ok(());
         };
@@ -145,7 +152,7 @@ impl Wg<'_, '_> {
     }
 
     /// initcheck: record a write of `n` bytes at LDS byte `byte`.
-    fn mark_init(&mut self, byte: usize, n: usize) {
+    pub(super) fn mark_init(&mut self, byte: usize, n: usize) {
         if let Some(m) = &mut self.lds_init {
             m.mark(byte, n);
         }
