@@ -91,7 +91,8 @@ pub fn build(fam: Family, path: Path, target: Target) -> Result<Kernel, BuildErr
         Path::Rows(_) => ROWS_BLOCK,
         Path::Generic => GENERIC_THREADS,
     };
-    let max_regs = fwd_max_registers(fam, path);
+    // The caps are ptxas counts measured on sm_90; AMD code objects are left uncapped.
+    let max_regs = fwd_max_registers(fam, path).filter(|_| !target.is_amd());
     KernelBuilder::new(&fam.kernel_name(path), target, max_threads)
         .max_registers(max_regs)
         .build(|k| {

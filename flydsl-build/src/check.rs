@@ -80,6 +80,16 @@ pub fn check_code_object(ir: &Kernel, code: &[u8]) -> Result<Resources, String> 
                 ir.lds_bytes()
             ));
         }
+        if let Some(cap) = ir.attrs.max_registers {
+            if meta.vgpr_count > cap {
+                return Err(format!(
+                    "the code object uses {} VGPRs per lane (architectural plus accumulation) \
+                     but KernelAttrs::max_registers is {cap}: LLVM raises a cap below the \
+                     target's minimum; raise max_registers or leave it unset on {t}",
+                    meta.vgpr_count
+                ));
+            }
+        }
         let agpr = meta.agpr_count.unwrap_or(0);
         Ok(Resources {
             vgpr: meta.vgpr_count,
@@ -124,5 +134,34 @@ pub fn check_code_object(ir: &Kernel, code: &[u8]) -> Result<Resources, String> 
             wave_size: t.wave_size(),
             ..Resources::default()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_code_object;
+    use flydsl_ir::{Kernel, Target};
+
+    fn ptx(target_line: &str) -> String {
+        format!(
+            ".version 8.4\n.target {target_line}\n.address_size 64\n\
+             .visible .entry k()\n.maxntid 256, 1, 1\n{{\n ret;\n}}\n"
+        )
+    }
+
+    #[test]
+    fn ptx_target_must_be_the_targets_ptx_target() {
+        let k = Kernel::empty("k", Target::Sm90);
+        let want = Target::Sm90.ptx_target().unwrap();
+        let r = check_code_object(&k, ptx(want).as_bytes()).unwrap();
+        assert_eq!(r.wave_size, Target::Sm90.wave_size());
+        for wrong in ["sm_90", "sm_80", "sm_100a"] {
+            let e = check_code_object(&k, ptx(wrong).as_bytes()).unwrap_err();
+            assert!(
+                e.contains(&format!("`.target {wrong}`"))
+                    && e.contains(&format!("expected `.target {want}`")),
+                "{wrong}: {e}"
+            );
+        }
     }
 }

@@ -161,6 +161,9 @@ pub(crate) fn fn_attributes(k: &Kernel) -> String {
     if let Some(w) = k.attrs.waves_per_eu {
         a.push(format!("\"amdgpu-waves-per-eu\"=\"{w}\""));
     }
+    if let Some(r) = k.attrs.max_registers {
+        a.extend(max_registers_attrs(k.target, r));
+    }
     for n in [
         "dispatch-ptr",
         "queue-ptr",
@@ -189,6 +192,33 @@ pub(crate) fn fn_attributes(k: &Kernel) -> String {
         a.push("\"target-features\"=\"+wavefrontsize32\"".into());
     }
     a.join(" ")
+}
+
+/// The attributes that keep a kernel's VGPRs per lane (the code object's `.vgpr_count`)
+/// within `max_registers`, as `maxnreg` bounds registers per thread on NVIDIA.
+///
+/// `amdgpu-num-vgpr` bounds the VGPRs. On gfx942 and gfx950 architectural and accumulation
+/// VGPRs share one file, `.vgpr_count` is their sum, and LLVM reads the attribute as half the
+/// budget of the two together (split evenly unless `amdgpu-agpr-alloc` reserves fewer
+/// accumulation registers): these targets get half the cap (rounded down to the 4-register
+/// granule) and, for caps up to the 256 architectural registers, no reserved accumulation
+/// registers, so the whole budget can go to architectural ones (which the MFMA atoms also take
+/// as accumulators there). Checked with llc-22. LLVM raises a value below the target's minimum
+/// to it; the build's code-object check then reports the cap as not met.
+fn max_registers_attrs(target: Target, max_registers: u32) -> Vec<String> {
+    match target {
+        Target::Gfx942 | Target::Gfx950 => {
+            let mut a = vec![format!(
+                "\"amdgpu-num-vgpr\"=\"{}\"",
+                ((max_registers / 2) & !3).max(4)
+            )];
+            if max_registers <= 256 {
+                a.push("\"amdgpu-agpr-alloc\"=\"0\"".into());
+            }
+            a
+        }
+        _ => vec![format!("\"amdgpu-num-vgpr\"=\"{}\"", max_registers.max(1))],
+    }
 }
 
 /// Named module metadata: code object v5.

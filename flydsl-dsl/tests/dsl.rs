@@ -423,3 +423,23 @@ fn generator_and_sim_lane_maps_agree() {
     // 5 on sm90.
     assert_eq!(checked, 7 + 13 + 4 + 5 + 5);
 }
+
+#[test]
+fn a_vector_of_too_many_lanes_is_a_build_error() {
+    let lanes = ir::Type::MAX_LANES + 45;
+    let e = KernelBuilder::new("wide", Target::Gfx942, 64)
+        .build(|k| {
+            let x = k.tensor_mut("x", F32);
+            let t = thread_id_x();
+            let v = splat(x.load(t), lanes);
+            x.store(t, v.slice(0, 1));
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("wide")
+            && e.contains(&format!("lanes = {lanes}"))
+            && e.contains(&format!("1..={}", ir::Type::MAX_LANES)),
+        "{e}"
+    );
+}

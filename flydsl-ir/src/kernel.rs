@@ -85,7 +85,9 @@ pub struct KernelAttrs {
     pub max_threads: u32,
     /// AMD waves-per-EU minimum (occupancy hint), if any.
     pub waves_per_eu: Option<u32>,
-    /// Register cap hint (NVIDIA `maxnreg`, AMD via waves-per-eu), if any.
+    /// Register cap per thread, if any: NVIDIA `maxnreg`; on AMD `amdgpu-num-vgpr`, so the
+    /// code object's VGPRs per lane (architectural plus accumulation) stay within it (the
+    /// build's code-object check fails a kernel where LLVM could not meet it).
     pub max_registers: Option<u32>,
 }
 

@@ -84,6 +84,21 @@ impl Target {
             format!("{}|{}|{}", self.name(), self.mcpu(), self.llc_mattr())
         }
     }
+    /// The PTX `.target` architecture NVIDIA code for this target is built for and checked
+    /// against (`None` for AMD targets): `sm_90a`, the architecture-specific Hopper target
+    /// that `wgmma` and `setmaxnreg` need (it loads on H100/H200 only).
+    ///
+    /// ```
+    /// use flydsl_ir::Target;
+    /// assert_eq!(Target::Sm90.ptx_target(), Some("sm_90a"));
+    /// assert_eq!(Target::Gfx942.ptx_target(), None);
+    /// ```
+    pub fn ptx_target(self) -> Option<&'static str> {
+        match self {
+            Target::Sm90 => Some("sm_90a"),
+            _ => None,
+        }
+    }
     /// The LLVM target triple.
     pub fn triple(self) -> &'static str {
         if self.is_amd() {

@@ -52,7 +52,10 @@ fn vadd_ptx() {
     let ptx = t.ptx(&data("vadd_nvptx.ll"));
     let m = parse_ptx(&ptx).unwrap();
     assert_eq!(m.version, "8.4");
-    assert_eq!(m.target, vec!["sm_90a".to_string()]);
+    assert_eq!(
+        m.target,
+        vec![flydsl_ir::Target::Sm90.ptx_target().unwrap().to_string()]
+    );
     assert_eq!(m.address_size, Some(64));
     m.check_target(flydsl_ir::Target::Sm90).unwrap();
     assert!(m.check_target(flydsl_ir::Target::Gfx1201).is_err());

@@ -99,6 +99,26 @@ pub enum SimError {
         /// Its kind.
         second_kind: LdsAccess,
     },
+    /// A load or atomic of LDS bytes this workgroup never wrote (initcheck): on a GPU it reads
+    /// what an earlier workgroup left there.
+    #[error(
+        "sim: {access} of uninitialised LDS in kernel `{kernel}`: array `{array}` element \
+         {index} was never written by this workgroup, {at}. Write every LDS element before \
+         reading it (check the prologue that fills the buffer, and that reads of padding or a \
+         ragged tail are masked)"
+    )]
+    LdsUninit {
+        /// Kernel name.
+        kernel: String,
+        /// LDS array name.
+        array: String,
+        /// `load` or `atomic`.
+        access: &'static str,
+        /// Element index inside the array (of the first unwritten byte).
+        index: i64,
+        /// The offending thread.
+        at: ThreadRef,
+    },
     /// Integer arithmetic that feeds an address overflowed its IR type (indexcheck): the
     /// wrapped value would address the wrong element on the GPU.
     #[error(

@@ -21,6 +21,10 @@
 //!   hashing that wraps on purpose and is then masked or reduced is not reported. On AMD
 //!   targets it also reports a buffer access whose byte offset (`index * size`, 32 bits in the
 //!   lowered code) cannot reach the element.
+//! - **initcheck**: a load (or atomic) of an LDS byte the workgroup has not written is
+//!   [`SimError::LdsUninit`], naming the array, the element and the thread. LDS is not
+//!   cleared between workgroups on a GPU, so such a read sees stale data there; with the check
+//!   off the Sim reads zeros (as it always did), which can hide a prologue bug.
 //!
 //! Arithmetic is bit-exact per type, at the IR width: integers wrap in two's complement (an
 //! i32 `Add`/`Sub`/`Mul`/`Shl` gives what a GPU's 32-bit instruction gives), shift amounts are
@@ -39,7 +43,7 @@
 //! ```
 //! # use flydsl_sim::SimOptions;
 //! let opts = SimOptions::default();
-//! assert!(opts.memcheck && opts.racecheck && opts.indexcheck);
+//! assert!(opts.memcheck && opts.racecheck && opts.indexcheck && opts.initcheck);
 //! ```
 //!
 //! ```
@@ -80,6 +84,8 @@ pub struct SimOptions {
     /// Report integer arithmetic that overflows while computing an address (see the crate
     /// docs), and AMD buffer accesses whose 32-bit byte offset cannot reach the element.
     pub indexcheck: bool,
+    /// Report loads and atomics of LDS bytes the workgroup never wrote (see the crate docs).
+    pub initcheck: bool,
     /// Worker threads for workgroups (0 = all cores).
     pub threads: usize,
 }
@@ -90,6 +96,7 @@ impl Default for SimOptions {
             memcheck: true,
             racecheck: true,
             indexcheck: true,
+            initcheck: true,
             threads: 0,
         }
     }

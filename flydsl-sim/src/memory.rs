@@ -269,3 +269,57 @@ impl SimMemory {
         self.table().live.values().cloned().collect()
     }
 }
+
+/// Which bytes of one workgroup's LDS the workgroup has written (initcheck): a load or atomic
+/// of a byte not yet written reads whatever the previous workgroup left on a GPU, so it is
+/// reported instead of reading the simulator's zeros.
+#[derive(Debug)]
+pub(crate) struct LdsInit {
+    written: Vec<bool>,
+}
+
+impl LdsInit {
+    /// Nothing written, over `bytes` bytes of LDS.
+    pub fn new(bytes: usize) -> LdsInit {
+        LdsInit {
+            written: vec![false; bytes],
+        }
+    }
+
+    /// Forget every write (a new workgroup starts).
+    pub fn reset(&mut self) {
+        self.written.fill(false);
+    }
+
+    /// Record a write of `n` bytes at `byte` (in range: the caller located the access).
+    #[inline]
+    pub fn mark(&mut self, byte: usize, n: usize) {
+        self.written[byte..byte + n].fill(true);
+    }
+
+    /// The first byte of `[byte, byte + n)` never written, if any.
+    #[inline]
+    pub fn first_unwritten(&self, byte: usize, n: usize) -> Option<usize> {
+        self.written[byte..byte + n]
+            .iter()
+            .position(|&w| !w)
+            .map(|i| byte + i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LdsInit;
+
+    #[test]
+    fn lds_init_tracks_bytes_and_resets() {
+        let mut m = LdsInit::new(16);
+        assert_eq!(m.first_unwritten(0, 16), Some(0));
+        m.mark(4, 4);
+        assert_eq!(m.first_unwritten(4, 4), None);
+        assert_eq!(m.first_unwritten(2, 4), Some(2));
+        assert_eq!(m.first_unwritten(6, 4), Some(8));
+        m.reset();
+        assert_eq!(m.first_unwritten(4, 1), Some(4));
+    }
+}

@@ -386,6 +386,11 @@ fn atomics_from_many_workgroups_sum_correctly() {
     );
     let l = b.lds_base(arr);
     let one = b.i32(1);
+    // LDS is not zeroed on a GPU (initcheck): thread 0 clears the counter first.
+    let t0 = b.tid();
+    let is_t0 = b.cmp(CmpPred::Eq, t0, zero);
+    b.when(is_t0, |b| b.store(l, zero, zero));
+    b.barrier();
     let lold = b.op(
         OpKind::AtomicAdd {
             ptr: l,

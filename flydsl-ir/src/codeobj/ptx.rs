@@ -127,8 +127,9 @@ impl PtxModule {
         self.entries.iter().find(|e| e.name == name)
     }
 
-    /// Check the module was built for `target`: an NVIDIA target whose `.target` names its
-    /// architecture (`sm_90`, or the architecture-specific `sm_90a`), with 64-bit addresses.
+    /// Check the module was built for `target`: an NVIDIA target, `.target` exactly
+    /// [`Target::ptx_target`](crate::Target::ptx_target) (`sm_90a` for sm_90: plain `sm_90`
+    /// code is rejected, as the driver refuses `wgmma`/`setmaxnreg` there), 64-bit addresses.
     /// The PTX check of a build calls this with the kernel's target; the wave size to expect
     /// is `target.wave_size()`.
     ///
@@ -136,22 +137,23 @@ impl PtxModule {
     /// # use flydsl_ir::{codeobj::parse_ptx, Target};
     /// let m = parse_ptx(".version 8.4\n.target sm_90a\n.address_size 64\n").unwrap();
     /// assert!(m.check_target(Target::Sm90).is_ok());
+    /// let m = parse_ptx(".version 8.0\n.target sm_90\n.address_size 64\n").unwrap();
+    /// assert!(m.check_target(Target::Sm90).unwrap_err().contains("expected `.target sm_90a`"));
     /// let m = parse_ptx(".version 8.0\n.target sm_80\n.address_size 64\n").unwrap();
     /// assert!(m.check_target(Target::Sm90).unwrap_err().contains("sm_80"));
     /// assert!(m.check_target(Target::Gfx942).is_err());
     /// ```
     pub fn check_target(&self, target: crate::Target) -> Result<(), String> {
-        if target.is_amd() {
+        let Some(arch) = target.ptx_target() else {
             return Err(format!(
                 "PTX checked against {target}: PTX is built for NVIDIA targets only"
             ));
-        }
-        let arch = target.mcpu();
+        };
         let got = self.target.first().map(String::as_str).unwrap_or("");
-        if got != arch && got.strip_suffix('a') != Some(arch) {
+        if got != arch {
             return Err(format!(
-                "PTX `.target {got}` is not {target}: expected `.target {arch}` or \
-                 `.target {arch}a` (rebuild with -mcpu={arch})"
+                "PTX `.target {got}` is not what {target} kernels are built for: expected \
+                 `.target {arch}` (Target::ptx_target); rebuild with llc -mcpu={arch}"
             ));
         }
         if self.address_size != Some(64) {

@@ -90,6 +90,7 @@ impl Wg<'_, '_> {
                 let loc = Loc::Lds(p.byte, p.region, p.region_off);
                 self.race_record(loc, p.n, p.t, Access::Write)?;
                 self.lds[p.byte..p.byte + p.n].copy_from_slice(&p.data[..p.n]);
+                self.mark_init(p.byte, p.n);
             }
         }
     }

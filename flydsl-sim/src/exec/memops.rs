@@ -1,5 +1,5 @@
 //! Memory ops: global and LDS loads/stores, buffer-resource accesses and atomics, with bounds
-//! checking (memcheck) and LDS race detection (racecheck).
+//! checking (memcheck), LDS race detection (racecheck) and unwritten-LDS reads (initcheck).
 
 use super::Wg;
 use crate::fpmode::ftz;
@@ -165,6 +165,39 @@ impl Wg<'_, '_> {
         Ok(())
     }
 
+    /// initcheck: every byte of an LDS read of `n` bytes at `loc` was written by this
+    /// workgroup. Every op that reads LDS calls it (with `mark_init` for every op that writes
+    /// LDS: stores, atomics, and asynchronous copies into LDS when their data lands).
+    pub(super) fn check_init(
+        &self,
+        loc: Loc,
+        n: usize,
+        t: u32,
+        access: &'static str,
+    ) -> Result<(), SimError> {
+        let (Loc::Lds(byte, id, arr_off), Some(m)) = (loc, &self.lds_init) else {
+            return Ok(());
+        };
+        let Some(first) = m.first_unwritten(byte, n) else {
+            return Ok(());
+        };
+        let arr = &self.cx.lds[id];
+        Err(SimError::LdsUninit {
+            kernel: self.kname(),
+            array: arr.name.clone(),
+            access,
+            index: (arr_off + (first - byte) as i64) / arr.elem_bytes.unwrap_or(1).max(1) as i64,
+            at: self.thread_ref(t),
+        })
+    }
+
+    /// initcheck: record a write of `n` bytes at LDS byte `byte`.
+    pub(super) fn mark_init(&mut self, byte: usize, n: usize) {
+        if let Some(m) = &mut self.lds_init {
+            m.mark(byte, n);
+        }
+    }
+
     /// Read `out.len()` elements of `elem` at `addr[index..]` into `out` (bits).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn read_elems(
@@ -188,6 +221,7 @@ impl Wg<'_, '_> {
             Loc::Global(i, off) => self.cx.allocs[i].read(off, &mut buf[..n]),
             Loc::Lds(byte, ..) => {
                 self.race(loc, n, t, Access::Read)?;
+                self.check_init(loc, n, t, access)?;
                 self.check_pending(byte, n, t, access)?;
                 buf[..n].copy_from_slice(&self.lds[byte..byte + n]);
             }
@@ -230,6 +264,7 @@ impl Wg<'_, '_> {
             Loc::Global(i, off) => self.cx.allocs[i].write(off, &buf[..n]),
             Loc::Lds(byte, ..) => {
                 self.race(loc, n, t, Access::Write)?;
+                self.mark_init(byte, n);
                 self.lds[byte..byte + n].copy_from_slice(&buf[..n]);
             }
             Loc::Dropped => {}
@@ -515,10 +550,14 @@ impl Wg<'_, '_> {
                     }
                 }
                 Loc::Lds(byte, ..) => {
-                    if let Err(e) = self.race(loc, 4, t, Access::Atomic) {
+                    if let Err(e) = self
+                        .race(loc, 4, t, Access::Atomic)
+                        .and_then(|()| self.check_init(loc, 4, t, "atomic"))
+                    {
                         out = Err(e);
                         break;
                     }
+                    self.mark_init(byte, 4);
                     let mut w = [0u8; 4];
                     w.copy_from_slice(&self.lds[byte..byte + 4]);
                     let old = u32::from_le_bytes(w);

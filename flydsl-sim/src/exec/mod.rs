@@ -10,7 +10,7 @@ mod nv_ops;
 mod nv_state;
 mod wave;
 
-use crate::memory::Alloc;
+use crate::memory::{Alloc, LdsInit};
 use crate::numeric::{mask, sext};
 use crate::race::RaceDetector;
 use crate::{SimError, SimOptions, ThreadRef};
@@ -104,6 +104,8 @@ pub(crate) struct Ctx<'k> {
     pub args: Vec<(ValueId, u64)>,
     pub memcheck: bool,
     pub racecheck: bool,
+    /// Report reads of unwritten LDS (initcheck, with LDS present).
+    pub initcheck: bool,
     /// Per value: the index into `index_sites` when the value is checked integer arithmetic
     /// feeding an address (empty with indexcheck off).
     pub index_checked: Vec<Option<u32>>,
@@ -155,6 +157,7 @@ impl<'k> Ctx<'k> {
             args,
             memcheck: opts.memcheck,
             racecheck: opts.racecheck && lds_bytes > 0,
+            initcheck: opts.initcheck && lds_bytes > 0,
             index_checked,
             index_sites,
             buffer_offset_check: opts.indexcheck && k.target.is_amd(),
@@ -171,6 +174,8 @@ pub(crate) struct Wg<'c, 'k> {
     vals: Vec<Vec<u64>>,
     lds: Vec<u8>,
     race: Option<RaceDetector>,
+    /// Written LDS bytes of the current workgroup (initcheck).
+    lds_init: Option<LdsInit>,
     block_id: [u32; 3],
     alloc_hint: usize,
     /// Scratch per-thread activity mask.
@@ -208,6 +213,7 @@ impl<'c, 'k> Wg<'c, 'k> {
             vals,
             lds: vec![0; lds_bytes],
             race: cx.racecheck.then(|| RaceDetector::new(lds_bytes)),
+            lds_init: cx.initcheck.then(|| LdsInit::new(lds_bytes)),
             block_id: [0; 3],
             alloc_hint: 0,
             mask: vec![false; cx.nthreads],
@@ -233,6 +239,9 @@ impl<'c, 'k> Wg<'c, 'k> {
         self.amd.reset();
         if let Some(r) = &mut self.race {
             r.barrier();
+        }
+        if let Some(m) = &mut self.lds_init {
+            m.reset();
         }
         let all = std::mem::take(&mut self.all);
         let r = self.run_block(&self.cx.k.body, &all);

@@ -292,6 +292,7 @@ impl Wg<'_, '_> {
             let lin = (d + e * es) as u64;
             let at = if m.swizzle128 { swizzle128(lin) } else { lin } as usize;
             self.lds[at..at + es].copy_from_slice(&buf);
+            self.mark_init(at, es);
         }
         let phase = self.bar_mut(b, t, name)?.phase;
         self.nv.pending.push((d, d + total, b, phase));
