@@ -98,8 +98,10 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             "flydsl-tests",
             "-p",
             "flydsl-rt",
+            "-p",
+            "fly-gemm",
             "--features",
-            "fly-norm/sm90,fly-softmax/sm90,flydsl-tests/sm90",
+            "fly-norm/sm90,fly-softmax/sm90,flydsl-tests/sm90,fly-gemm/sm90",
         ],
         true,
     )?;
