@@ -18,6 +18,7 @@ mod srcloc;
 pub mod target;
 mod types;
 mod verify;
+mod wgmma_flow;
 
 pub use dtype::DType;
 pub use kernarg::{KernargLayout, KernargSlot};
