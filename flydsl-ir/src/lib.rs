@@ -20,6 +20,7 @@ pub mod target;
 mod types;
 mod value;
 mod verify;
+mod wgmma_flow;
 
 pub use dtype::DType;
 pub use kernarg::{KernargLayout, KernargSlot};

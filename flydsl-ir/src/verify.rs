@@ -103,7 +103,15 @@ fn verify_inner(k: &Kernel) -> Result<(), VerifyError> {
             v.define(p).map_err(|r| err("param", r))?;
         }
     }
-    v.block(&k.body, &[])
+    v.block(&k.body, &[])?;
+    if k.target == crate::Target::Sm90 {
+        crate::wgmma_flow::check(k, operands_of).map_err(|(op, op_name, reason)| VerifyError {
+            op,
+            op_name,
+            ..err("", reason)
+        })?;
+    }
+    Ok(())
 }
 
 struct Verifier<'a> {

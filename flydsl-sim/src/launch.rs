@@ -20,6 +20,9 @@ pub struct LaunchReport {
     pub waves_per_block: u32,
     /// IR ops interpreted, summed over workgroups (each op counts once per workgroup).
     pub ops_executed: u64,
+    /// The most bytes of SSA value storage one worker held at once (values get storage when
+    /// computed and give it back after their last use, so this follows the live set).
+    pub peak_value_bytes: u64,
 }
 
 fn invalid(k: &Kernel, reason: String) -> SimError {
@@ -181,11 +184,13 @@ pub fn launch_with_lds(
         threads_per_block: cx.nthreads as u32,
         waves_per_block: (cx.nthreads as u32).div_ceil(ws),
         ops_executed: 0,
+        peak_value_bytes: 0,
     };
     if total == 0 {
         return Ok(report);
     }
     let ops = AtomicU64::new(0);
+    let peak = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
     let first_err: Mutex<Option<(u64, SimError)>> = Mutex::new(None);
     let record = |idx: u64, e: SimError| {
@@ -202,6 +207,7 @@ pub fn launch_with_lds(
         wg.ops = 0;
         let r = wg.run(idx);
         ops.fetch_add(wg.ops, Ordering::Relaxed);
+        peak.fetch_max(wg.peak_words as u64 * 8, Ordering::Relaxed);
         if let Err(e) = r {
             record(idx, e);
         }
@@ -237,5 +243,6 @@ pub fn launch_with_lds(
         return Err(e);
     }
     report.ops_executed = ops.into_inner();
+    report.peak_value_bytes = peak.into_inner();
     Ok(report)
 }

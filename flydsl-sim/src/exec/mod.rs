@@ -4,6 +4,7 @@
 mod amd_ops;
 mod amd_state;
 mod arith;
+mod lifetimes;
 mod memops;
 mod mma_tables;
 mod nv_ops;
@@ -119,6 +120,8 @@ pub(crate) struct Ctx<'k> {
     pub lds: Vec<LdsRegion>,
     /// LDS bytes per workgroup (static and dynamic).
     pub lds_bytes: usize,
+    /// When each value's storage is released (see [`lifetimes`]).
+    pub lifetimes: lifetimes::Lifetimes,
 }
 
 impl<'k> Ctx<'k> {
@@ -164,14 +167,27 @@ impl<'k> Ctx<'k> {
             fp: crate::fpmode::FpMode::of(k.target),
             lds,
             lds_bytes,
+            lifetimes: lifetimes::Lifetimes::of(k),
         }
     }
 }
 
+/// Zeros for [`Wg::val`] of a value without storage: the most words one value can take
+/// (1024 threads, 255 lanes). A zero-initialised static: it takes no memory until read.
+static ZEROS: [u64; 1024 * 256] = [0; 1024 * 256];
+
 /// One worker's state; reused across the workgroups it runs.
 pub(crate) struct Wg<'c, 'k> {
     cx: &'c Ctx<'k>,
+    /// Per value: its storage (`nthreads * words`), or empty while the value is dead (not
+    /// yet computed, or past its last use; see [`lifetimes`]).
     vals: Vec<Vec<u64>>,
+    /// Released storage by words per thread, reused before allocating.
+    pool: Vec<Vec<Vec<u64>>>,
+    /// Words of value storage allocated so far (held by values or pooled) and its peak.
+    words: usize,
+    /// The most words of value storage held at once.
+    pub peak_words: usize,
     lds: Vec<u8>,
     race: Option<RaceDetector>,
     /// Written LDS bytes of the current workgroup (initcheck).
@@ -195,24 +211,28 @@ pub(crate) struct Wg<'c, 'k> {
 impl<'c, 'k> Wg<'c, 'k> {
     /// A worker with the kernel arguments already broadcast.
     pub fn new(cx: &'c Ctx<'k>) -> Self {
-        // Every value gets its storage up front (zeroed), so a value read where it was never
-        // computed (legal for the verifier, e.g. defined in an untaken branch) reads zeros
-        // instead of faulting the host.
-        let mut vals: Vec<Vec<u64>> = cx
-            .info
-            .iter()
-            .map(|i| vec![0; cx.nthreads * i.words])
-            .collect();
+        // Values get storage when first written and give it back after their last use, so
+        // the memory follows the live set, not the kernel's size. Kernel arguments live for
+        // the whole run.
+        let mut vals: Vec<Vec<u64>> = vec![Vec::new(); cx.info.len()];
+        let mut words = 0;
         for &(v, bits) in &cx.args {
             let w = cx.info[v.0 as usize].words;
             vals[v.0 as usize] = vec![bits; cx.nthreads * w];
+            words += cx.nthreads * w;
         }
+        let max_words = cx.info.iter().map(|i| i.words).max().unwrap_or(1);
         let lds_bytes = cx.lds_bytes;
         Wg {
             cx,
             vals,
+            pool: vec![Vec::new(); max_words + 1],
+            words,
+            peak_words: words,
             lds: vec![0; lds_bytes],
-            race: cx.racecheck.then(|| RaceDetector::new(lds_bytes)),
+            race: cx
+                .racecheck
+                .then(|| RaceDetector::new(lds_bytes, cx.nthreads)),
             lds_init: cx.initcheck.then(|| LdsInit::new(lds_bytes)),
             block_id: [0; 3],
             alloc_hint: 0,
@@ -238,13 +258,13 @@ impl<'c, 'k> Wg<'c, 'k> {
         self.nv.reset();
         self.amd.reset();
         if let Some(r) = &mut self.race {
-            r.barrier();
+            r.reset();
         }
         if let Some(m) = &mut self.lds_init {
             m.reset();
         }
         let all = std::mem::take(&mut self.all);
-        let r = self.run_block(&self.cx.k.body, &all);
+        let r = self.run_block(&self.cx.k.body, &all, &[]);
         self.all = all;
         r
     }
@@ -284,19 +304,48 @@ impl<'c, 'k> Wg<'c, 'k> {
         self.cx.info[v.0 as usize]
     }
 
+    /// The value's words for all threads. A value with no storage reads as zeros: the
+    /// lifetimes make that impossible for a verified kernel, but the host never faults.
     #[inline]
     pub(crate) fn val(&self, v: ValueId) -> &[u64] {
-        &self.vals[v.0 as usize]
+        let s = &self.vals[v.0 as usize];
+        if s.is_empty() {
+            let n = self.cx.nthreads * self.info(v).words;
+            ZEROS.get(..n).unwrap_or(&[])
+        } else {
+            s
+        }
     }
 
     /// Take the storage of a result out (sized for all threads), to be put back with `put`.
+    /// A value without storage gets zeroed storage from the pool (or a new allocation).
     pub(crate) fn take(&mut self, v: ValueId) -> Vec<u64> {
-        let n = self.cx.nthreads * self.info(v).words;
-        let mut r = std::mem::take(&mut self.vals[v.0 as usize]);
-        if r.len() != n {
-            r.resize(n, 0);
+        let w = self.info(v).words;
+        let n = self.cx.nthreads * w;
+        let r = std::mem::take(&mut self.vals[v.0 as usize]);
+        if r.len() == n {
+            return r;
         }
-        r
+        match self.pool[w].pop() {
+            Some(mut r) => {
+                r.fill(0);
+                r
+            }
+            None => {
+                self.words += n;
+                self.peak_words = self.peak_words.max(self.words);
+                vec![0; n]
+            }
+        }
+    }
+
+    /// Give the storage of `v` back to the pool (it is past its last use).
+    #[inline]
+    fn release(&mut self, v: ValueId) {
+        let r = std::mem::take(&mut self.vals[v.0 as usize]);
+        if !r.is_empty() {
+            self.pool[self.cx.info[v.0 as usize].words].push(r);
+        }
     }
 
     pub(crate) fn put(&mut self, v: ValueId, r: Vec<u64>) {
@@ -326,16 +375,53 @@ impl<'c, 'k> Wg<'c, 'k> {
         self.put(dst, r);
     }
 
-    /// Run the ops of a block (a trailing `Yield` is left to the caller).
-    fn run_block(&mut self, b: &'k Block, act: &[u32]) -> Result<(), SimError> {
-        for op in &b.ops {
-            if matches!(op.kind, OpKind::Yield(_)) {
-                break;
+    /// Run the ops of a block; a trailing `Yield` copies its values into `yield_to` (the
+    /// `If` results or the `For` carried values) for the active threads. Each value defined
+    /// in the block is released after its last use.
+    fn run_block(
+        &mut self,
+        b: &'k Block,
+        act: &[u32],
+        yield_to: &[ValueId],
+    ) -> Result<(), SimError> {
+        let cx = self.cx;
+        let plan = cx.lifetimes.block(b);
+        for (i, op) in b.ops.iter().enumerate() {
+            if let OpKind::Yield(ys) = &op.kind {
+                self.copy_yield(yield_to, ys, act, plan.is_some_and(|p| p.yield_alias));
+            } else {
+                self.ops += 1;
+                self.exec(op, act)?;
             }
-            self.ops += 1;
-            self.exec(op, act)?;
+            if let Some(p) = plan {
+                for &v in p.release_after(i) {
+                    self.release(v);
+                }
+            }
         }
         Ok(())
+    }
+
+    /// Copy yielded values `ys` into `dsts` for the active threads. With `alias` (a yield
+    /// that passes a loop's carried value to another carried position) the sources are read
+    /// before any is written.
+    fn copy_yield(&mut self, dsts: &[ValueId], ys: &[ValueId], act: &[u32], alias: bool) {
+        if alias {
+            let srcs: Vec<Vec<u64>> = ys.iter().map(|&y| self.val(y).to_vec()).collect();
+            for (&d, s) in dsts.iter().zip(&srcs) {
+                let w = self.info(d).words;
+                let mut r = self.take(d);
+                for &t in act {
+                    let b = t as usize * w;
+                    r[b..b + w].copy_from_slice(&s[b..b + w]);
+                }
+                self.put(d, r);
+            }
+        } else {
+            for (&d, &y) in dsts.iter().zip(ys) {
+                self.copy_val(d, y, act);
+            }
+        }
     }
 
     fn exec(&mut self, op: &'k Op, act: &[u32]) -> Result<(), SimError> {
@@ -451,16 +537,7 @@ impl<'c, 'k> Wg<'c, 'k> {
             if sub.is_empty() {
                 continue;
             }
-            self.run_block(blk, &sub)?;
-            if let Some(Op {
-                kind: OpKind::Yield(ys),
-                ..
-            }) = blk.ops.last()
-            {
-                for (&r, &y) in results.iter().zip(ys) {
-                    self.copy_val(r, y, &sub);
-                }
-            }
+            self.run_block(blk, &sub, results)?;
         }
         Ok(())
     }
@@ -504,13 +581,6 @@ impl<'c, 'k> Wg<'c, 'k> {
                 }
             }
         }
-        let ys = match body.ops.last() {
-            Some(Op {
-                kind: OpKind::Yield(ys),
-                ..
-            }) => ys.as_slice(),
-            _ => &[],
-        };
         let mut live: Vec<u32> = act
             .iter()
             .copied()
@@ -522,10 +592,7 @@ impl<'c, 'k> Wg<'c, 'k> {
                 ivv[t as usize] = cur[t as usize];
             }
             self.put(iv, ivv);
-            self.run_block(body, &live)?;
-            for (&c, &y) in carried.iter().zip(ys) {
-                self.copy_val(c, y, &live);
-            }
+            self.run_block(body, &live, carried)?;
             live.retain(|&t| {
                 let t = t as usize;
                 let more = end[t].wrapping_sub(cur[t]) & m > stp[t];
@@ -535,6 +602,11 @@ impl<'c, 'k> Wg<'c, 'k> {
         }
         for (&r, &c) in results.iter().zip(carried) {
             self.copy_val(r, c, act);
+        }
+        // The loop counter and carried values are dead once the loop is done (they stay alive
+        // across its iterations: threads that left early keep their final values there).
+        for &a in &body.args {
+            self.release(a);
         }
         Ok(())
     }

@@ -5,11 +5,17 @@
 //! their mbarrier phase: an LDS read of pending bytes before a wait that observed the phase
 //! complete is reported. Waits run in lockstep (see `NvOp::MbarWait`): one that cannot pass
 //! when every thread reaches it is a deadlock.
+//!
+//! With racecheck on, TMA writes, wgmma operand reads and mbarrier arrive/wait edges go to
+//! the LDS race detector (its rules are in `crate::race`): wgmma reads stay in flight until
+//! the `wgmma.wait_group` that retires their batch (batches are counted per warpgroup by
+//! `wgmma.commit_group`).
 
-use super::nv_state::Mbar;
+use super::nv_state::{InFlight, Mbar};
 use super::Wg;
 use crate::memory::{split, LDS_HANDLE_BASE};
 use crate::numeric::{float_bits, float_val};
+use crate::race::Access;
 use crate::tensor_map::{SimTensorMap, TENSOR_MAP_BYTES};
 use crate::SimError;
 use flydsl_ir::{swizzle128, NvOp, Op, ScalarType, ValueId, WARPGROUP, WGMMA_K, WGMMA_M};
@@ -88,11 +94,14 @@ impl Wg<'_, '_> {
             if b.pending == 0 && b.tx == 0 {
                 b.phase += 1;
                 b.pending = b.count;
+                b.done = std::mem::take(&mut b.arrivals);
             }
         }
     }
 
     fn arrive(&mut self, bar: usize, tx: i64, t: u32, op: &str) -> Result<(), SimError> {
+        // Racecheck: the arrival releases the thread's earlier reads.
+        let stamp = self.race.as_mut().map(|r| r.release(t));
         let b = self.bar_mut(bar, t, op)?;
         if b.pending == 0 {
             return Err(self.fault(
@@ -103,8 +112,100 @@ impl Wg<'_, '_> {
         }
         b.tx += tx;
         b.pending -= 1;
+        if let Some(s) = stamp {
+            b.arrivals.push((t, s));
+        }
         self.settle(bar);
         Ok(())
+    }
+
+    /// Racecheck: thread `t` passed a wait on the barrier at `bar`, so it is ordered after
+    /// the arrivals of the phase it saw complete.
+    fn acquire(&mut self, bar: usize, t: u32) {
+        if let (Some(r), Some(b)) = (self.race.as_mut(), self.nv.bars.get(&bar)) {
+            r.acquire(t, &b.done);
+        }
+    }
+
+    /// A race between LDS byte `byte` accessed by thread `t` as `kind` and `c`.
+    fn nv_race(&self, byte: usize, t: u32, kind: Access, c: crate::race::Conflict) -> SimError {
+        let region = self
+            .cx
+            .lds
+            .iter()
+            .rev()
+            .find(|r| r.offset <= byte && byte < r.offset + r.bytes.max(1));
+        let (array, index) = match region {
+            Some(r) => (
+                r.name.clone(),
+                (byte - r.offset) as i64 / r.elem_bytes.unwrap_or(1).max(1) as i64,
+            ),
+            None => ("LDS".to_string(), byte as i64),
+        };
+        SimError::LdsRace {
+            kernel: self.kname(),
+            array,
+            index,
+            first: self.thread_ref(c.other),
+            first_kind: c.other_kind,
+            second: self.thread_ref(t),
+            second_kind: kind,
+        }
+    }
+
+    /// Racecheck: `wgmma.commit_group` by the active threads closes their warpgroups' batch.
+    fn wgmma_commit(&mut self, act: &[u32]) {
+        if self.race.is_none() {
+            return;
+        }
+        let mut last = u32::MAX;
+        for &t in act {
+            let g = t / WARPGROUP;
+            if g != last {
+                last = g;
+                let c = &mut self.nv.commits;
+                if c.len() <= g as usize {
+                    c.resize(g as usize + 1, 0);
+                }
+                c[g as usize] += 1;
+            }
+        }
+    }
+
+    /// Racecheck: `wgmma.wait_group pending` by the active threads retires their warpgroups'
+    /// batches older than the `pending` newest committed ones: their operand reads leave the
+    /// in-flight set and are recorded as reads in the current epoch.
+    fn wgmma_retire(&mut self, pending: u32, act: &[u32]) -> Result<(), SimError> {
+        let Some(race) = self.race.as_mut() else {
+            return Ok(());
+        };
+        let mut groups: Vec<u32> = act.iter().map(|t| t / WARPGROUP).collect();
+        groups.dedup();
+        let commits = &self.nv.commits;
+        let done = |f: &InFlight| {
+            groups.contains(&f.group)
+                && f.batch + pending < commits.get(f.group as usize).copied().unwrap_or(0)
+        };
+        let (retired, kept): (Vec<InFlight>, Vec<InFlight>) =
+            std::mem::take(&mut self.nv.in_flight)
+                .into_iter()
+                .partition(|f| done(f));
+        self.nv.in_flight = kept;
+        let mut conflict = None;
+        for f in &retired {
+            for &c in &f.chunks {
+                race.in_flight(c, 16, f.group, false);
+                if conflict.is_none() {
+                    conflict = race
+                        .access(c, 16, f.group, Access::WgmmaRead)
+                        .map(|x| (c, f.group, x));
+                }
+            }
+        }
+        match conflict {
+            Some((c, g, x)) => Err(self.nv_race(c, g * WARPGROUP, Access::WgmmaRead, x)),
+            None => Ok(()),
+        }
     }
 
     /// Run one Hopper op over the active threads.
@@ -126,6 +227,8 @@ impl Wg<'_, '_> {
                             pending: *count,
                             tx: 0,
                             phase: 0,
+                            arrivals: Vec::new(),
+                            done: Vec::new(),
                         },
                     );
                     self.nv.pending.retain(|p| p.2 != b);
@@ -166,12 +269,11 @@ impl Wg<'_, '_> {
                         ));
                     }
                     self.nv.pending.retain(|x| !(x.2 == b && x.3 < phase));
+                    self.acquire(b, t);
                 }
             }
-            NvOp::FenceProxyAsync
-            | NvOp::SetMaxNReg { .. }
-            | NvOp::WgmmaFence
-            | NvOp::WgmmaCommit => {}
+            NvOp::FenceProxyAsync | NvOp::SetMaxNReg { .. } | NvOp::WgmmaFence => {}
+            NvOp::WgmmaCommit => self.wgmma_commit(act),
             NvOp::ElectOne => {
                 let r = op.results[0];
                 let mut out = self.take(r);
@@ -195,7 +297,8 @@ impl Wg<'_, '_> {
                 }
             }
             NvOp::Wgmma { n, a, b, acc } => self.wgmma(op.results[0], *n, [*a, *b, *acc], act)?,
-            NvOp::WgmmaWait { values, .. } => {
+            NvOp::WgmmaWait { values, pending } => {
+                self.wgmma_retire(*pending, act)?;
                 for (&v, &r) in values.iter().zip(&op.results) {
                     let w = self.info(v).words;
                     let mut out = self.take(r);
@@ -259,6 +362,20 @@ impl Wg<'_, '_> {
         if d + total > self.lds.len() {
             return Err(self.fault(name, t, "TMA box runs past the end of LDS"));
         }
+        if let Some(race) = self.race.as_mut() {
+            // The box's 16-byte chunks (the swizzle moves whole chunks).
+            for lin in (d..d + total).step_by(16) {
+                let at = if m.swizzle128 {
+                    swizzle128(lin as u64) as usize
+                } else {
+                    lin
+                };
+                let n = 16.min(d + total - lin);
+                if let Some(c) = race.access(at, n, t, Access::TmaWrite) {
+                    return Err(self.nv_race(at, t, Access::TmaWrite, c));
+                }
+            }
+        }
         let c: Vec<i64> = coords
             .iter()
             .map(|&v| self.val(v)[t as usize] as u32 as i32 as i64)
@@ -298,6 +415,42 @@ impl Wg<'_, '_> {
         self.nv.pending.push((d, d + total, b, phase));
         self.bar_mut(b, t, name)?.tx -= total as i64;
         self.settle(b);
+        Ok(())
+    }
+
+    /// Racecheck: the operand reads of one wgmma of warpgroup `g` (issued by `t0`): checked
+    /// against writers now and in flight until a wait retires its batch.
+    fn wgmma_reads(
+        &mut self,
+        op: &str,
+        t0: u32,
+        g: u32,
+        operands: [(ValueId, usize); 2],
+    ) -> Result<(), SimError> {
+        let es = self.info(operands[0].0).elem.size_bytes() as usize;
+        let row_bytes = es * WGMMA_K as usize;
+        let mut chunks = Vec::new();
+        for (p, rows) in operands {
+            let base = self.lds_byte(p, t0, op)?;
+            for row in 0..rows {
+                for c in (0..row_bytes).step_by(16) {
+                    chunks.push(swizzle128((base + 128 * row + c) as u64) as usize);
+                }
+            }
+        }
+        let batch = self.nv.commits.get(g as usize).copied().unwrap_or(0);
+        let race = self.race.as_mut().expect("racecheck is on");
+        for &c in &chunks {
+            if let Some(x) = race.access(c, 16, g, Access::WgmmaRead) {
+                return Err(self.nv_race(c, t0, Access::WgmmaRead, x));
+            }
+            race.in_flight(c, 16, g, true);
+        }
+        self.nv.in_flight.push(InFlight {
+            group: g,
+            batch,
+            chunks,
+        });
         Ok(())
     }
 
@@ -357,6 +510,9 @@ impl Wg<'_, '_> {
             };
             let va = read(self, a, m)?;
             let vb = read(self, b, n)?;
+            if self.race.is_some() {
+                self.wgmma_reads(&op, t0, g as u32, [(a, m), (b, n)])?;
+            }
             let cw = n / 2;
             let cv = self.val(acc);
             for tl in 0..wg {
