@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 
 /// Where an access lands.
 #[derive(Clone, Copy, Debug)]
-enum Loc {
+pub(super) enum Loc {
     /// Allocation index in the launch snapshot and byte offset.
     Global(usize, u64),
     /// Byte in the LDS block, the LDS array id and the byte offset inside that array.
@@ -36,7 +36,7 @@ impl Wg<'_, '_> {
 
     /// Locate an access of `n` bytes at element `index` (of `es` bytes) from `addr`.
     #[allow(clippy::too_many_arguments)]
-    fn locate(
+    pub(super) fn locate(
         &mut self,
         addr: u64,
         index: i64,
@@ -122,7 +122,13 @@ impl Wg<'_, '_> {
         Ok(())
     }
 
-    fn race(&mut self, loc: Loc, n: usize, t: u32, kind: Access) -> Result<(), SimError> {
+    pub(super) fn race(
+        &mut self,
+        loc: Loc,
+        n: usize,
+        t: u32,
+        kind: Access,
+    ) -> Result<(), SimError> {
         let Loc::Lds(byte, id, arr_off) = loc else {
             return Ok(());
         };

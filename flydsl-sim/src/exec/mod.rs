@@ -4,6 +4,8 @@
 mod arith;
 mod memops;
 mod mma_tables;
+mod nv_async;
+mod nv_matrix;
 mod nv_ops;
 mod wave;
 
@@ -180,6 +182,8 @@ pub(crate) struct Wg<'c, 'k> {
     pub ops: u64,
     /// NVIDIA Hopper state (mbarriers, pending TMA bytes).
     nv: nv_ops::NvState,
+    /// cp.async commit groups and pending bytes.
+    cp: nv_async::AsyncState,
 }
 
 impl<'c, 'k> Wg<'c, 'k> {
@@ -210,6 +214,7 @@ impl<'c, 'k> Wg<'c, 'k> {
             mma_tables: Vec::new(),
             ops: 0,
             nv: nv_ops::NvState::default(),
+            cp: nv_async::AsyncState::default(),
         }
     }
 
@@ -224,6 +229,7 @@ impl<'c, 'k> Wg<'c, 'k> {
         ];
         self.lds.fill(0);
         self.nv.reset();
+        self.cp.reset();
         if let Some(r) = &mut self.race {
             r.barrier();
         }
@@ -415,6 +421,7 @@ impl<'c, 'k> Wg<'c, 'k> {
         if let Some(r) = &mut self.race {
             r.barrier();
         }
+        self.cp.barrier();
         Ok(())
     }
 
