@@ -190,7 +190,7 @@ impl Wg<'_, '_> {
                 return Err(self.fault(OP, t, "the destination is not an LDS pointer"))
             }
         };
-        if byte % n != 0 {
+        if !byte.is_multiple_of(n) {
             return Err(self.fault(
                 OP,
                 t,
@@ -217,7 +217,7 @@ impl Wg<'_, '_> {
             )?;
             match sloc {
                 Loc::Global(a, off) => {
-                    if off % bytes as u64 != 0 {
+                    if !off.is_multiple_of(bytes as u64) {
                         return Err(self.fault(
                             OP,
                             t,

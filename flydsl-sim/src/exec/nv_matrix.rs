@@ -33,7 +33,7 @@ impl Wg<'_, '_> {
     ) -> Result<Option<(Loc, usize)>, SimError> {
         let loc = self.locate(self.val(p)[t as usize], 0, 1, 16, access, t)?;
         match loc {
-            Loc::Lds(byte, ..) if byte % 16 == 0 => Ok(Some((loc, byte))),
+            Loc::Lds(byte, ..) if byte.is_multiple_of(16) => Ok(Some((loc, byte))),
             Loc::Lds(byte, ..) => Err(self.fault(
                 op,
                 t,
@@ -65,7 +65,7 @@ impl Wg<'_, '_> {
         };
         for warp in act.chunks(ws) {
             let w0 = warp[0] as usize;
-            if warp.len() != ws || w0 % ws != 0 || warp[ws - 1] as usize != w0 + ws - 1 {
+            if warp.len() != ws || !w0.is_multiple_of(ws) || warp[ws - 1] as usize != w0 + ws - 1 {
                 return Err(self.fault(
                     name,
                     warp[0],
