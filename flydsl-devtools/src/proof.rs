@@ -100,6 +100,9 @@ pub struct GemmConfig {
     /// Move tiles global -> LDS with `cp.async` ([`flydsl_dsl::tile::CopyAtom::CpAsync`],
     /// sm_90 only) instead of through registers.
     pub async_copy: bool,
+    /// Read A and B fragments from LDS with `ldmatrix` where the atom allows it (sm_90;
+    /// [`flydsl_dsl::tile::TiledMma::with_ldmatrix`]).
+    pub ldmatrix: bool,
 }
 
 impl GemmConfig {
@@ -121,6 +124,7 @@ impl GemmConfig {
             bk: 32,
             stages: 2,
             async_copy: flydsl_dsl::tile::CopyAtom::CpAsync.available(target),
+            ldmatrix: true,
         }
     }
 }
@@ -193,7 +197,9 @@ pub fn tiled_mma_with(
         reason: e.to_string(),
     };
     let atom = MmaAtom::native_16bit(target, dt == ScalarType::BF16);
-    let mma = TiledMma::new(atom, target, cfg.warps, cfg.reps).map_err(fail)?;
+    let mma = TiledMma::new(atom, target, cfg.warps, cfg.reps)
+        .map_err(fail)?
+        .with_ldmatrix(cfg.ldmatrix);
     let (bm, bn, bk, s) = (mma.tile_m(), mma.tile_n(), cfg.bk as i64, cfg.stages);
     let threads = mma.threads();
     let copy_atom = if cfg.async_copy {

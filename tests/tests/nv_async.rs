@@ -451,9 +451,9 @@ fn run_gemm(k: &Kernel, a: &[f32], b: &[f32], (m, n, kk): (usize, usize, usize))
         .collect()
 }
 
-/// The proof GEMM moves tiles by cp.async on sm90 by default, and the register-staged path
-/// stays selectable: both are exact on the Sim (racecheck on) at ragged M, N, K, with 2 and
-/// 3 stages.
+/// The proof GEMM moves tiles by cp.async and reads fragments with ldmatrix on sm90 by
+/// default, and the register-staged copies and vector fragment loads stay selectable: all
+/// are exact on the Sim (racecheck on) at ragged M, N, K, with 2 and 3 stages.
 #[test]
 fn tiled_mma_with_and_without_cp_async_is_exact_on_the_sm90_sim() {
     use flydsl_devtools::proof::{tiled_mma_with, GemmConfig};
@@ -472,15 +472,26 @@ fn tiled_mma_with_and_without_cp_async_is_exact_on_the_sm90_sim() {
     };
     for (m, n, kk) in [(100, 72, 136), (130, 8, 40)] {
         let (a, b) = (ints(m * kk), ints(n * kk));
-        for (async_copy, stages) in [(true, 2), (true, 3), (false, 2)] {
+        for (async_copy, stages, ldmatrix) in [
+            (true, 2, true),
+            (true, 3, true),
+            (false, 2, true),
+            (true, 2, false),
+        ] {
             let cfg = GemmConfig {
                 async_copy,
                 stages,
+                ldmatrix,
                 ..base
             };
             let k = tiled_mma_with(Target::Sm90, BF16, cfg, "gemm").unwrap();
-            let has_cp = format!("{:?}", k.body).contains("CpAsync");
-            assert_eq!(has_cp, async_copy, "cp.async ops present iff selected");
+            let body = format!("{:?}", k.body);
+            assert_eq!(
+                body.contains("CpAsync"),
+                async_copy,
+                "cp.async iff selected"
+            );
+            assert_eq!(body.contains("LdMatrix"), ldmatrix, "ldmatrix iff selected");
             let c = run_gemm(&k, &a, &b, (m, n, kk));
             for i in 0..m {
                 for j in 0..n {
@@ -488,10 +499,48 @@ fn tiled_mma_with_and_without_cp_async_is_exact_on_the_sm90_sim() {
                     assert_eq!(
                         c[i * n + j],
                         want,
-                        "async {async_copy}, {stages} stages, {m}x{n}x{kk}: C[{i}][{j}]"
+                        "async {async_copy}, ldmatrix {ldmatrix}, {stages} stages, \
+                         {m}x{n}x{kk}: C[{i}][{j}]"
                     );
                 }
             }
         }
     }
+}
+
+/// The sm90 proof GEMM's PTX (when sm90 is built): tiles move by `cp.async` in commit
+/// groups, every A / B fragment comes from `ldmatrix` (x4 for A, x2 for B), and no plain
+/// shared load is left.
+#[test]
+fn sm90_tiled_mma_ptx_uses_cp_async_and_ldmatrix() {
+    use flydsl_devtools::proof::GemmConfig;
+    use flydsl_dsl::ir::MmaAtom;
+    let Some(code) = flydsl_tests::proof::TILED_MMA_BF16
+        .for_target(Target::Sm90)
+        .and_then(|v| v.code)
+    else {
+        println!("skipped: sm90 not built (build with --features sm90)");
+        return;
+    };
+    let ptx = std::str::from_utf8(code).unwrap();
+    let cfg = GemmConfig::for_target(Target::Sm90);
+    let (m, n, k) = MmaAtom::native_16bit(Target::Sm90, true).shape();
+    let ksteps = cfg.bk / k;
+    let count = |s: &str| ptx.matches(s).count() as u32;
+    let (tm, tn) = (cfg.warps.0 * cfg.reps.0 * m, cfg.warps.1 * cfg.reps.1 * n);
+    let threads = cfg.warps.0 * cfg.warps.1 * 32;
+    // Per stage, each thread copies its 16-byte vectors of the A and B tiles.
+    let per_stage = (tm + tn) * cfg.bk / 8 / threads;
+    assert!(count("cp.async.cg.shared.global") >= per_stage, "cp.async");
+    assert!(count("cp.async.commit_group") >= 1 && count("cp.async.wait_group") >= 1);
+    let x4 = count("ldmatrix.sync.aligned.m8n8.x4.shared.b16");
+    let x2 = count("ldmatrix.sync.aligned.m8n8.x2.shared.b16");
+    assert!(x4 >= cfg.reps.0 * ksteps, "ldmatrix.x4 for A: {x4}");
+    assert!(x2 >= cfg.reps.1 * ksteps, "ldmatrix.x2 for B: {x2}");
+    assert_eq!(
+        count("ld.shared"),
+        0,
+        "a fragment still read with ld.shared"
+    );
+    assert!(count("mma.sync.aligned.m16n8k16") >= cfg.reps.0 * cfg.reps.1 * ksteps);
 }
