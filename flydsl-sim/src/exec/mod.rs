@@ -2,6 +2,7 @@
 //! per-thread value vectors, with an active list for structured divergence.
 
 mod arith;
+mod cp_state;
 mod memops;
 mod mma_tables;
 mod nv_async;
@@ -183,7 +184,7 @@ pub(crate) struct Wg<'c, 'k> {
     /// NVIDIA Hopper state (mbarriers, pending TMA bytes).
     nv: nv_ops::NvState,
     /// cp.async commit groups and pending bytes.
-    cp: nv_async::AsyncState,
+    cp: cp_state::AsyncState,
 }
 
 impl<'c, 'k> Wg<'c, 'k> {
@@ -214,7 +215,7 @@ impl<'c, 'k> Wg<'c, 'k> {
             mma_tables: Vec::new(),
             ops: 0,
             nv: nv_ops::NvState::default(),
-            cp: nv_async::AsyncState::default(),
+            cp: cp_state::AsyncState::default(),
         }
     }
 
