@@ -111,6 +111,7 @@ pub fn check_code_object(ir: &Kernel, code: &[u8]) -> Result<Resources, String> 
         let text = std::str::from_utf8(code).map_err(|e| format!("PTX is not UTF-8: {e}"))?;
         let m = parse_ptx(text).map_err(|e| e.to_string())?;
         m.check_target(t)?;
+        check_ptx_no_calls(&ir.name, text)?;
         let entry = m
             .entry(&ir.name)
             .ok_or_else(|| format!("no .entry `{}` in the PTX", ir.name))?;
@@ -135,6 +136,50 @@ pub fn check_code_object(ir: &Kernel, code: &[u8]) -> Result<Resources, String> 
             ..Resources::default()
         })
     }
+}
+
+/// Fail PTX that makes a call or declares an external function (`call`, `.extern .func`):
+/// ptxas then silently drops `setmaxnreg` and serializes `wgmma`, and the kernel gets an ABI
+/// stack. Every flydsl kernel is fully inlined, so a call means an op was lowered to a
+/// library function (for example a math routine or `vprintf`). The error names `kernel`,
+/// the offending PTX line and the fix. [`check_code_object`] runs it on every NVIDIA build.
+///
+/// ```
+/// use flydsl_build::check::check_ptx_no_calls;
+/// let ok = ".visible .entry k()\n{\n\tret;\n}\n";
+/// assert!(check_ptx_no_calls("k", ok).is_ok());
+/// let bad = ".extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 a);\n\
+///            .visible .entry k()\n{\n\tcall.uni (r), vprintf, (f, a);\n\tret;\n}\n";
+/// let e = check_ptx_no_calls("k", bad).unwrap_err();
+/// assert!(e.contains("`k`") && e.contains("vprintf"));
+/// ```
+pub fn check_ptx_no_calls(kernel: &str, ptx: &str) -> Result<(), String> {
+    for (no, raw) in ptx.lines().enumerate() {
+        let line = raw.split("//").next().unwrap_or("").trim();
+        let mut toks = line.split_whitespace().peekable();
+        // Skip a label (`$L__BB0_1:`) and a guard predicate (`@%p1`, `@!%p1`).
+        if toks.peek().is_some_and(|t| t.ends_with(':')) {
+            toks.next();
+        }
+        if toks.peek().is_some_and(|t| t.starts_with('@')) {
+            toks.next();
+        }
+        let Some(first) = toks.next() else { continue };
+        let what = if first == "call" || first.starts_with("call.") {
+            "makes a call"
+        } else if line.contains(".extern") && line.split_whitespace().any(|t| t == ".func") {
+            "declares an external function"
+        } else {
+            continue;
+        };
+        return Err(format!(
+            "kernel `{kernel}`: its PTX {what} (line {}: `{line}`); ptxas then silently drops \
+             setmaxnreg and serializes wgmma. Some op was lowered to a library call: replace it \
+             with inline code (or an intrinsic that lowers to instructions)",
+            no + 1
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

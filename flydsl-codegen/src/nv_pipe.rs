@@ -1,6 +1,7 @@
 //! NVIDIA Hopper ops ([`NvOp`]): mbarriers, TMA, wgmma, setmaxnreg and proxy fences, as
 //! inline PTX (LLVM 22 has no `wgmma.mma_async` intrinsic, and inline PTX keeps the rest
-//! independent of the intrinsics' signature drift). Every asm is `sideeffect` with a memory
+//! independent of the intrinsics' signature drift); `cp.async` through the `llvm.nvvm.cp.async.*`
+//! intrinsics (so LLVM knows their memory effects), `ldmatrix` / `stmatrix` as inline PTX. Every asm is `sideeffect` with a memory
 //! clobber where it orders memory, and nothing here is a call: ptxas drops `setmaxnreg` and
 //! serializes wgmma in kernels that make external calls.
 
@@ -161,6 +162,109 @@ pub(crate) fn lower(f: &mut Func, op: &Op, nv: &NvOp) -> Result<(), LowerError> 
                 };
                 f.def(r, out);
             }
+        }
+        NvOp::CpAsync {
+            dst,
+            src,
+            index,
+            bytes,
+            src_bytes,
+        } => {
+            let d = f.get(*dst)?;
+            let (p, pt) = f.get_t(*src)?;
+            let s = match index {
+                None => p,
+                Some(i) => {
+                    let flydsl_ir::Type::Ptr(_, e) = pt else {
+                        return Err(f.err("cp.async source is not a pointer"));
+                    };
+                    let (iv, it) = f.get_t(*i)?;
+                    let il = f.lty(it);
+                    f.inst(format!(
+                        "getelementptr {}, ptr addrspace(1) {p}, {il} {iv}",
+                        super::ty::mem_scalar(e)
+                    ))
+                }
+            };
+            let n = f.get(*src_bytes)?;
+            let cache = if *bytes == 16 { "cg" } else { "ca" };
+            f.call(
+                "void",
+                &format!("llvm.nvvm.cp.async.{cache}.shared.global.{bytes}.s"),
+                &[
+                    ("ptr addrspace(3)", d.as_str()),
+                    ("ptr addrspace(1)", s.as_str()),
+                    ("i32", n.as_str()),
+                ],
+            );
+        }
+        NvOp::CpAsyncCommit => {
+            f.call("void", "llvm.nvvm.cp.async.commit.group", &[]);
+        }
+        NvOp::CpAsyncWait { pending } => {
+            f.call(
+                "void",
+                "llvm.nvvm.cp.async.wait.group",
+                &[("i32", pending.to_string().as_str())],
+            );
+        }
+        NvOp::LdMatrix { ptr, count, trans } => {
+            let a = shared_addr(f, *ptr)?;
+            let n = *count as usize;
+            let regs: Vec<String> = (0..n).map(|i| format!("${i}")).collect();
+            let text = format!(
+                "ldmatrix.sync.aligned.m8n8.x{n}{}.shared.b16 {{{}}}, [${n}];",
+                if *trans { ".trans" } else { "" },
+                regs.join(", ")
+            );
+            let cons = format!("{}r,~{{memory}}", "=r,".repeat(n));
+            let out = if n == 1 {
+                f.inst(format!(
+                    "call i32 asm sideeffect \"{text}\", \"{cons}\"(i32 {a})"
+                ))
+            } else {
+                let st = format!("{{ {} }}", vec!["i32"; n].join(", "));
+                let r = f.inst(format!(
+                    "call {st} asm sideeffect \"{text}\", \"{cons}\"(i32 {a})"
+                ));
+                let mut v = "poison".to_string();
+                for i in 0..n {
+                    let e = f.inst(format!("extractvalue {st} {r}, {i}"));
+                    v = f.inst(format!("insertelement <{n} x i32> {v}, i32 {e}, i32 {i}"));
+                }
+                v
+            };
+            f.def(op.results[0], out);
+        }
+        NvOp::StMatrix {
+            ptr,
+            value,
+            count,
+            trans,
+        } => {
+            let a = shared_addr(f, *ptr)?;
+            let n = *count as usize;
+            let x = f.get(*value)?;
+            let mut args = vec![format!("i32 {a}")];
+            if n == 1 {
+                args.push(format!("i32 {x}"));
+            } else {
+                for i in 0..n {
+                    let e = f.inst(format!("extractelement <{n} x i32> {x}, i32 {i}"));
+                    args.push(format!("i32 {e}"));
+                }
+            }
+            let regs: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
+            asm_void(
+                f,
+                &format!(
+                    "stmatrix.sync.aligned.m8n8.x{n}{}.shared.b16 [$0], {{{}}};",
+                    if *trans { ".trans" } else { "" },
+                    regs.join(", ")
+                ),
+                &format!("r{},~{{memory}}", ",r".repeat(n)),
+                &args,
+            );
         }
     }
     Ok(())

@@ -86,7 +86,7 @@ pub fn tiled_mma_name(dt: ScalarType) -> String {
 }
 
 /// Block tiling of [`tiled_mma_with`]: `warps` waves each computing `reps` atoms of C, a K
-/// step of `bk` per pipeline stage, `stages` LDS buffers (>= 2).
+/// step of `bk` per pipeline stage, `stages` LDS buffers (>= 2), and how tiles reach LDS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemmConfig {
     /// Waves along M and N.
@@ -97,19 +97,41 @@ pub struct GemmConfig {
     pub bk: u32,
     /// LDS stages (>= 2).
     pub stages: u32,
+    /// Move tiles global -> LDS with `cp.async` ([`flydsl_dsl::tile::CopyAtom::CpAsync`],
+    /// sm_90 only) instead of through registers.
+    pub async_copy: bool,
+    /// Read A and B fragments from LDS with `ldmatrix` where the atom allows it (sm_90;
+    /// [`flydsl_dsl::tile::TiledMma::with_ldmatrix`]).
+    pub ldmatrix: bool,
 }
 
 impl GemmConfig {
     /// The proof kernels' tiling on `target`: 2 x 2 waves of 64 x 64 C each (a 128 x 128
-    /// block tile on every target), BK 32, 2 stages.
+    /// block tile; 32 x 32 per wave on gfx1201/gfx1250), BK 32, 2 stages; `cp.async` where
+    /// the target has it.
+    ///
+    /// ```
+    /// use flydsl_devtools::proof::GemmConfig;
+    /// use flydsl_dsl::ir::Target;
+    /// assert!(GemmConfig::for_target(Target::Sm90).async_copy);
+    /// assert!(!GemmConfig::for_target(Target::Gfx942).async_copy);
+    /// ```
     pub fn for_target(target: Target) -> GemmConfig {
         let atom = MmaAtom::native_16bit(target, true);
         let (m, n, _) = atom.shape();
+        // RDNA's 16 x 16 WMMA keeps 8 f32 per lane per atom (wave32): 64 x 64 per wave would
+        // spill, so the gfx12 waves take 32 x 32 (a 64 x 64 block tile).
+        let per_wave = match target {
+            Target::Gfx1201 | Target::Gfx1250 => 32,
+            _ => 64,
+        };
         GemmConfig {
             warps: (2, 2),
-            reps: (64 / m, 64 / n),
+            reps: (per_wave / m, per_wave / n),
             bk: 32,
             stages: 2,
+            async_copy: flydsl_dsl::tile::CopyAtom::CpAsync.available(target),
+            ldmatrix: true,
         }
     }
 }
@@ -166,6 +188,9 @@ pub fn tiled_mma_launch(target: Target, m: usize, n: usize) -> ([u32; 3], [u32; 
 /// `warps.0 * warps.1` waves per block. Each block: A and B tiles move global -> registers
 /// (128-bit, zero-filled past M, N, K) -> XOR-16 swizzled LDS with `stages` buffers; tile
 /// `t + stages - 1` is loaded while tile `t` feeds the matrix atoms; one barrier per K step.
+/// With `cfg.async_copy` (sm_90) the tiles move by `cp.async` instead (zero-filled by the
+/// copy), one commit group per tile: step `t` waits for tile `t`'s group, syncs, issues tile
+/// `t + stages - 1` into the stage step `t - 1` read, and computes on tile `t`.
 pub fn tiled_mma_with(
     target: Target,
     dt: ScalarType,
@@ -179,10 +204,16 @@ pub fn tiled_mma_with(
         reason: e.to_string(),
     };
     let atom = MmaAtom::native_16bit(target, dt == ScalarType::BF16);
-    let mma = TiledMma::new(atom, target, cfg.warps, cfg.reps).map_err(fail)?;
+    let mma = TiledMma::new(atom, target, cfg.warps, cfg.reps)
+        .map_err(fail)?
+        .with_ldmatrix(cfg.ldmatrix);
     let (bm, bn, bk, s) = (mma.tile_m(), mma.tile_n(), cfg.bk as i64, cfg.stages);
     let threads = mma.threads();
-    let copy_atom = CopyAtom::best_global(target);
+    let copy_atom = if cfg.async_copy {
+        CopyAtom::CpAsync
+    } else {
+        CopyAtom::best_global(target)
+    };
     let copy_a = TiledCopy::new(copy_atom, dt, threads, (bm, bk)).map_err(fail)?;
     let copy_b = TiledCopy::new(copy_atom, dt, threads, (bn, bk)).map_err(fail)?;
     let (lay_a, lay_b) = (
@@ -223,30 +254,57 @@ pub fn tiled_mma_with(
         let thr = mma.thr_slice(tid);
         let k_tiles = (kk + (bk - 1) as i32) / bk as i32;
         let stage = |t: Val| t % s as i32;
-        // Prologue: tiles 0 .. s-2 into stages 0 .. s-2.
+        // Prologue: tiles 0 .. s-2 into stages 0 .. s-2 (one cp.async group each).
         for t in 0..s - 1 {
             let t = c_i32(t as i32);
             copy(&ca, &a_tile(t), &sa.stage(t));
             copy(&cb, &b_tile(t), &sb.stage(t));
+            if cfg.async_copy {
+                flydsl_dsl::nv::cp_async_commit();
+            }
         }
-        barrier();
+        if !cfg.async_copy {
+            barrier();
+        }
         let acc0 = mma.zero_acc();
-        let acc = for_range(c_i32(0), k_tiles, c_i32(1), acc0.vals(), |t, carried| {
-            let mut acc = acc0.with_vals(carried.to_vec());
-            // Start the global loads of tile t + s - 1 (zeros past K) ...
-            let next = t + (s - 1) as i32;
-            let (ra, rb) = (ca.load(&a_tile(next)), cb.load(&b_tile(next)));
-            // ... while tile t feeds the matrix atoms ...
+        let mma_step = |acc: Frag, t: Val| {
+            let mut acc = acc;
             let (a_s, b_s) = (sa.stage(stage(t)), sb.stage(stage(t)));
             for k0 in (0..bk).step_by(mma.atom_k() as usize) {
                 acc = thr.gemm(&acc, &thr.partition_a(&a_s, k0), &thr.partition_b(&b_s, k0));
             }
-            // ... then park it in the stage tile t - 1 used (read before the last barrier).
-            ca.store(&ra, &sa.stage(stage(next)));
-            cb.store(&rb, &sb.stage(stage(next)));
-            barrier();
+            acc
+        };
+        let acc = for_range(c_i32(0), k_tiles, c_i32(1), acc0.vals(), |t, carried| {
+            let acc = acc0.with_vals(carried.to_vec());
+            let next = t + (s - 1) as i32;
+            let acc = if cfg.async_copy {
+                // Tile t's group has landed once at most the s - 2 newer ones are in flight;
+                // the barrier publishes it and retires the reads of the stage tile t - 1
+                // used, which tile t + s - 1 (zeros past K) now overwrites.
+                flydsl_dsl::nv::cp_async_wait(s - 2);
+                barrier();
+                copy(&ca, &a_tile(next), &sa.stage(stage(next)));
+                copy(&cb, &b_tile(next), &sb.stage(stage(next)));
+                flydsl_dsl::nv::cp_async_commit();
+                mma_step(acc, t)
+            } else {
+                // Start the global loads of tile t + s - 1 (zeros past K) ...
+                let (ra, rb) = (ca.load(&a_tile(next)), cb.load(&b_tile(next)));
+                // ... while tile t feeds the matrix atoms ...
+                let acc = mma_step(acc, t);
+                // ... then park it in the stage tile t - 1 used (read before the last barrier).
+                ca.store(&ra, &sa.stage(stage(next)));
+                cb.store(&rb, &sb.stage(stage(next)));
+                barrier();
+                acc
+            };
             acc.vals().to_vec()
         });
+        if cfg.async_copy {
+            // Retire the trailing (zero-fill) copies before the kernel ends.
+            flydsl_dsl::nv::cp_async_wait(0);
+        }
         let gc = GTensor::new(c, m, n).local_tile((bm, bn), (by, bx));
         thr.store_c(&acc0.with_vals(acc), &gc, ScalarType::F32);
     })

@@ -148,3 +148,93 @@ pub fn wgmma_wait(pending: u32, accs: &[Val]) -> Vec<Val> {
 pub fn lds_addr(p: Val) -> Val {
     emit(OpKind::LdsAddr(p.id()), Type::s(ScalarType::I32))
 }
+
+/// Start a `cp.async` of `bytes` (4, 8 or 16) bytes from global `src[index]` (`index` in
+/// elements of `src`'s type; `None` for 0) to LDS `dst`, reading only the first `src_bytes`
+/// (i32, `0..=bytes`) and zero-filling the rest: pass 0 to predicate a copy off (it then
+/// reads nothing). The copy joins this thread's open commit group; read its bytes only
+/// after [`cp_async_wait`] (and a barrier, for other threads).
+///
+/// ```
+/// use flydsl_dsl::*;
+/// use flydsl_dsl::ir::{ScalarType::*, Target};
+/// let k = KernelBuilder::new("stage", Target::Sm90, 32).build(|k| {
+///     let x = k.tensor("x", F32);
+///     let n = k.scalar("n", I32);
+///     let out = k.tensor_mut("out", F32);
+///     let s = k.lds_aligned("s", F32, 32 * 4, 16);
+///     let t = thread_id_x();
+///     let i = t * 4; // four f32 per thread; past n: zeros
+///     let ok = (i + 4).le(n);
+///     let sb = select(ok, c_i32(16), c_i32(0));
+///     nv::cp_async(s.ptr_at(i), x.ptr(), Some(select(ok, i, c_i32(0))), 16, sb);
+///     nv::cp_async_commit();
+///     nv::cp_async_wait(0);
+///     out.store(t, s.load(i)); // this thread's own copy: no barrier needed
+/// }).unwrap();
+/// assert!(flydsl_dsl::ir::verify(&k).is_ok());
+/// ```
+#[track_caller]
+pub fn cp_async(dst: Val, src: Val, index: Option<Val>, bytes: u32, src_bytes: Val) {
+    emit0(OpKind::Nv(NvOp::CpAsync {
+        dst: dst.id(),
+        src: src.id(),
+        index: index.map(|i| i.id()),
+        bytes,
+        src_bytes: src_bytes.id(),
+    }))
+}
+
+/// `cp.async.commit_group`: close this thread's open group of [`cp_async`] copies.
+#[track_caller]
+pub fn cp_async_commit() {
+    emit0(OpKind::Nv(NvOp::CpAsyncCommit))
+}
+
+/// `cp.async.wait_group pending`: wait until at most the `pending` most recent committed
+/// groups of this thread are in flight.
+#[track_caller]
+pub fn cp_async_wait(pending: u32) {
+    emit0(OpKind::Nv(NvOp::CpAsyncWait { pending }))
+}
+
+/// `ldmatrix` of `count` (1, 2, 4) 8 x 8 16-bit matrices; this lane's row address is `ptr`
+/// (lane `8 i + r`: row `r` of matrix `i`). Gives `i32` (one matrix) or `<count x i32>`
+/// in the `mma.sync` fragment layout (see `NvOp::LdMatrix`).
+///
+/// ```
+/// use flydsl_dsl::*;
+/// use flydsl_dsl::ir::{ScalarType::*, Target};
+/// let k = KernelBuilder::new("ldm", Target::Sm90, 32).build(|k| {
+///     let out = k.tensor_mut("out", I32);
+///     let s = k.lds_aligned("s", BF16, 4 * 64, 16);
+///     let l = thread_id_x();
+///     let frag = nv::ldmatrix(s.ptr_at(l * 8), 4, false);
+///     nv::stmatrix(s.ptr_at(l * 8), frag, 4, true);
+///     out.store(l, frag.at(0));
+/// }).unwrap();
+/// assert!(flydsl_dsl::ir::verify(&k).is_ok());
+/// ```
+#[track_caller]
+pub fn ldmatrix(ptr: Val, count: u32, trans: bool) -> Val {
+    emit(
+        OpKind::Nv(NvOp::LdMatrix {
+            ptr: ptr.id(),
+            count,
+            trans,
+        }),
+        NvOp::matrix_frag_type(count),
+    )
+}
+
+/// `stmatrix` of `count` (1, 2, 4) 8 x 8 16-bit matrices from `value` (as [`ldmatrix`]
+/// gives it) to the rows this warp's lanes address.
+#[track_caller]
+pub fn stmatrix(ptr: Val, value: Val, count: u32, trans: bool) {
+    emit0(OpKind::Nv(NvOp::StMatrix {
+        ptr: ptr.id(),
+        value: value.id(),
+        count,
+        trans,
+    }))
+}

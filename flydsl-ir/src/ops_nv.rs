@@ -1,5 +1,5 @@
-//! NVIDIA Hopper (sm_90a) ops: mbarriers, TMA tile loads, wgmma, register reallocation and
-//! proxy fences. They exist on [`Target::Sm90`] only; the verifier rejects them elsewhere.
+//! NVIDIA Hopper (sm_90a) ops: mbarriers, TMA tile loads, wgmma, register reallocation,
+//! proxy fences, `cp.async` with its commit groups, and `ldmatrix` / `stmatrix`. They exist on [`Target::Sm90`] only; the verifier rejects them elsewhere.
 //!
 //! Shared-memory layout contract shared by [`NvOp::TmaLoad`] and [`NvOp::Wgmma`]: the
 //! *128-byte swizzle*. A tile stored "SW128" is a sequence of 128-byte rows; the byte at the
@@ -156,6 +156,75 @@ pub enum NvOp {
         /// Accumulators to pass through (results have the same types).
         values: Vec<ValueId>,
     },
+    /// `cp.async` (`.cg` for 16 bytes, else `.ca`) with zero-fill: each executing thread
+    /// starts an asynchronous copy of `bytes` bytes from global memory at `&src[index]`
+    /// (`src` plus `index` elements of its element type; no index means 0) to LDS at `dst`,
+    /// of which only the first `src_bytes` (i32, run time, `0..=bytes`) are read and the
+    /// rest are written as zeros: `src_bytes = 0` reads nothing, so a predicated-off copy
+    /// may point anywhere (the zero-fill idiom for ragged tile edges). Source and
+    /// destination are `bytes`-aligned.
+    ///
+    /// The copy joins the executing thread's open *commit group* (closed by
+    /// [`NvOp::CpAsyncCommit`]). Its bytes must not be read by any thread until the issuing
+    /// thread has run a [`NvOp::CpAsyncWait`] that covers its group; other threads also need a
+    /// workgroup barrier after that wait. The Sim writes the bytes at issue but reports such
+    /// an early read (an ordinary load, `LdMatrix` or a wgmma operand read).
+    CpAsync {
+        /// LDS destination (`ptr<shared, _>`).
+        dst: ValueId,
+        /// Global source (`ptr<global, _>`).
+        src: ValueId,
+        /// Element index into `src` (i32 or i64).
+        index: Option<ValueId>,
+        /// Bytes copied: 4, 8 or 16.
+        bytes: u32,
+        /// Bytes read from `src` (i32, `0..=bytes`); the rest are zero-filled.
+        src_bytes: ValueId,
+    },
+    /// `cp.async.commit_group`: closes the executing thread's open commit group (possibly
+    /// empty). Groups are numbered per thread in commit order.
+    CpAsyncCommit,
+    /// `cp.async.wait_group pending`: waits until at most the `pending` most recent committed
+    /// groups of the executing thread are still in flight; the copies of all older groups
+    /// have landed and are visible to this thread (to others after a workgroup barrier).
+    /// Copies not yet committed are not waited for.
+    CpAsyncWait {
+        /// Most recent committed groups allowed to stay in flight (0..=7).
+        pending: u32,
+    },
+    /// `ldmatrix.sync.aligned.m8n8.x{count}{.trans}.shared.b16`: a warp loads `count` 8 x 8
+    /// matrices of 16-bit elements from LDS. All 32 lanes of the warp execute it. Lane
+    /// `8 i + r` (for `i < count`) supplies in `ptr` the address of row `r` of matrix `i`:
+    /// 8 consecutive 16-bit elements `M_i[r][0..8]`, 16-byte aligned (the addresses of lanes
+    /// `8 * count ..` are ignored).
+    ///
+    /// The result is `<count x i32>` (`i32` for `count = 1`); register `i` of lane `l` packs
+    /// two elements of `M_i`, the first in the low 16 bits: without `trans`,
+    /// `M_i[l / 4][2 (l % 4)]` and `M_i[l / 4][2 (l % 4) + 1]`; with `trans`,
+    /// `M_i[2 (l % 4)][l / 4]` and `M_i[2 (l % 4) + 1][l / 4]` (the fragment of the
+    /// transposed matrix). This is the A/B fragment layout of `mma.sync` m16n8k16.
+    LdMatrix {
+        /// Row address per lane (`ptr<shared, _>`).
+        ptr: ValueId,
+        /// Matrices: 1, 2 or 4.
+        count: u32,
+        /// Transpose each matrix.
+        trans: bool,
+    },
+    /// `stmatrix.sync.aligned.m8n8.x{count}{.trans}.shared.b16`: the inverse of
+    /// [`NvOp::LdMatrix`]: lane `8 i + r` supplies the address of row `r` of matrix `i`, and
+    /// `value` (`<count x i32>`, `i32` for `count = 1`) holds each lane's elements in the
+    /// [`NvOp::LdMatrix`] layout; the warp writes the `count` matrices to LDS.
+    StMatrix {
+        /// Row address per lane (`ptr<shared, _>`).
+        ptr: ValueId,
+        /// The fragments.
+        value: ValueId,
+        /// Matrices: 1, 2 or 4.
+        count: u32,
+        /// Transpose each matrix.
+        trans: bool,
+    },
 }
 
 impl NvOp {
@@ -182,6 +251,37 @@ impl NvOp {
             }
             NvOp::Wgmma { a, b, acc, .. } => vec![*a, *b, *acc],
             NvOp::WgmmaWait { values, .. } => values.clone(),
+            NvOp::CpAsync {
+                dst,
+                src,
+                index,
+                src_bytes,
+                ..
+            } => {
+                let mut v = vec![*dst, *src];
+                v.extend(index);
+                v.push(*src_bytes);
+                v
+            }
+            NvOp::CpAsyncCommit | NvOp::CpAsyncWait { .. } => vec![],
+            NvOp::LdMatrix { ptr, .. } => vec![*ptr],
+            NvOp::StMatrix { ptr, value, .. } => vec![*ptr, *value],
+        }
+    }
+
+    /// The per-lane fragment type of an [`NvOp::LdMatrix`] / [`NvOp::StMatrix`] of `count`
+    /// matrices: `i32` for one, `<count x i32>` otherwise.
+    ///
+    /// ```
+    /// use flydsl_ir::{NvOp, ScalarType, Type};
+    /// assert_eq!(NvOp::matrix_frag_type(1), Type::Scalar(ScalarType::I32));
+    /// assert_eq!(NvOp::matrix_frag_type(4), Type::Vector(ScalarType::I32, 4));
+    /// ```
+    pub fn matrix_frag_type(count: u32) -> Type {
+        if count == 1 {
+            Type::Scalar(ScalarType::I32)
+        } else {
+            Type::Vector(ScalarType::I32, count as u8)
         }
     }
 
@@ -321,6 +421,72 @@ impl NvOp {
                     .any(|ty| ty.value_elem() != Some(ScalarType::F32))
                 {
                     return Err("wgmma wait passes f32 accumulators only".into());
+                }
+            }
+            NvOp::CpAsync {
+                dst,
+                src,
+                index,
+                bytes,
+                src_bytes,
+            } => {
+                want_results(0)?;
+                if !matches!(t(*dst), Type::Ptr(AddrSpace::Shared, _)) {
+                    return Err(format!(
+                        "the cp.async destination must be an LDS pointer, not {}",
+                        t(*dst)
+                    ));
+                }
+                if !matches!(t(*src), Type::Ptr(AddrSpace::Global, _)) {
+                    return Err(format!(
+                        "the cp.async source must be a global pointer, not {}",
+                        t(*src)
+                    ));
+                }
+                if let Some(i) = index {
+                    let ti = t(*i);
+                    if ti != i32_ty && ti != Type::Scalar(ScalarType::I64) {
+                        return Err(format!("the cp.async index must be i32 or i64, not {ti}"));
+                    }
+                }
+                if ![4, 8, 16].contains(bytes) {
+                    return Err(format!("cp.async of {bytes} bytes: use 4, 8 or 16"));
+                }
+                if t(*src_bytes) != i32_ty {
+                    return Err(format!(
+                        "cp.async src_bytes must be i32, not {}",
+                        t(*src_bytes)
+                    ));
+                }
+            }
+            NvOp::CpAsyncCommit => want_results(0)?,
+            NvOp::CpAsyncWait { pending } => {
+                want_results(0)?;
+                if *pending > 7 {
+                    return Err(format!("cp.async wait_group {pending}: use 0..=7"));
+                }
+            }
+            NvOp::LdMatrix { ptr, count, .. } | NvOp::StMatrix { ptr, count, .. } => {
+                if ![1, 2, 4].contains(count) {
+                    return Err(format!("{count} matrices: use 1, 2 or 4"));
+                }
+                if !matches!(t(*ptr), Type::Ptr(AddrSpace::Shared, _)) {
+                    return Err(format!(
+                        "the row address must be an LDS pointer, not {}",
+                        t(*ptr)
+                    ));
+                }
+                let ft = NvOp::matrix_frag_type(*count);
+                if let NvOp::StMatrix { value, .. } = self {
+                    want_results(0)?;
+                    if t(*value) != ft {
+                        return Err(format!(
+                            "stmatrix of {count} matrices stores a {ft}, not {}",
+                            t(*value)
+                        ));
+                    }
+                } else if results != [ft] {
+                    return Err(format!("ldmatrix of {count} matrices gives one {ft}"));
                 }
             }
         }

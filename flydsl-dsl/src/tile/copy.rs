@@ -11,10 +11,10 @@ use flydsl_ir::{ScalarType, Target};
 
 /// How one thread moves one vector.
 ///
-/// The register-staged atoms (`Vec*`, `Buffer128`) are implemented. `DirectToLds`,
-/// `CpAsync`, `Tma` and `Tdm` name the asynchronous copies (AMD buffer loads to LDS, sm_90
-/// `cp.async`, TMA tile loads, gfx1250 TDM) whose IR ops are being added; [`copy`] with
-/// them is a build error until then, and [`CopyAtom::available`] says `false`.
+/// The register-staged atoms (`Vec*`, `Buffer128`) and sm_90 `cp.async` (`CpAsync`) are
+/// implemented. `DirectToLds`, `Tma` and `Tdm` name the other asynchronous copies (AMD
+/// buffer loads to LDS, TMA tile loads, gfx1250 TDM) whose tile-layer use is still to come;
+/// [`copy`] with them is a build error, and [`CopyAtom::available`] says `false`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum CopyAtom {
@@ -31,7 +31,8 @@ pub enum CopyAtom {
     Buffer128,
     /// Global to LDS without registers (AMD `buffer_load ... lds`): hook, not implemented.
     DirectToLds,
-    /// sm_90 `cp.async` with zero-fill: hook, not implemented.
+    /// sm_90 `cp.async` of 16 bytes per access, global to LDS without registers; ragged
+    /// edges are zero-filled by the copy itself (see [`ThrCopy::copy_async`]).
     CpAsync,
     /// TMA tile load (sm_90a): hook, not implemented.
     Tma,
@@ -43,7 +44,7 @@ impl CopyAtom {
     /// Bits one thread moves per access (0 for the hooks, which move whole tiles).
     pub fn bits(self, elem: ScalarType) -> u32 {
         match self {
-            CopyAtom::Vec128 | CopyAtom::Buffer128 => 128,
+            CopyAtom::Vec128 | CopyAtom::Buffer128 | CopyAtom::CpAsync => 128,
             CopyAtom::Vec64 => 64,
             CopyAtom::Vec32 => 32,
             CopyAtom::Scalar => 8 * elem.size_bytes(),
@@ -58,11 +59,14 @@ impl CopyAtom {
     /// assert!(CopyAtom::Vec128.available(Target::Sm90));
     /// assert!(!CopyAtom::Buffer128.available(Target::Sm90));
     /// assert!(!CopyAtom::Tma.available(Target::Sm90));
+    /// assert!(CopyAtom::CpAsync.available(Target::Sm90));
+    /// assert!(!CopyAtom::CpAsync.available(Target::Gfx950));
     /// ```
     pub fn available(self, target: Target) -> bool {
         match self {
             CopyAtom::Vec128 | CopyAtom::Vec64 | CopyAtom::Vec32 | CopyAtom::Scalar => true,
             CopyAtom::Buffer128 => target.is_amd(),
+            CopyAtom::CpAsync => target == Target::Sm90,
             _ => false,
         }
     }
@@ -212,6 +216,45 @@ impl ThrCopy {
             dst.store(r, c, v);
         }
     }
+    /// Issue this thread's accesses as sm_90 `cp.async` copies from a global tile into an
+    /// LDS tile: vectors outside the matrix are zero-filled without reading (`src_bytes` 0),
+    /// a vector straddling the last column reads only its in-range part. The copies join the
+    /// thread's open commit group: close it with [`crate::nv::cp_async_commit`], and read
+    /// `dst` only after [`crate::nv::cp_async_wait`] and a barrier. A build error on other
+    /// targets.
+    ///
+    /// ```
+    /// use flydsl_dsl::*;
+    /// use flydsl_dsl::tile::*;
+    /// use flydsl_dsl::ir::{ScalarType::{BF16, I32}, Target};
+    /// KernelBuilder::new("k", Target::Sm90, 64).build(|k| {
+    ///     let a = k.tensor("a", BF16);
+    ///     let (m, n) = (k.scalar("m", I32), k.scalar("n", I32));
+    ///     let lay = smem_xor16(16, 32, BF16).unwrap();
+    ///     let s = STensor::new(k.lds("s", BF16, STensor::elems(&lay, 1) as u32), lay, 1).unwrap();
+    ///     let g = GTensor::new(a, m, n).local_tile((16, 32), (block_id_x(), c_i32(0)));
+    ///     let tc = TiledCopy::new(CopyAtom::CpAsync, BF16, 64, (16, 32)).unwrap();
+    ///     tc.partition(thread_id_x()).copy_async(&g, &s.stage(c_i32(0)));
+    ///     nv::cp_async_commit();
+    ///     nv::cp_async_wait(0);
+    ///     barrier();
+    /// }).unwrap();
+    /// ```
+    pub fn copy_async(&self, src: &GTile, dst: &SView) {
+        let es = dst.elem().size_bytes();
+        for &(r, c) in &self.coords {
+            let Some((p, i, sb)) = src.async_src(r, c, self.vec) else {
+                super::fail(super::invalid(
+                    "ThrCopy::copy_async",
+                    "src",
+                    "a buffer-resource tile",
+                    "cp.async needs an sm_90 (pointer) tile",
+                ));
+                return;
+            };
+            crate::nv::cp_async(dst.ptr(r, c, self.vec), p, Some(i), self.vec * es, sb);
+        }
+    }
     /// The copy atom.
     pub fn atom(&self) -> CopyAtom {
         self.atom
@@ -225,8 +268,9 @@ fn frag(vals: Vec<Val>) -> Frag {
 
 /// Copy this thread's part of a global tile into an LDS tile (CuTe's `copy(atom, src, dst)`
 /// on the partitions). The register-staged atoms go through registers; a pipelined kernel
-/// calls [`ThrCopy::load`] early and [`ThrCopy::store`] later instead. The asynchronous
-/// atoms (hooks) are a build error until their IR ops exist.
+/// calls [`ThrCopy::load`] early and [`ThrCopy::store`] later instead. [`CopyAtom::CpAsync`]
+/// only issues the copies ([`ThrCopy::copy_async`]: commit and wait before reading `dst`).
+/// The other asynchronous atoms (hooks) are a build error.
 ///
 /// ```
 /// use flydsl_dsl::*;
@@ -252,5 +296,9 @@ pub fn copy(thr: &ThrCopy, src: &GTile, dst: &SView) {
         ));
         return;
     }
-    thr.store(&thr.load(src), dst);
+    if thr.atom == CopyAtom::CpAsync {
+        thr.copy_async(src, dst);
+    } else {
+        thr.store(&thr.load(src), dst);
+    }
 }

@@ -117,6 +117,20 @@ impl GTile {
             }
         }
     }
+    /// The source of an sm_90 `cp.async` of `n` elements at `(r, c ..)`: the tensor pointer,
+    /// the element index and the bytes to read (i32). Outside the matrix the index is 0 and
+    /// the byte count 0 (the copy zero-fills and reads nothing); a vector that straddles the
+    /// last column reads only its in-range part. `None` on AMD (buffer-resource tiles).
+    pub(crate) fn async_src(&self, r: Idx, c: Idx, n: u32) -> Option<(Val, Val, Val)> {
+        let Engine::Ptr(t) = self.engine else {
+            return None;
+        };
+        let ok = self.in_bounds(r, c);
+        let es = t.elem().size_bytes() as i32;
+        let bytes = (self.cols_left - c.val()).min(c_i32(n as i32)) * es;
+        let i = select(ok, self.index(r, c), c_i32(0));
+        Some((t.ptr(), i, select(ok, bytes, c_i32(0))))
+    }
     /// Store `v` (scalar or vector) at `(r, c ..)`; dropped outside the matrix.
     pub fn store(&self, r: impl Into<Idx>, c: impl Into<Idx>, v: Val) {
         let (r, c) = (r.into(), c.into());

@@ -1,13 +1,14 @@
 //! Matrix atoms as thread-value layouts, and tiled MMAs over them.
 
 use super::global::GTile;
+use super::ldsm::{self, LdsmPlan};
 use super::smem::SView;
 use super::tv::{add, Tv};
 use super::{Frag, TileError};
 use crate::atoms::host;
 use crate::index::Idx;
 use crate::layout::Layout;
-use crate::val::{vec_of, Val};
+use crate::val::{c_i32, select, vec_of, Val};
 use flydsl_ir::{MmaAtom, Target, Type};
 
 /// One matrix atom's lane layouts as [`Tv`]s: A over its `M x K` tile, B over `N x K`
@@ -119,6 +120,7 @@ pub struct TiledMma {
     atom: AtomTv,
     warps: (u32, u32),
     reps: (u32, u32),
+    ldmatrix: bool,
 }
 
 /// One thread's view of a [`TiledMma`] (from [`TiledMma::thr_slice`]).
@@ -128,6 +130,9 @@ pub struct ThrMma<'a> {
     a0: (Idx, Idx),
     b0: (Idx, Idx),
     c0: (Idx, Idx),
+    /// Per operand (A, B): the `ldmatrix` plan and this lane's row address in the block
+    /// tile, when the operand is loaded with `ldmatrix`.
+    ldsm: [Option<(LdsmPlan, (Idx, Idx))>; 2],
 }
 
 impl TiledMma {
@@ -150,7 +155,38 @@ impl TiledMma {
             atom: AtomTv::new(atom, target)?,
             warps,
             reps,
+            ldmatrix: true,
         })
+    }
+    /// Whether A and B fragments are read with `ldmatrix` where the atom's layouts allow it
+    /// (sm_90 16-bit atoms; see [`TiledMma::uses_ldmatrix`]); on by default, `false` reads
+    /// them with vector LDS loads.
+    ///
+    /// ```
+    /// use flydsl_dsl::tile::TiledMma;
+    /// use flydsl_dsl::ir::{MmaAtom, Target};
+    /// let t = TiledMma::new(MmaAtom::native_16bit(Target::Sm90, true), Target::Sm90, (2, 2), (4, 8))?;
+    /// assert!(t.uses_ldmatrix());
+    /// assert!(!t.with_ldmatrix(false).uses_ldmatrix());
+    /// let g = TiledMma::new(MmaAtom::native_16bit(Target::Gfx942, true), Target::Gfx942, (2, 2), (2, 2))?;
+    /// assert!(!g.uses_ldmatrix());
+    /// # Ok::<(), flydsl_dsl::tile::TileError>(())
+    /// ```
+    pub fn with_ldmatrix(mut self, on: bool) -> TiledMma {
+        self.ldmatrix = on;
+        self
+    }
+    /// Whether both operands are read with `ldmatrix`.
+    pub fn uses_ldmatrix(&self) -> bool {
+        self.ldmatrix && self.plans().iter().all(Option::is_some)
+    }
+    fn plans(&self) -> [Option<LdsmPlan>; 2] {
+        let (ta, tb, _) = self.atom.atom.operand_types(self.atom.target);
+        let t = self.atom.target;
+        [
+            ldsm::plan(&self.atom.a, ta, t).filter(|_| self.ldmatrix),
+            ldsm::plan(&self.atom.b, tb, t).filter(|_| self.ldmatrix),
+        ]
     }
     /// The atom's layouts.
     pub fn atom(&self) -> &AtomTv {
@@ -192,13 +228,35 @@ impl TiledMma {
         let a = self.atom.a.thr_coord(lane);
         let b = self.atom.b.thr_coord(lane);
         let c = self.atom.c.thr_coord(lane);
+        let [pa, pb] = self.plans();
+        let at = |p: Option<LdsmPlan>, row0: Val| {
+            p.map(|p| {
+                let rc = ldsm_lane_coord(&p, lane, row0);
+                (p, rc)
+            })
+        };
         ThrMma {
             mma: self,
             a0: (plus(a.0, row_m), a.1),
             b0: (plus(b.0, row_n), b.1),
             c0: (plus(c.0, row_m), plus(c.1, row_n)),
+            ldsm: [at(pa, row_m), at(pb, row_n)],
         }
     }
+}
+
+/// The tile coordinate whose row `lane` addresses in an `ldmatrix` of plan `p`: row
+/// `lane % 8` of matrix `(lane / 8) % count` (lanes past the matrices repeat them), offset
+/// by `row0` rows.
+fn ldsm_lane_coord(p: &LdsmPlan, lane: Val, row0: Val) -> (Idx, Idx) {
+    let i = (lane / 8) % p.count as i32;
+    let (mut r, mut c) = (c_i32(p.bases[0].0 as i32), c_i32(p.bases[0].1 as i32));
+    for (k, &(br, bc)) in p.bases.iter().enumerate().skip(1) {
+        let here = i.eq(k as i32);
+        r = select(here, c_i32(br as i32), r);
+        c = select(here, c_i32(bc as i32), c);
+    }
+    (Idx::Dyn(row0 + r + lane % 8), Idx::Dyn(c))
 }
 
 fn plus(a: Idx, b: Val) -> Idx {
@@ -211,14 +269,20 @@ impl ThrMma<'_> {
     pub fn partition_a(&self, src: &SView, k0: i64) -> Vec<Val> {
         let m = self.mma.atom.atom.shape().0 as i64;
         (0..self.mma.reps.0 as i64)
-            .map(|i| operand(&self.mma.atom.a, src, self.a0, i * m, k0, self.ty().0))
+            .map(|i| match &self.ldsm[0] {
+                Some((p, rc)) => ldsm_operand(p, *rc, src, i * m, k0, self.ty().0),
+                None => operand(&self.mma.atom.a, src, self.a0, i * m, k0, self.ty().0),
+            })
             .collect()
     }
     /// This thread's B fragments for K step `k0` of an LDS tile of Bᵀ (`tile_n x BK`).
     pub fn partition_b(&self, src: &SView, k0: i64) -> Vec<Val> {
         let n = self.mma.atom.atom.shape().1 as i64;
         (0..self.mma.reps.1 as i64)
-            .map(|j| operand(&self.mma.atom.b, src, self.b0, j * n, k0, self.ty().1))
+            .map(|j| match &self.ldsm[1] {
+                Some((p, rc)) => ldsm_operand(p, *rc, src, j * n, k0, self.ty().1),
+                None => operand(&self.mma.atom.b, src, self.b0, j * n, k0, self.ty().1),
+            })
             .collect()
     }
     /// The tile coordinates (row, col) of element `v` of C fragment `(i, j)`.
@@ -268,6 +332,15 @@ impl ThrMma<'_> {
         let (a, b, _) = self.mma.atom.atom.operand_types(self.mma.atom.target);
         (a, b)
     }
+}
+
+/// One operand fragment with one `ldmatrix`: this lane addresses tile row `rc.0 + off`,
+/// columns `rc.1 + k0 ..` (8 of them); the `i32` registers are reinterpreted as `ty`.
+fn ldsm_operand(p: &LdsmPlan, rc: (Idx, Idx), src: &SView, off: i64, k0: i64, ty: Type) -> Val {
+    let ptr = src.ptr(add(rc.0, off), add(rc.1, k0), 8);
+    let f = crate::nv::ldmatrix(ptr, p.count, false);
+    debug_assert_eq!(f.ty(), p.frag_type());
+    f.bitcast(ty)
 }
 
 /// One operand fragment: the atom's values at rows `r0 + off`, columns `k0 ..`, in runs.

@@ -23,6 +23,7 @@
 mod copy;
 mod frag;
 mod global;
+mod ldsm;
 mod mma;
 mod relayout;
 mod smem;

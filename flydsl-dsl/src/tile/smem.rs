@@ -179,6 +179,10 @@ impl SView<'_> {
             super::global::align(self.elem(), n),
         )
     }
+    /// The LDS pointer to the `n`-element vector at `(r, c ..)` (for async copies).
+    pub(crate) fn ptr(&self, r: Idx, c: Idx, n: u32) -> Val {
+        self.t.lds.ptr_at(self.offset(r, c, n))
+    }
     /// Store `v` at `(r, c ..)`.
     pub fn store(&self, r: Idx, c: Idx, v: Val) {
         let off = self.offset(r, c, v.lanes());
@@ -186,7 +190,7 @@ impl SView<'_> {
             .lds
             .store_aligned(off, v, super::global::align(v.elem(), v.lanes()));
     }
-    fn elem(&self) -> ScalarType {
+    pub(crate) fn elem(&self) -> ScalarType {
         self.t.lds.elem()
     }
 }

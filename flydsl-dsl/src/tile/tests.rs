@@ -192,3 +192,26 @@ fn tiled_copy_covers_the_tile_once() {
     // More threads than accesses: refused, not silently idle.
     assert!(TiledCopy::new(CopyAtom::Vec128, BF16, 32, (8, 8)).is_err());
 }
+
+#[test]
+fn sm90_16bit_mma_operands_are_ldmatrix_x4_and_x2() {
+    for atom in [
+        MmaAtom::native_16bit(Target::Sm90, true),
+        MmaAtom::native_16bit(Target::Sm90, false),
+    ] {
+        let t = AtomTv::new(atom, Target::Sm90).unwrap();
+        let (ta, tb, _) = atom.operand_types(Target::Sm90);
+        let a = super::ldsm::plan(t.a(), ta, Target::Sm90).expect("A is one ldmatrix.x4");
+        assert_eq!(a.count, 4);
+        // m16n8k16 A: rows 0-7 / 8-15 of K 0-7, then of K 8-15.
+        assert_eq!(a.bases, vec![(0, 0), (8, 0), (0, 8), (8, 8)]);
+        let b = super::ldsm::plan(t.b(), tb, Target::Sm90).expect("B is one ldmatrix.x2");
+        assert_eq!(b.bases, vec![(0, 0), (0, 8)]);
+        assert!(super::ldsm::plan(t.a(), ta, Target::Gfx942).is_none());
+    }
+    // The C layout (f32) is no ldmatrix operand.
+    let atom = MmaAtom::native_16bit(Target::Sm90, true);
+    let t = AtomTv::new(atom, Target::Sm90).unwrap();
+    let (_, _, tc) = atom.operand_types(Target::Sm90);
+    assert!(super::ldsm::plan(t.c(), tc, Target::Sm90).is_none());
+}

@@ -4,9 +4,12 @@
 mod amd_ops;
 mod amd_state;
 mod arith;
+mod cp_state;
 mod lifetimes;
 mod memops;
 mod mma_tables;
+mod nv_async;
+mod nv_matrix;
 mod nv_ops;
 mod nv_state;
 mod wave;
@@ -206,6 +209,8 @@ pub(crate) struct Wg<'c, 'k> {
     pub ops: u64,
     /// NVIDIA Hopper state (mbarriers, pending TMA bytes).
     nv: nv_state::NvState,
+    /// cp.async commit groups and pending bytes.
+    cp: cp_state::AsyncState,
 }
 
 impl<'c, 'k> Wg<'c, 'k> {
@@ -242,6 +247,7 @@ impl<'c, 'k> Wg<'c, 'k> {
             amd: amd_state::AmdState::default(),
             ops: 0,
             nv: nv_state::NvState::default(),
+            cp: cp_state::AsyncState::default(),
         }
     }
 
@@ -257,6 +263,7 @@ impl<'c, 'k> Wg<'c, 'k> {
         self.lds.fill(0);
         self.nv.reset();
         self.amd.reset();
+        self.cp.reset();
         if let Some(r) = &mut self.race {
             r.reset();
         }
@@ -519,6 +526,7 @@ impl<'c, 'k> Wg<'c, 'k> {
         if let Some(r) = &mut self.race {
             r.barrier();
         }
+        self.cp.barrier();
         Ok(())
     }
 

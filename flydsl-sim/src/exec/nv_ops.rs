@@ -59,6 +59,7 @@ impl Wg<'_, '_> {
         t: u32,
         op: &str,
     ) -> Result<(), SimError> {
+        self.check_cp_async(byte, n, t, op)?;
         let hit = self
             .nv
             .pending
@@ -296,6 +297,10 @@ impl Wg<'_, '_> {
                     self.tma_load(&name, t, *tmap, *dst, *bar, coords)?;
                 }
             }
+            NvOp::CpAsync { .. } | NvOp::CpAsyncCommit | NvOp::CpAsyncWait { .. } => {
+                self.cp_async_op(nv, act)?
+            }
+            NvOp::LdMatrix { .. } | NvOp::StMatrix { .. } => self.matrix_op(op, nv, act)?,
             NvOp::Wgmma { n, a, b, acc } => self.wgmma(op.results[0], *n, [*a, *b, *acc], act)?,
             NvOp::WgmmaWait { values, pending } => {
                 self.wgmma_retire(*pending, act)?;
