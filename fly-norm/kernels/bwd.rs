@@ -43,10 +43,10 @@ struct Params {
 
 impl Params {
     fn declare(k: &mut KernelDef, fam: Family) -> Params {
-        let dt = st(fam.dt);
+        let dt = fam.dt.scalar();
         Params {
             x: k.tensor("x", dt),
-            gamma: k.tensor("gamma", st(fam.wdt)),
+            gamma: k.tensor("gamma", fam.wdt.scalar()),
             dy: k.tensor("dy", dt),
             mean: k.tensor("mean", F32),
             rstd: k.tensor("rstd", F32),
@@ -97,7 +97,7 @@ fn dx_of(fam: Family, wdy: Val, xhat: Val, c: &[Val], rstd: Val) -> Val {
 }
 
 fn fast(p: &Params, fam: Family, tiles: u32, scratch: Lds) {
-    let dt = st(fam.dt);
+    let dt = fam.dt.scalar();
     let vec = fam.dt.vec();
     let math = RowMath::new(fam.norm, p.n, c_f32(0.0));
     let tid = thread_id_x();
@@ -109,7 +109,7 @@ fn fast(p: &Params, fam: Family, tiles: u32, scratch: Lds) {
         .map(|t| (bdim * t as i32 + tid) * vec as i32)
         .collect();
     let gr = p.gamma.rsrc();
-    let g: Vec<Val> = idx.iter().map(|&i| rsrc_load(gr, i, vec)).collect();
+    let g: Vec<Val> = idx.iter().map(|&i| load_vec(gr, i, vec)).collect();
     let has_dres = p.dres.len().gt(0i64);
     let nres = select(has_dres, n64, c_i64(0));
     let zero = cnst(Type::vec(F32, vec), Const::Float(0.0));
@@ -146,11 +146,11 @@ fn fast(p: &Params, fam: Family, tiles: u32, scratch: Lds) {
             wdy.push(w);
             dyf.push(d);
         }
-        let mut vals = vec![(c1, Red::Sum)];
+        let mut vals = vec![(c1, Op::Sum)];
         if layer {
-            vals.push((c2, Red::Sum));
+            vals.push((c2, Op::Sum));
         }
-        let cs: Vec<Val> = block_reduce2(&vals, scratch, parity, nwaves)
+        let cs: Vec<Val> = block_reduce_n(&vals, red_region(scratch, parity), nwaves)
             .iter()
             .map(|&v| v * math.inv_n)
             .collect();
@@ -186,7 +186,7 @@ fn fast(p: &Params, fam: Family, tiles: u32, scratch: Lds) {
             for (t, acc) in &outs {
                 let r = t.offset(bid.cast(I64) * n64).rsrc_n(n64);
                 for (&i, &v) in idx.iter().zip(acc.iter()) {
-                    rsrc_store(r, i, v);
+                    store_vec(r, i, v);
                 }
             }
             vec![]
@@ -207,7 +207,7 @@ fn fast(p: &Params, fam: Family, tiles: u32, scratch: Lds) {
 }
 
 fn generic(p: &Params, fam: Family, scratch: Lds) {
-    let dt = st(fam.dt);
+    let dt = fam.dt.scalar();
     let bt = GENERIC_THREADS as i32;
     let math = RowMath::new(fam.norm, p.n, c_f32(0.0));
     let tid = thread_id_x();
@@ -249,11 +249,11 @@ fn generic(p: &Params, fam: Family, scratch: Lds) {
             let (h, _, w) = terms(i);
             vec![acc[0] + h * w, acc[1] + w]
         });
-        let mut vals = vec![(part[0], Red::Sum)];
+        let mut vals = vec![(part[0], Op::Sum)];
         if layer {
-            vals.push((part[1], Red::Sum));
+            vals.push((part[1], Op::Sum));
         }
-        let cs: Vec<Val> = block_reduce2(&vals, scratch, parity, nwaves)
+        let cs: Vec<Val> = block_reduce_n(&vals, red_region(scratch, parity), nwaves)
             .iter()
             .map(|&v| v * math.inv_n)
             .collect();

@@ -12,8 +12,8 @@
 //! Parameters: `part` (f32), `out` (weight dtype), scalars `g`, `n`. i32 bounds: `g` is the
 //! backward's grid (at most MAX_GRID), columns are below `n + 32 <= MAX_COLS + 32`.
 
-use crate::common::st;
 use crate::config::{reduce_name, DType, GENERIC_THREADS, REDUCE_COLS as COLS};
+use flydsl_dsl::blocks::group_reduce_across;
 use flydsl_dsl::ir::{Kernel, ScalarType, Target};
 use flydsl_dsl::*;
 
@@ -28,7 +28,7 @@ const UNROLL: u32 = 4;
 pub fn build(out: DType, target: Target) -> Result<Kernel, BuildError> {
     KernelBuilder::new(&reduce_name(out), target, GENERIC_THREADS).build(|k| {
         let part = k.tensor("part", F32);
-        let o = k.tensor_mut("out", st(out));
+        let o = k.tensor_mut("out", out.scalar());
         let g = k.scalar("g", ScalarType::I32);
         let n = k.scalar("n", ScalarType::I32);
         let red = k.lds("red", F32, GENERIC_THREADS / wave_size() * COLS);
@@ -91,11 +91,7 @@ pub fn build(out: DType, target: Target) -> Result<Kernel, BuildError> {
             for u in 1..UNROLL as usize {
                 s = s + acc[u * 4 + e];
             }
-            let mut m = cw;
-            while m < ws {
-                s = s + shuffle_xor(s, m as i32);
-                m *= 2;
-            }
+            let s = group_reduce_across(s, cw, |a, b| a + b);
             if_(lane_id().lt(cw as i32), || {
                 red.store(wave * COLS as i32 + cx * 4 + e as i32, s);
             });
@@ -107,7 +103,7 @@ pub fn build(out: DType, target: Target) -> Result<Kernel, BuildError> {
             for w in 1..nwaves {
                 s = s + red.load(tid + (w * COLS) as i32);
             }
-            o.store(oc, s.cast(st(out)));
+            o.store(oc, s.cast(out.scalar()));
         });
     })
 }

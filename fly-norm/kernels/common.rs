@@ -1,180 +1,33 @@
-//! Building blocks shared by the norm kernels: dtype mapping, wide vector loads/stores,
-//! horizontal and cross-lane reductions, and the per-row statistics of both norms.
+//! What the norm kernels share beyond [`flydsl_dsl::blocks`] (reductions, row loads, dtype
+//! helpers): the LDS regions of their block reductions and the per-row statistics of both
+//! norms.
 
-use crate::config::{DType, Norm, MAX_WAVES};
+pub use flydsl_dsl::blocks::{
+    block_reduce_n, group_reduce, hmax, hsum, load_vec, opaque, store_vec, team_reduce, widen,
+    Group, Op, Scratch,
+};
+
+use crate::config::{Norm, MAX_WAVES};
 use flydsl_dsl::ir::{ScalarType, Type};
 use flydsl_dsl::*;
 
-/// The IR scalar type of a dtype.
-pub fn st(d: DType) -> ScalarType {
-    match d {
-        DType::F32 => ScalarType::F32,
-        DType::F16 => ScalarType::F16,
-        DType::BF16 => ScalarType::BF16,
-    }
-}
-
-/// Elements of `elem` per 128-bit access.
-fn per16(elem: ScalarType) -> u32 {
-    16 / elem.size_bytes()
-}
-
-/// Load `lanes` consecutive elements at element `i` through a buffer resource, in 128-bit
-/// pieces (an 8 x f32 vector is two loads).
-pub fn rsrc_load(r: Rsrc, i: Val, lanes: u32) -> Val {
-    let piece = per16(r.elem()).min(lanes);
-    if piece == lanes {
-        return r.load_vec(i, lanes, lanes * r.elem().size_bytes());
-    }
-    let mut elems = Vec::new();
-    for p in 0..lanes / piece {
-        let v = r.load_vec(i + (p * piece) as i32, piece, 16);
-        elems.extend(v.elems());
-    }
-    vec_of(&elems)
-}
-
-/// Store vector `v` at element `i` through a buffer resource, in 128-bit pieces.
-pub fn rsrc_store(r: Rsrc, i: Val, v: Val) {
-    let lanes = v.lanes();
-    let piece = per16(r.elem()).min(lanes);
-    let align = piece * r.elem().size_bytes();
-    for p in 0..lanes / piece {
-        r.store_aligned(
-            i + (p * piece) as i32,
-            v.slice(p * piece, piece),
-            align,
-            false,
-        );
-    }
-}
-
-/// `v` itself, in a form the compilers cannot prove equal to `v`: its bits xor'ed with
-/// `zero`, an i32 that is 0 at run time but not provably so: `n >> 31` (0 for the row
-/// length `n >= 0` every launched kernel has; with `n < 0` no element is in range, so
-/// nothing that depends on it is stored), or that and'ed with a reduction's result, which
-/// also keeps the copy after that reduction.
-///
-/// Widening a packed 2-byte vector to f32 once for the row sums and again from this copy
-/// after the block reduction keeps only the packed value live across the reduction's
-/// barrier: without it the compilers reuse the first widening and hold the f32 copy, twice
-/// the registers of the packed values (counts in `bench/fly-norm-registers.md`).
-pub fn opaque(v: Val, zero: Val) -> Val {
-    let words = v.lanes() * v.elem().size_bytes() / 4;
-    let ty = v.ty();
-    let w = v.bitcast(Type::vec(ScalarType::I32, words));
-    (w ^ splat(zero, words)).bitcast(ty)
-}
-
-/// The f32 lanes of `v`. A bf16 widens exactly by moving its bits to the top half of an f32,
-/// so a packed bf16 vector is widened with integer ops on its 32-bit words: `w << 16` gives
-/// the even (low-half) element and `w & 0xffff0000` the odd one, two instructions a pair where
-/// sm_90's generic conversion takes three (a shift for the low half, a byte permute and a
-/// shift for the high one). The forward widens every x, gamma and beta element once or twice,
-/// so this is a tenth of the bf16 LayerNorm forward's instructions. Other dtypes, and bf16
-/// vectors of odd length, use `cast`.
-pub fn widen(v: Val) -> Val {
-    if v.elem() != ScalarType::BF16 || v.lanes() & 1 != 0 {
-        return v.cast(ScalarType::F32);
-    }
-    let words = v.lanes() / 2;
-    let w = v.bitcast(Type::vec(ScalarType::I32, words));
-    let f = Type::vec(ScalarType::F32, words);
-    let lo = (w << 16i32).bitcast(f).elems();
-    let hi = (w & (0xffff_0000u32 as i32)).bitcast(f).elems();
-    let e: Vec<Val> = lo.into_iter().zip(hi).flat_map(|(a, b)| [a, b]).collect();
-    vec_of(&e)
-}
-
-/// Sum of a vector's lanes (a balanced tree).
-pub fn hsum(v: Val) -> Val {
-    tree(v.elems(), |a, b| a + b)
-}
-
-/// Max (maxNum) of a vector's lanes.
-pub fn hmax(v: Val) -> Val {
-    tree(v.elems(), |a, b| a.max(b))
-}
-
-fn tree(mut xs: Vec<Val>, f: impl Fn(Val, Val) -> Val) -> Val {
-    while xs.len() > 1 {
-        xs = xs
-            .chunks(2)
-            .map(|c| if c.len() == 2 { f(c[0], c[1]) } else { c[0] })
-            .collect();
-    }
-    xs[0]
-}
-
-/// A reduction operator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Red {
-    /// Sum.
-    Sum,
-    /// Max (maxNum: NaN operands are ignored; used on |y| >= 0).
-    Max,
-}
-
-fn combine(r: Red, a: Val, b: Val) -> Val {
-    match r {
-        Red::Sum => a + b,
-        Red::Max => a.max(b),
-    }
-}
-
-/// Butterfly reduction of an f32 over the wave, or over aligned groups of `lanes` lanes when
-/// given (a run-time power of two up to the wave size; steps wider than the group are
-/// skipped with a select, so every lane executes the same shuffles).
-pub fn group_reduce(v: Val, r: Red, lanes: Option<Val>) -> Val {
-    let mut acc = v;
-    let mut m = wave_size() / 2;
-    while m >= 1 {
-        let o = shuffle_xor(acc, m as i32);
-        let c = combine(r, acc, o);
-        acc = match lanes {
-            None => c,
-            Some(l) => select(c_i32(m as i32).lt(l), c, acc),
-        };
-        m /= 2;
-    }
-    acc
-}
-
-/// LDS slots the block reduction needs: `regions` regions of up to two values per wave.
+/// LDS slots the block reductions need: `regions` regions of up to two values per wave.
 pub fn scratch_len(regions: u32) -> u32 {
-    regions * 2 * MAX_WAVES
+    Scratch::len(regions, 2, MAX_WAVES)
 }
 
-/// Reduce up to two f32 values over a block of `nwaves` (run-time) waves: wave butterflies,
-/// one LDS slot per wave and value in region `region` (uniform i32), one barrier, then a
-/// butterfly over the per-wave partials. Every thread gets the results.
-///
-/// There is no trailing barrier: a caller that reduces again must use another region before
-/// every wave is known to have read this one (rows alternate between regions by parity).
-pub fn block_reduce2(vals: &[(Val, Red)], scratch: Lds, region: Val, nwaves: Val) -> Vec<Val> {
-    let ws = wave_size() as i32;
-    let w: Vec<Val> = vals
-        .iter()
-        .map(|&(v, r)| group_reduce(v, r, None))
-        .collect();
-    let wave = thread_id_x() / ws;
-    let lane = lane_id();
-    let base = region * (2 * MAX_WAVES) as i32;
-    if_(lane.eq(0), || {
-        for (j, &wj) in w.iter().enumerate() {
-            scratch.store(base + wave + (j as u32 * MAX_WAVES) as i32, wj);
-        }
-    });
-    barrier();
-    let slot = lane.min(nwaves - 1);
-    vals.iter()
-        .enumerate()
-        .map(|(j, &(_, r))| {
-            let part = scratch.load(base + slot + (j as u32 * MAX_WAVES) as i32);
-            let part = select(lane.lt(nwaves), part, c_f32(0.0));
-            group_reduce(part, r, None)
-        })
-        .collect()
+/// Region `region` (uniform i32) of the block reductions' LDS `scratch` ([`scratch_len`]):
+/// up to two values of up to [`MAX_WAVES`] waves. Consecutive reductions alternate between
+/// regions (see [`block_reduce_n`]: no trailing barrier).
+pub fn red_region(scratch: Lds, region: Val) -> Scratch {
+    Scratch::new(scratch, MAX_WAVES).region(region, 2 * MAX_WAVES)
+}
+
+/// A lane-wise reduction of a wave, or of aligned groups of `lanes` lanes when given (a
+/// run-time power of two up to the wave size).
+pub fn lanes_reduce(v: Val, op: Op, lanes: Option<Val>) -> Val {
+    let g = lanes.map_or(Group::Wave, Group::Dyn);
+    group_reduce(v, g, |a, b| op.apply(a, b))
 }
 
 /// `+inf` as an f32 constant.
@@ -195,7 +48,7 @@ pub struct Share<'a> {
     /// lane holds the whole row). Called from the branch on [`RowMath::overflowed`], so only
     /// a block-uniform branch may reduce across lanes.
     #[allow(clippy::type_complexity)]
-    pub reduce: &'a dyn Fn(&[(Val, Red)]) -> Vec<Val>,
+    pub reduce: &'a dyn Fn(&[(Val, Op)]) -> Vec<Val>,
 }
 
 /// Per-row statistics of a norm: from partial sums to (mean, rstd).
@@ -353,7 +206,7 @@ impl RowMath {
         let first = fold(&[zero, zero], &|a, x, _| {
             vec![a[0].max(hmax(x.abs())), a[1] + hsum(x * 0.0f32)]
         });
-        let r = reduce(&[(first[0], Red::Max), (first[1], Red::Sum)]);
+        let r = reduce(&[(first[0], Op::Max), (first[1], Op::Sum)]);
         let amax = r[0];
         // A NaN or an infinity in the row (sum of x * 0 not 0): keep `orig`.
         let bad = r[1].ne(0.0f32);
@@ -367,20 +220,20 @@ impl RowMath {
                     let xs = x * splat(sc, x.lanes());
                     vec![a[0] + hsum(xs * xs)]
                 })[0];
-                let ss = reduce(&[(ss, Red::Sum)])[0];
+                let ss = reduce(&[(ss, Op::Sum)])[0];
                 vec![zero, rstd_of(ss * self.inv_n)]
             }
             Norm::Layer => {
                 let s = fold(&[zero], &|a, x, _| {
                     vec![a[0] + hsum(x * splat(sc, x.lanes()))]
                 })[0];
-                let mean = reduce(&[(s, Red::Sum)])[0] * self.inv_n;
+                let mean = reduce(&[(s, Op::Sum)])[0] * self.inv_n;
                 let part = fold(&[zero, zero], &|a, x, k| {
                     let l = x.lanes();
                     let d = x.fma(splat(sc * k, l), splat(-(mean * k), l));
                     vec![a[0] + hsum(d), a[1] + hsum(d * d)]
                 });
-                let tot = reduce(&[(part[0], Red::Sum), (part[1], Red::Sum)]);
+                let tot = reduce(&[(part[0], Op::Sum), (part[1], Op::Sum)]);
                 let (mean, var) = self.corrected(mean, tot[0], tot[1]);
                 vec![(mean * 0.5f32) * unsc, rstd_of(var)]
             }
@@ -415,31 +268,15 @@ pub fn chan_merge(a: [Val; 3], b: [Val; 3]) -> [Val; 3] {
     [c, d.fma(wb, a[1]), a[2] + b[2] + d * d * (a[0] * wb)]
 }
 
-/// Merge the per-thread moments `(count, mean, M2)` of a block of `nwaves` (build-time)
-/// waves: [`chan_merge`] butterflies over each wave, one LDS slot per wave and value in
-/// region `region` (uniform i32; the region and the next one, 4 slots per wave), one
-/// barrier, then every thread folds the waves' moments in wave order, so all threads get
-/// the same bits. No trailing barrier (as [`block_reduce2`]).
-pub fn chan_block_reduce(m: [Val; 3], scratch: Lds, region: Val, nwaves: u32) -> [Val; 3] {
-    let mut acc = m;
-    let mut k = wave_size() / 2;
-    while k >= 1 {
-        let o = acc.map(|v| shuffle_xor(v, k as i32));
-        acc = chan_merge(acc, o);
-        k /= 2;
-    }
-    let wave = thread_id_x() / wave_size() as i32;
-    let base = region * (2 * MAX_WAVES) as i32;
-    if_(lane_id().eq(0), || {
-        for (j, &v) in acc.iter().enumerate() {
-            scratch.store(base + wave + (j as u32 * MAX_WAVES) as i32, v);
-        }
+/// Merge the per-thread moments `(count, mean, M2)` of a block of `threads` (build-time)
+/// threads: [`chan_merge`] as the tuple merge of a [`team_reduce`] over the block, its three
+/// values in region `region` and the next one ([`red_region`]: 4 slots per wave), so all threads
+/// get the same bits. No trailing barrier.
+pub fn chan_block_reduce(m: [Val; 3], scratch: Lds, region: Val, threads: u32) -> [Val; 3] {
+    let r = team_reduce(&m, threads, Some(red_region(scratch, region)), |a, b| {
+        chan_merge([a[0], a[1], a[2]], [b[0], b[1], b[2]]).to_vec()
     });
-    barrier();
-    let load = |w: u32| -> [Val; 3] {
-        [0u32, 1, 2].map(|j| scratch.load(base + (w + j * MAX_WAVES) as i32))
-    };
-    (1..nwaves).fold(load(0), |a, w| chan_merge(a, load(w)))
+    [r[0], r[1], r[2]]
 }
 
 /// Dynamic int8 quantisation of one value or vector `ys` (f32) given the row's `inv_scale`

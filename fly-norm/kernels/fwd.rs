@@ -43,8 +43,8 @@ struct Params {
 
 impl Params {
     fn declare(k: &mut KernelDef, fam: Family) -> Params {
-        let dt = st(fam.dt);
-        let wt = st(fam.wdt);
+        let dt = fam.dt.scalar();
+        let wt = fam.wdt.scalar();
         let x = k.tensor("x", dt);
         let res = k.tensor("residual", dt);
         let res_out = k.tensor_mut("residual_out", dt);
@@ -113,7 +113,7 @@ pub fn build(fam: Family, path: Path, target: Target) -> Result<Kernel, BuildErr
 }
 
 /// LDS regions: a block reduction's region may be written again once the next reduction's
-/// barrier has passed (see [`block_reduce2`]), so consecutive reductions alternate between
+/// barrier has passed (see [`block_reduce_n`]), so consecutive reductions alternate between
 /// two regions. The fast path's round `j` of a row uses region `parity ^ (j & 1)` and the
 /// next row starts at `parity ^ (rounds & 1)` ([`fast_rounds`]); the generic path's units
 /// are in [`generic_rows`].
@@ -144,7 +144,7 @@ struct RowCtx {
 
 /// The register-resident vectorised paths (fast and multi-row).
 fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape, target: Target) {
-    let dt = st(fam.dt);
+    let dt = fam.dt.scalar();
     // Fewer instructions per element on sm_90, where the bf16 LayerNorm forward spends about
     // 70% of the issue slots a copy-rate row allows: bf16 widened by integer ops ([`widen`]),
     // and the sums (of squares) accumulated lane-wise, by fused multiply-adds
@@ -173,7 +173,7 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
     let (gr, br) = (p.gamma.rsrc(), p.beta.rsrc());
     let smooth = p.q.map(|(_, _, xs)| (xs.len().gt(0i64), xs.rsrc()));
     let xsv: Vec<Val> = match smooth {
-        Some((_, r)) => idx.iter().map(|&i| rsrc_load(r, i, vec)).collect(),
+        Some((_, r)) => idx.iter().map(|&i| load_vec(r, i, vec)).collect(),
         None => vec![],
     };
     let has_res = p.res.len().gt(0i64);
@@ -220,15 +220,15 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
             || xs.clone(),
         );
         let xf: Vec<Val> = xin.iter().map(|&v| wide(v)).collect();
-        let reduce = |vals: Vec<(Val, Red)>, round: i32| -> Vec<Val> {
+        let reduce = |vals: Vec<(Val, Op)>, round: i32| -> Vec<Val> {
             match shape {
                 Shape::Block(s) => {
                     let region = if round & 1 == 0 { parity } else { parity ^ 1 };
-                    block_reduce2(&vals, s, region, nwaves)
+                    block_reduce_n(&vals, red_region(s, region), nwaves)
                 }
                 Shape::Rows => vals
                     .iter()
-                    .map(|&(v, r)| group_reduce(v, r, Some(p.lanes)))
+                    .map(|&(v, r)| lanes_reduce(v, r, Some(p.lanes)))
                     .collect(),
             }
         };
@@ -243,7 +243,7 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
         // the last widening after the reduction). One reduction per row for both norms.
         let (mean, rstd, over, shift, zero) = match fam.norm {
             Norm::Rms => {
-                let ss = reduce(vec![(math.first_partial(&xf, lean), Red::Sum)], 0)[0];
+                let ss = reduce(vec![(math.first_partial(&xf, lean), Op::Sum)], 0)[0];
                 let rstd = math.rms_rstd(ss);
                 let over = math.overflowed(c_f32(0.0), ss);
                 (c_f32(0.0), rstd, over, c_f32(0.0), p.n >> 31)
@@ -267,7 +267,7 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
                     Shape::Rows => select(cx.valid, shift, c_f32(0.0)),
                 };
                 let (sd, sq) = math.dev_partials(&xf, &inrange, shift, lean);
-                let t = reduce(vec![(sd, Red::Sum), (sq, Red::Sum)], 0);
+                let t = reduce(vec![(sd, Op::Sum), (sq, Op::Sum)], 0);
                 let over = math.overflowed(shift, t[1]);
                 let (mean, rstd) = math.shifted_stats(shift, t[0], t[1]);
                 // A zero the compilers cannot equate with the first copy's `n >> 31`, and
@@ -300,7 +300,7 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
                 f(acc, wide(v), c_f32(1.0))
             })
         };
-        let own = |v: &[(Val, Red)]| v.iter().map(|&(x, _)| x).collect::<Vec<_>>();
+        let own = |v: &[(Val, Op)]| v.iter().map(|&(x, _)| x).collect::<Vec<_>>();
         let share = Share {
             fold: &row_fold,
             reduce: &own,
@@ -340,9 +340,9 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
         // (LayerNorm) of tiles `ts`, each index plus `off` when given.
         let load_w = |ts: std::ops::Range<usize>, off: Option<Val>| {
             let at = |t: usize| off.map_or(idx[t], |o| idx[t] + o);
-            let g: Vec<Val> = ts.clone().map(|t| rsrc_load(gr, at(t), vec)).collect();
+            let g: Vec<Val> = ts.clone().map(|t| load_vec(gr, at(t), vec)).collect();
             let b: Vec<Option<Val>> = ts
-                .map(|t| (fam.norm == Norm::Layer).then(|| rsrc_load(br, at(t), vec)))
+                .map(|t| (fam.norm == Norm::Layer).then(|| load_vec(br, at(t), vec)))
                 .collect();
             g.into_iter().zip(b).collect::<Vec<_>>()
         };
@@ -419,7 +419,7 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
                 }
                 let amax = amax_or_inf(amax, nonfinite_acc(c_f32(0.0), &ys));
                 // The row's last round (`fast_rounds`).
-                let amax = reduce(vec![(amax, Red::Max)], fast_rounds(fam) - 1)[0];
+                let amax = reduce(vec![(amax, Op::Max)], fast_rounds(fam) - 1)[0];
                 let (scale, inv) = quant_scale(amax);
                 if_(write_stats, || yscale.store(cx.row, scale));
                 let qr = q.offset(cx.base).rsrc_n(cx.nrow);
@@ -501,7 +501,7 @@ fn generic(p: &Params, fam: Family, math: &RowMath, scratch: Lds) {
 /// resources are `i * 4` at most: below 2^31 for `n <= MAX_COLS`; the row loop as the
 /// vectorised paths' (`m <= MAX_ROWS`).
 fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
-    let dt = st(fam.dt);
+    let dt = fam.dt.scalar();
     let bt = GENERIC_THREADS as i32;
     let tid = thread_id_x();
     let (start, step) = (tid * w as i32, c_i32(bt * w as i32));
@@ -513,13 +513,12 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
     let has_res = p.res.len().gt(0i64);
     let has_mean = p.mean.len().gt(0i64);
     let has_rstd = p.rstd.len().gt(0i64);
-    let waves = GENERIC_THREADS / wave_size();
-    let nwaves = c_i32(waves as i32);
+    let nwaves = c_i32((GENERIC_THREADS / wave_size()) as i32);
     for_range(block_id_x(), p.m, grid_dim_x(), &[c_i32(0)], |row, c| {
         let parity = c[0];
         let base = row.cast(I64) * n64;
         let (xt, rt, rot) = (p.x.offset(base), p.res.offset(base), p.res_out.offset(base));
-        // LDS units (block_reduce2 regions; Chan's merge takes two): the row's moments in
+        // LDS units (block_reduce_n regions; Chan's merge takes two): the row's moments in
         // units 2p and 2p + 1 (p = parity), the fallback's reductions alternately in 2q and
         // 2q + 1 (q = 1 - p; it ends with a barrier), the quant amax in 2q. Consecutive
         // reductions never share a unit: the next row keeps p after a quant row (its last
@@ -548,7 +547,8 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
                     let x = pass1(i);
                     vec![acc[0] + hsum(x * x)]
                 })[0];
-                let ss = block_reduce2(&[(ss, Red::Sum)], scratch, region(0), nwaves)[0];
+                let ss =
+                    block_reduce_n(&[(ss, Op::Sum)], red_region(scratch, region(0)), nwaves)[0];
                 let over = math.overflowed(zero, ss);
                 (zero, math.rms_rstd(ss), over)
             }
@@ -581,7 +581,7 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
                 let own_mean = select(cnt.gt(0.0f32), (k - k0) + s * r, zero);
                 let m2 = (q - s * (s * r)).max(0.0f32);
                 let [_, mean, m2] =
-                    chan_block_reduce([cnt, own_mean, m2], scratch, region(0), waves);
+                    chan_block_reduce([cnt, own_mean, m2], scratch, region(0), GENERIC_THREADS);
                 let mean = k0 + mean;
                 let var = m2 * math.inv_n;
                 // Overflow and NaN look alike after the merge: both take the fallback,
@@ -604,9 +604,13 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
             })
         };
         let round = std::cell::Cell::new(0);
-        let reduce = |v: &[(Val, Red)]| {
+        let reduce = |v: &[(Val, Op)]| {
             round.set(round.get() + 1);
-            block_reduce2(v, scratch, region(2 + (round.get() & 1)), nwaves)
+            block_reduce_n(
+                v,
+                red_region(scratch, region(2 + (round.get() & 1))),
+                nwaves,
+            )
         };
         let share = Share {
             fold: &fold,
@@ -638,10 +642,10 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
         let yof = |i: Val| {
             let xh = math.xhat(input(i), mean, rstd);
             let b = match fam.norm {
-                Norm::Layer => rsrc_load(br, i, w).cast(F32),
+                Norm::Layer => load_vec(br, i, w).cast(F32),
                 Norm::Rms => xh,
             };
-            math.y(xh, rsrc_load(gr, i, w).cast(F32), b)
+            math.y(xh, load_vec(gr, i, w).cast(F32), b)
         };
         match (p.y, p.q) {
             (Some(y), _) => {
@@ -655,14 +659,15 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
                 let xsr = xscale.rsrc();
                 let ysof = |i: Val| {
                     let y = yof(i);
-                    select(smooth, y * rsrc_load(xsr, i, w), y)
+                    select(smooth, y * load_vec(xsr, i, w), y)
                 };
                 let acc = for_range(start, p.n, step, &[c_f32(0.0), c_f32(0.0)], |i, acc| {
                     let y = ysof(i);
                     vec![acc[0].max(hmax(y.abs())), nonfinite_acc(acc[1], &[y])]
                 });
                 let amax = amax_or_inf(acc[0], acc[1]);
-                let amax = block_reduce2(&[(amax, Red::Max)], scratch, region(2), nwaves)[0];
+                let amax =
+                    block_reduce_n(&[(amax, Op::Max)], red_region(scratch, region(2)), nwaves)[0];
                 let (scale, inv) = quant_scale(amax);
                 if_(first, || yscale.store(row, scale));
                 let qt = q.offset(base);

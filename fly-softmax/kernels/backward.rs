@@ -15,12 +15,12 @@
 use crate::common::*;
 use crate::table::Path;
 use crate::table::{kernel_name, Config, DType, BWD_BOTH_RESIDENT_MAX, BWD_PACKED_MIN};
-use flydsl_dsl::ir::{Kernel, ScalarType, Target, Type};
+use flydsl_dsl::ir::{Kernel, ScalarType, Target};
 use flydsl_dsl::*;
 
 /// Build the backward kernel of `cfg` for `dtype` on `target`.
 pub fn build(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel, BuildError> {
-    let dt = scalar_type(dtype);
+    let dt = dtype.scalar();
     let name = kernel_name(cfg, dtype);
     let mut cfg = *cfg;
     if !cfg.serves(dtype) {
@@ -60,7 +60,7 @@ pub fn build(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel, Build
                     s,
                     n,
                 };
-                let finish = |dot: Val| group_reduce(dot, s.group, sdot, |a, b| a + b);
+                let finish = |dot: Val| row_reduce(dot, s.group, sdot, |a, b| a + b);
                 if resident(cfg) && cfg.class >= BWD_PACKED_MIN {
                     // `nblocks >> 31` is 0 (the grid is positive) but opaque to the compiler.
                     rows.packed(packed_dy_tiles(target, cfg), nblocks >> 31, finish);
@@ -116,7 +116,7 @@ impl Rows {
                 dys.push(d);
             }
         }
-        let dot = bcast(reduce(horizontal(acc, |a, b| a + b)), s);
+        let dot = bcast(reduce(hfold(acc, |a, b| a + b)), s);
         for (j, (&i, &yv)) in idx.iter().zip(&ys).enumerate() {
             let d = if both {
                 dys[j]
@@ -128,10 +128,10 @@ impl Rows {
     }
 
     /// Register-resident row in the element dtype: `y` and the first `keep` tiles of `dy`
-    /// stay as loaded and are widened again for the output through `opaque` (a zero the
+    /// stay as loaded and are widened again for the output through [`opaque`] with `zero` (a zero the
     /// compiler cannot see through, so it cannot keep the first widening alive instead).
     /// The other `dy` tiles are read again, last first.
-    fn packed(&self, keep: u32, opaque: Val, reduce: impl Fn(Val) -> Val) {
+    fn packed(&self, keep: u32, zero: Val, reduce: impl Fn(Val) -> Val) {
         let s = &self.s;
         let lane = lane_in_row(s.group, s.threads);
         let idx: Vec<Val> = (0..s.tiles).map(|j| tile_index(lane, j, s)).collect();
@@ -146,12 +146,8 @@ impl Rows {
                 kept.push(d);
             }
         }
-        let dot = bcast(reduce(horizontal(acc, |a, b| a + b)), s);
-        let widen = |v: Val| {
-            let words = Type::vec(ScalarType::I32, v.ty().size_bytes() / 4);
-            let w = v.bitcast(words) ^ splat(opaque, words.lanes());
-            w.bitcast(v.ty()).cast(ScalarType::F32)
-        };
+        let dot = bcast(reduce(hfold(acc, |a, b| a + b)), s);
+        let widen = |v: Val| opaque(v, zero).cast(ScalarType::F32);
         // Re-read `dy` in batches of up to 4 tiles (16 registers), each batch's loads issued
         // before its stores so several L2 reads are in flight per thread.
         let order: Vec<usize> = (0..s.tiles as usize).rev().collect();
@@ -179,7 +175,7 @@ impl Rows {
         let acc = for_range(start, self.n, step, &[f32_const(s.width, 0.0)], |i, c| {
             vec![load_f32(&self.y, i, s).fma(load_f32(&self.dy, i, s), c[0])]
         });
-        let dot = bcast(reduce(horizontal(acc[0], |a, b| a + b)), s);
+        let dot = bcast(reduce(hfold(acc[0], |a, b| a + b)), s);
         for_range_(start, self.n, step, |i| {
             let yv = load_f32(&self.y, i, s);
             let d = load_f32(&self.dy, i, s);

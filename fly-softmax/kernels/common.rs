@@ -1,7 +1,8 @@
-//! Building blocks shared by the forward and backward kernel descriptions: the row-block
-//! loop, per-row buffer resources with 64-bit row offsets, tile loads/stores in f32, and
-//! reductions over the threads of one row (shuffles, plus one LDS exchange when a row spans
-//! several waves).
+//! What the forward and backward kernel descriptions share beyond [`flydsl_dsl::blocks`]
+//! (reductions, row resources and loads): the row-block loop, the static shape of a
+//! configuration, tile loads/stores in f32, and the reduction over the threads of one row.
+
+pub use flydsl_dsl::blocks::{hfold, load_row, opaque, row_rsrc, team_reduce, Scratch};
 
 use crate::table::{Config, DType, Path};
 use flydsl_dsl::ir::{Const, ScalarType, Type};
@@ -9,15 +10,6 @@ use flydsl_dsl::*;
 
 /// `log2(e)`: softmax runs in the exp2 domain, `exp(x) = exp2(x * log2(e))`.
 pub const LOG2E: f64 = std::f64::consts::LOG2_E;
-
-/// The IR element type of a dtype.
-pub fn scalar_type(d: DType) -> ScalarType {
-    match d {
-        DType::F32 => ScalarType::F32,
-        DType::F16 => ScalarType::F16,
-        DType::BF16 => ScalarType::BF16,
-    }
-}
 
 /// The static shape of one kernel: how many elements one access moves (`width`) and how many
 /// accesses per thread hold the resident row (`tiles`).
@@ -97,29 +89,6 @@ pub fn for_each_row(m: Val, nblocks: Val, cfg: &Config, body: impl FnOnce(Val, O
     });
 }
 
-/// A buffer resource over row `row` of a row-major `[m, n]` tensor: 64-bit row offset, `n`
-/// valid elements (0 when `valid` is false, so every access is dropped / reads zero).
-/// Indices into it are i32 elements, and on AMD `index * element size` is the i32 byte
-/// offset: the API's `n * element size <= i32::MAX` (`validate::max_n`) keeps every
-/// in-row offset below 2^31.
-pub fn row_rsrc(t: &Tensor, row: Val, n: Val, valid: Option<Val>) -> Rsrc {
-    let base = row.cast(ScalarType::I64) * n.cast(ScalarType::I64);
-    let len = match valid {
-        Some(v) => select(v, n, 0),
-        None => n,
-    };
-    t.offset(base).rsrc_n(len.cast(ScalarType::I64))
-}
-
-/// Load `width` elements at row index `idx`, with the keep-in-L2 hint when `keep`.
-pub fn load_raw(r: &Rsrc, idx: Val, s: &Shape, keep: bool) -> Val {
-    if keep {
-        r.load_vec_keep_l2(idx, s.width, s.align())
-    } else {
-        r.load_vec(idx, s.width, s.align())
-    }
-}
-
 /// Load `width` elements at row index `idx` and widen them to f32.
 pub fn load_f32(r: &Rsrc, idx: Val, s: &Shape) -> Val {
     r.load_vec(idx, s.width, s.align()).cast(ScalarType::F32)
@@ -137,57 +106,33 @@ pub fn tile_index(lane: Val, j: u32, s: &Shape) -> Val {
     (lane + (j * s.group) as i32) * s.width as i32
 }
 
-/// Fold the lanes of a vector with `f` (identity for scalars).
-pub fn horizontal(v: Val, f: impl Fn(Val, Val) -> Val) -> Val {
-    let e = v.elems();
-    let mut acc = e[0];
-    for &x in &e[1..] {
-        acc = f(acc, x);
-    }
-    acc
-}
-
 /// Broadcast an f32 scalar to the access width.
 pub fn bcast(v: Val, s: &Shape) -> Val {
     splat(v, s.width)
 }
 
 /// Reduce `v` (f32) over the `group` threads of one row with `f`; every thread of the row
-/// gets the result. Within a wave this is a butterfly of xor shuffles (masks below `group`
-/// never leave the row); a row spanning several waves then exchanges one value per wave
-/// through `scratch` (one f32 per wave) between a barrier and the read. The combination order
-/// is fixed, so results are deterministic. Must be called from block-uniform control flow.
-/// A caller that reuses `scratch` must separate this read from the next write by a barrier.
-pub fn group_reduce(v: Val, group: u32, scratch: Option<Lds>, f: impl Fn(Val, Val) -> Val) -> Val {
-    let ws = wave_size();
-    let mut acc = v;
-    let mut mask = group.min(ws) / 2;
-    while mask >= 1 {
-        acc = f(acc, shuffle_xor(acc, mask as i32));
-        mask /= 2;
-    }
-    if group <= ws {
-        return acc;
-    }
-    let Some(lds) = scratch else {
-        // A programming error in the kernel description: reported as a build error.
-        panic!("group_reduce over {group} threads on a wave of {ws} needs an LDS scratch array");
-    };
-    let tid = thread_id_x();
-    let per_row = group / ws;
-    if_(lane_id().eq(0), || lds.store(tid / ws as i32, acc));
-    barrier();
-    let first = tid / group as i32 * per_row as i32;
-    let mut r = lds.load(first);
-    for k in 1..per_row {
-        r = f(r, lds.load(first + k as i32));
-    }
-    r
+/// gets the result ([`team_reduce`]: xor shuffles within a wave; a row spanning several waves
+/// then exchanges one value per wave through `scratch`, [`scratch`], folded in wave order, so
+/// results are deterministic). Must be called from block-uniform control flow. A caller that
+/// reuses `scratch` must separate this read from the next write by a barrier.
+pub fn row_reduce(
+    v: Val,
+    group: u32,
+    scratch: Option<Scratch>,
+    f: impl Fn(Val, Val) -> Val,
+) -> Val {
+    team_reduce(&[v], group, scratch, |a, b| vec![f(a[0], b[0])])[0]
 }
 
 /// One LDS array of one f32 per wave, when rows span several waves.
-pub fn scratch(k: &mut KernelDef, name: &str, cfg: &Config, ws: u32) -> Option<Lds> {
-    (cfg.group > ws).then(|| k.lds(name, ScalarType::F32, cfg.threads / ws))
+pub fn scratch(k: &mut KernelDef, name: &str, cfg: &Config, ws: u32) -> Option<Scratch> {
+    (cfg.group > ws).then(|| {
+        Scratch::new(
+            k.lds(name, ScalarType::F32, cfg.threads / ws),
+            cfg.threads / ws,
+        )
+    })
 }
 
 /// The waves-per-EU hint of a configuration.

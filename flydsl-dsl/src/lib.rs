@@ -1,7 +1,8 @@
 //! flydsl-dsl: the kernel-authoring API, Rust code that builds kernel IR.
 //!
 //! This is the one crate a kernel author reads. It holds the DSL (this module), the CuTe-style
-//! layout algebra ([`layout`]) and the matrix-atom lane layouts ([`atoms`]); the kernel IR it
+//! layout algebra ([`layout`]), the matrix-atom lane layouts ([`atoms`]) and the building blocks
+//! every kernel family shares (reductions, row loads: [`blocks`]); the kernel IR it
 //! builds is [`ir`] (`flydsl-ir`). Lowering lives in `flydsl-codegen` and the build-script
 //! machinery in `flydsl-build`.
 //!
@@ -38,6 +39,7 @@ pub use flydsl_ir as ir;
 
 mod amd;
 pub mod atoms;
+pub mod blocks;
 mod builder;
 mod context;
 mod control;
@@ -54,6 +56,7 @@ pub use amd::{
     buffer_load_to_lds, dpp, lds_barrier, lds_read_tr16, sched_barrier, sched_group_barrier,
     set_prio, tensor_load_to_lds, wait_tensorcnt, wait_vmcnt,
 };
+pub use blocks::{block_reduce, wave_reduce, wave_reduce_max, wave_reduce_sum};
 pub use builder::{KernelBuilder, KernelDef};
 pub use context::{target, BuildError};
 pub use control::{for_range, for_range_, for_range_with, if_, if_else, if_then_else, Carry, Cond};
@@ -65,6 +68,5 @@ pub use val::{
     splat, thread_id, thread_id_x, vec_of, Operand, Val,
 };
 pub use wave::{
-    barrier, block_reduce, mma, mma_scaled, read_first_lane, shuffle_down, shuffle_idx,
-    shuffle_xor, wave_reduce, wave_reduce_max, wave_reduce_sum, wave_size,
+    barrier, mma, mma_scaled, read_first_lane, shuffle_down, shuffle_idx, shuffle_xor, wave_size,
 };

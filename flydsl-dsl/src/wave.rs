@@ -1,4 +1,5 @@
-//! Wave-level operations: barriers, shuffles, matrix atoms, reductions.
+//! Wave-level operations: barriers, shuffles, matrix atoms. The reductions built on the
+//! shuffles are in [`crate::blocks`].
 
 use crate::context::target;
 use crate::val::{emit, emit0, Operand, Val};
@@ -56,74 +57,4 @@ pub fn mma_scaled(atom: MmaAtom, a: Val, b: Val, c: Val, scale_a: Val, scale_b: 
         OpKind::MmaScaled(atom, a.id(), b.id(), c.id(), scale_a.id(), scale_b.id()),
         c.ty(),
     )
-}
-
-/// Sum (f32 or i32) over the whole wave with a butterfly of `shuffle_xor`; every lane gets
-/// the result.
-#[track_caller]
-pub fn wave_reduce_sum(v: Val) -> Val {
-    let mut acc = v;
-    let mut m = wave_size() / 2;
-    while m >= 1 {
-        // No closure: the ops keep the caller's source location.
-        acc = acc + shuffle_xor(acc, m as i32);
-        m /= 2;
-    }
-    acc
-}
-
-/// Max over the whole wave (floats: maxNum); every lane gets the result.
-#[track_caller]
-pub fn wave_reduce_max(v: Val) -> Val {
-    let mut acc = v;
-    let mut m = wave_size() / 2;
-    while m >= 1 {
-        acc = acc.max(shuffle_xor(acc, m as i32));
-        m /= 2;
-    }
-    acc
-}
-
-/// Reduce over the wave with `f` (associative, commutative); every lane gets the result.
-#[track_caller]
-pub fn wave_reduce(v: Val, f: impl Fn(Val, Val) -> Val) -> Val {
-    let mut acc = v;
-    let mut m = wave_size() / 2;
-    while m >= 1 {
-        acc = f(acc, shuffle_xor(acc, m as i32));
-        m /= 2;
-    }
-    acc
-}
-
-/// Reduce over the whole workgroup of `threads` threads (a multiple of the wave size): wave
-/// butterflies, one LDS slot per wave, a barrier, then a final wave reduction. `scratch`
-/// must hold at least `threads / wave_size()` elements of `v`'s type. Every thread gets the
-/// result. Contains two barriers: call from uniform control flow.
-#[track_caller]
-pub fn block_reduce(
-    v: Val,
-    threads: u32,
-    scratch: crate::mem::Lds,
-    identity: impl Into<Operand>,
-    f: impl Fn(Val, Val) -> Val,
-) -> Val {
-    let ws = wave_size();
-    let waves = threads.div_ceil(ws);
-    let w = wave_reduce(v, &f);
-    if waves == 1 {
-        return w;
-    }
-    let tid = crate::val::thread_id_x();
-    let wave = tid / ws as i32;
-    let lane = crate::val::lane_id();
-    crate::control::if_(lane.eq(0), || scratch.store(wave, w));
-    barrier();
-    let idx = lane.min(waves as i32 - 1);
-    let part = scratch.load(idx);
-    let part = crate::val::select(lane.lt(waves as i32), part, identity);
-    let r = wave_reduce(part, &f);
-    // Keep the slots stable until every wave has read them (the caller may reuse `scratch`).
-    barrier();
-    r
 }

@@ -95,7 +95,7 @@ fn every_op_is_attributed_to_the_line_that_wrote_it() {
         // block_reduce's internal LDS store sits in a closure inside the DSL; everything
         // else comes from this file.
         let inside_block_reduce =
-            matches!(op.kind, ir::OpKind::Store { .. }) && loc.file().ends_with("wave.rs");
+            matches!(op.kind, ir::OpKind::Store { .. }) && loc.file().ends_with("reduce.rs");
         assert!(
             loc.file() == here || inside_block_reduce,
             "op #{} {:?} attributed to {loc}",
