@@ -122,6 +122,16 @@ fn every_epilogue_matches_the_reference() {
     }
 }
 
+/// (what is wrong, args, a, b, bias, the argument the error must name).
+type Case<'a> = (
+    &'static str,
+    GemmArgs,
+    &'a DeviceBuffer<bf16>,
+    &'a DeviceBuffer<bf16>,
+    Option<&'a DeviceBuffer<bf16>>,
+    &'static str,
+);
+
 #[test]
 fn bad_arguments_are_errors_that_write_nothing() {
     let dev = Device::new_sim(Target::Sm90);
@@ -140,14 +150,7 @@ fn bad_arguments_are_errors_that_write_nothing() {
     };
     let other = Device::new_sim(Target::Sm90);
     let b_other = DeviceBuffer::<bf16>::zeroed(&other, n * k).unwrap();
-    let cases: Vec<(
-        &str,
-        GemmArgs,
-        &DeviceBuffer<bf16>,
-        &DeviceBuffer<bf16>,
-        Option<&DeviceBuffer<bf16>>,
-        &str,
-    )> = vec![
+    let cases: Vec<Case<'_>> = vec![
         (
             "k not a multiple of 8",
             GemmArgs { k: 12, ..ok },
