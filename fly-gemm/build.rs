@@ -1,6 +1,7 @@
 //! Builds the GEMM kernels (`src/table.rs`): the Hopper wgmma kernel for bf16 and f16 and
-//! every epilogue, on sm90 (IR always embedded, for the Sim), with a typed dispatch table
-//! per dtype keyed by the epilogue.
+//! every epilogue, and the scaled 8-bit kernel for fp8 e4m3fn and int8 inputs, bf16 and f16
+//! outputs and every epilogue, on sm90 (IR always embedded, for the Sim), with typed
+//! dispatch tables per (output) dtype keyed by the epilogue (and the input type).
 
 #[path = "src/table.rs"]
 #[allow(dead_code)]
@@ -9,11 +10,14 @@ mod table;
 #[path = "kernels/wgmma.rs"]
 mod wgmma;
 
+#[path = "kernels/wgmma_scaled.rs"]
+mod wgmma_scaled;
+
 use flydsl_build::glue::DispatchTable;
 /// The one dtype enum of the workspace (`src/table.rs` imports it from the crate root).
 pub use flydsl_build::ir::DType;
 use flydsl_build::ir::Target;
-use table::{kernel_name, Epilogue, DTYPES};
+use table::{kernel_name, scaled_kernel_name, scaled_key, Epilogue, Quant, DTYPES, SCALED_OUT};
 
 fn main() {
     for f in ["build.rs", "src/table.rs", "kernels"] {
@@ -28,5 +32,17 @@ fn main() {
             wg = wg.entry(&[d], format!("{}usize", epi.index()), &name);
         }
     }
-    b.table(wg).run_or_exit();
+    let mut sc = DispatchTable::new("WGMMA_SCALED", "ScaledLaunchers");
+    for out in SCALED_OUT {
+        for q in Quant::ALL {
+            for epi in Epilogue::ALL {
+                let name = scaled_kernel_name(q, out, epi);
+                b = b.kernel_on(&name, &[Target::Sm90], move |t| {
+                    wgmma_scaled::build(t, q, out, epi)
+                });
+                sc = sc.entry(&[out], format!("{}usize", scaled_key(q, epi)), &name);
+            }
+        }
+    }
+    b.table(wg).table(sc).run_or_exit();
 }

@@ -24,7 +24,7 @@ use flydsl_dsl::nv::{
 use flydsl_dsl::*;
 
 /// The epilogue on one f32 accumulator; `bias` loads this column's bias as f32.
-fn epilogue(epi: Epilogue, v: Val, bias: impl FnOnce() -> Val) -> Val {
+pub(crate) fn epilogue(epi: Epilogue, v: Val, bias: impl FnOnce() -> Val) -> Val {
     if !epi.has_bias() {
         return v;
     }

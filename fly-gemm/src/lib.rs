@@ -7,8 +7,11 @@
 //!
 //! What exists so far: the NVIDIA Hopper kernel (sm_90a: TMA-fed multi-stage mbarrier
 //! pipeline into wgmma, 128 x 256 x 64 tiles; `kernels/wgmma.rs`), which also runs on the
-//! sm90 Sim. fp8 / int8 with scales, the preshuffled B layout and the AMD targets are not
-//! built yet: a call on a device without a kernel is a clear error.
+//! sm90 Sim, and its 8-bit form [`gemm_scaled`] (fp8 e4m3fn or int8 inputs with per-row
+//! `scale_a` and per-column `scale_b`, bf16 or f16 output; 128 x 256 x 128 tiles of k32
+//! wgmma; `kernels/wgmma_scaled.rs`) with the host quantization helpers
+//! ([`quantize_rows`], [`dequantize_rows`]). The preshuffled B layout and the AMD targets
+//! are not built yet: a call on a device without a kernel is a clear error.
 //!
 //! ```
 //! use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target};
@@ -27,7 +30,13 @@
 //! ```
 
 mod kernels;
+mod quant;
+mod scaled;
 pub mod table;
+
+pub use quant::{dequantize_rows, quantize_rows, quantize_rows_into, QuantElement};
+pub use scaled::gemm_scaled;
+pub use table::Quant;
 
 use flydsl_rt::validate::Call;
 /// The workspace's dtype enum (the build script shares `table.rs` through it).
@@ -178,10 +187,12 @@ pub fn gemm<T: Element>(
     Ok(())
 }
 
-/// Every kernel of this crate with its name (for structural tests and inspection).
+/// Every kernel of this crate with its name (for structural tests and inspection): the
+/// 16-bit kernels (bf16, f16 x 5 epilogues), then the 8-bit ones (bf16, f16 output x
+/// e4m3fn, i8 input x 5 epilogues).
 ///
 /// ```
-/// assert_eq!(fly_gemm::kernel_variants().len(), 10);
+/// assert_eq!(fly_gemm::kernel_variants().len(), 30);
 /// ```
 pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariants)> {
     let mut v = Vec::new();
@@ -192,6 +203,18 @@ pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariant
         v.push((l.kernel.name, l.kernel));
     }
     for l in kernels::generated::WGMMA
+        .get::<flydsl_rt::half::f16>()
+        .iter()
+    {
+        v.push((l.kernel.name, l.kernel));
+    }
+    for l in kernels::generated::WGMMA_SCALED
+        .get::<flydsl_rt::half::bf16>()
+        .iter()
+    {
+        v.push((l.kernel.name, l.kernel));
+    }
+    for l in kernels::generated::WGMMA_SCALED
         .get::<flydsl_rt::half::f16>()
         .iter()
     {

@@ -74,3 +74,55 @@ pub const GROUP_M: u32 = 8;
 pub const STAGE_BYTES: u32 = (BM + BN) * BK * 2;
 /// Dynamic LDS per launch: the stages plus the slack of aligning them to 1024 bytes.
 pub const LDS_BYTES: u32 = STAGES * STAGE_BYTES + 1024;
+
+/// The 8-bit input types of the scaled GEMM ([`crate::gemm_scaled`]): A and B share one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Quant {
+    /// OCP fp8 e4m3fn (`flydsl_rt::F8E4M3FN`), f32 accumulation.
+    Fp8,
+    /// Signed int8, exact s32 accumulation.
+    Int8,
+}
+
+impl Quant {
+    /// Every input type, in kernel-table order.
+    pub const ALL: [Quant; 2] = [Quant::Fp8, Quant::Int8];
+    /// Short name used in kernel names and errors.
+    pub fn name(self) -> &'static str {
+        match self {
+            Quant::Fp8 => "e4m3fn",
+            Quant::Int8 => "i8",
+        }
+    }
+    /// Index in [`Quant::ALL`].
+    pub fn index(self) -> usize {
+        match self {
+            Quant::Fp8 => 0,
+            Quant::Int8 => 1,
+        }
+    }
+}
+
+/// The output dtypes of the scaled GEMM (bias and C).
+pub const SCALED_OUT: [DType; 2] = [DType::BF16, DType::F16];
+
+/// The scaled Hopper kernel's name for input `q`, output `out` and `epi`.
+pub fn scaled_kernel_name(q: Quant, out: DType, epi: Epilogue) -> String {
+    format!("gemm_wgmma_{}_{}_{}", q.name(), out.name(), epi.name())
+}
+
+/// The scaled dispatch-table key of (`q`, `epi`) (per output dtype).
+pub fn scaled_key(q: Quant, epi: Epilogue) -> usize {
+    q.index() * Epilogue::ALL.len() + epi.index()
+}
+
+/// K per pipeline stage of the 8-bit kernels (128 one-byte elements: one 128-byte swizzled
+/// row, four k32 wgmmas).
+pub const BK8: u32 = 128;
+/// Pipeline stages of the 8-bit kernels.
+pub const STAGES8: u32 = 4;
+/// Bytes of one 8-bit stage (A and B tiles).
+pub const STAGE_BYTES8: u32 = (BM + BN) * BK8;
+/// Dynamic LDS per launch of the 8-bit kernels: the stages plus 1024 bytes of alignment
+/// slack (197,632 bytes: within sm_90's 227 KiB).
+pub const LDS_BYTES8: u32 = STAGES8 * STAGE_BYTES8 + 1024;
