@@ -140,13 +140,13 @@ pub fn gemm_scaled<Q: QuantElement, T: Element>(
     })?;
     let cfg = LaunchConfig::linear(grid, table::THREADS).with_dynamic_lds(table::LDS_BYTES8);
     // Without a bias the kernel never reads it, but the launcher takes a `T` buffer and
-    // C is borrowed mutably: pass a one-element stand-in (a small allocation per call;
-    // the 16-bit `gemm` passes A, which has the output's type there).
+    // C is borrowed mutably: pass an empty stand-in (no device allocation happens for zero
+    // elements; the 16-bit `gemm` passes A, which has the output's type there).
     let placeholder;
     let bias_buf: &DeviceBuffer<T> = match bias {
         Some(b) => b,
         None => {
-            placeholder = DeviceBuffer::<T>::alloc(stream.device(), 1)?;
+            placeholder = DeviceBuffer::<T>::alloc(stream.device(), 0)?;
             &placeholder
         }
     };

@@ -207,17 +207,80 @@ fn bad_arguments_are_errors_that_write_nothing() {
             None,
             "`k` = 24",
         ),
-        ("n = 0", GemmArgs { n: 0, ..ok }, &a, &b, &sa, &sb, None, "`n`"),
-        ("k = 0", GemmArgs { k: 0, ..ok }, &a, &b, &sa, &sb, None, "`k`"),
+        (
+            "n = 0",
+            GemmArgs { n: 0, ..ok },
+            &a,
+            &b,
+            &sa,
+            &sb,
+            None,
+            "`n`",
+        ),
+        (
+            "k = 0",
+            GemmArgs { k: 0, ..ok },
+            &a,
+            &b,
+            &sa,
+            &sb,
+            None,
+            "`k`",
+        ),
         ("short A", ok, &short8, &b, &sa, &sb, None, "`a`"),
         ("short B", ok, &a, &short8, &sa, &sb, None, "`b`"),
-        ("short scale_a", ok, &a, &b, &short32, &sb, None, "`scale_a`"),
-        ("short scale_b", ok, &a, &b, &sa, &short32, None, "`scale_b`"),
+        (
+            "short scale_a",
+            ok,
+            &a,
+            &b,
+            &short32,
+            &sb,
+            None,
+            "`scale_a`",
+        ),
+        (
+            "short scale_b",
+            ok,
+            &a,
+            &b,
+            &sa,
+            &short32,
+            None,
+            "`scale_b`",
+        ),
         ("scale_a of n", ok, &a, &b, &sb, &sb, None, "`scale_a`"),
         ("missing bias", bias_epi, &a, &b, &sa, &sb, None, "`bias`"),
-        ("unexpected bias", ok, &a, &b, &sa, &sb, Some(&bias), "`bias`"),
-        ("short bias", bias_epi, &a, &b, &sa, &sb, Some(&short_bias), "`bias`"),
-        ("B on another device", ok, &a, &b_other, &sa, &sb, None, "`b`"),
+        (
+            "unexpected bias",
+            ok,
+            &a,
+            &b,
+            &sa,
+            &sb,
+            Some(&bias),
+            "`bias`",
+        ),
+        (
+            "short bias",
+            bias_epi,
+            &a,
+            &b,
+            &sa,
+            &sb,
+            Some(&short_bias),
+            "`bias`",
+        ),
+        (
+            "B on another device",
+            ok,
+            &a,
+            &b_other,
+            &sa,
+            &sb,
+            None,
+            "`b`",
+        ),
         (
             "m too large",
             GemmArgs {
@@ -252,7 +315,12 @@ fn bad_arguments_are_errors_that_write_nothing() {
         assert!(e.contains("`c`") && e.contains("m * n"), "{e}");
     }
     // Every target without the 8-bit kernels: a clear error naming sm90, nothing written.
-    for t in [Target::Gfx942, Target::Gfx950, Target::Gfx1201, Target::Gfx1250] {
+    for t in [
+        Target::Gfx942,
+        Target::Gfx950,
+        Target::Gfx1201,
+        Target::Gfx1250,
+    ] {
         let amd = Device::new_sim(t);
         let s2 = amd.stream().unwrap();
         let a2 = DeviceBuffer::<i8>::zeroed(&amd, m * k).unwrap();
@@ -273,5 +341,15 @@ fn bad_arguments_are_errors_that_write_nothing() {
     let empty = DeviceBuffer::<F8E4M3FN>::zeroed(&dev, 0).unwrap();
     let sa0 = DeviceBuffer::<f32>::zeroed(&dev, 0).unwrap();
     let mut c0 = DeviceBuffer::<bf16>::zeroed(&dev, 0).unwrap();
-    gemm_scaled(&s, &empty, &b, &sa0, &sb, None, &mut c0, GemmArgs { m: 0, ..ok }).unwrap();
+    gemm_scaled(
+        &s,
+        &empty,
+        &b,
+        &sa0,
+        &sb,
+        None,
+        &mut c0,
+        GemmArgs { m: 0, ..ok },
+    )
+    .unwrap();
 }
