@@ -17,7 +17,9 @@ use flydsl_build::glue::DispatchTable;
 /// The one dtype enum of the workspace (`src/table.rs` imports it from the crate root).
 pub use flydsl_build::ir::DType;
 use flydsl_build::ir::Target;
-use table::{kernel_name, scaled_kernel_name, scaled_key, Epilogue, Quant, DTYPES, SCALED_OUT};
+use table::{
+    kernel_name, scaled_kernel_name, scaled_key, Epilogue, Quant, DTYPES, SCALED_OUT, TILES8,
+};
 
 fn main() {
     for f in ["build.rs", "src/table.rs", "kernels"] {
@@ -34,13 +36,16 @@ fn main() {
     }
     let mut sc = DispatchTable::new("WGMMA_SCALED", "ScaledLaunchers");
     for out in SCALED_OUT {
-        for q in Quant::ALL {
-            for epi in Epilogue::ALL {
-                let name = scaled_kernel_name(q, out, epi);
-                b = b.kernel_on(&name, &[Target::Sm90], move |t| {
-                    wgmma_scaled::build(t, q, out, epi)
-                });
-                sc = sc.entry(&[out], format!("{}usize", scaled_key(q, epi)), &name);
+        for tile in TILES8 {
+            for q in Quant::ALL {
+                for epi in Epilogue::ALL {
+                    let name = scaled_kernel_name(q, out, epi, tile);
+                    b = b.kernel_on(&name, &[Target::Sm90], move |t| {
+                        wgmma_scaled::build(t, q, out, epi, tile)
+                    });
+                    let key = scaled_key(q, epi, tile);
+                    sc = sc.entry(&[out], format!("{key}usize"), &name);
+                }
             }
         }
     }

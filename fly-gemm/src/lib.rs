@@ -35,8 +35,8 @@ mod scaled;
 pub mod table;
 
 pub use quant::{dequantize_rows, quantize_rows, quantize_rows_into, QuantElement};
-pub use scaled::gemm_scaled;
-pub use table::Quant;
+pub use scaled::{gemm_scaled, gemm_scaled_with};
+pub use table::{Quant, Tile8};
 
 use flydsl_rt::validate::Call;
 /// The workspace's dtype enum (the build script shares `table.rs` through it).
@@ -189,10 +189,10 @@ pub fn gemm<T: Element>(
 
 /// Every kernel of this crate with its name (for structural tests and inspection): the
 /// 16-bit kernels (bf16, f16 x 5 epilogues), then the 8-bit ones (bf16, f16 output x
-/// e4m3fn, i8 input x 5 epilogues).
+/// e4m3fn, i8 input x 5 epilogues x 3 tile configs).
 ///
 /// ```
-/// assert_eq!(fly_gemm::kernel_variants().len(), 30);
+/// assert_eq!(fly_gemm::kernel_variants().len(), 70);
 /// ```
 pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariants)> {
     let mut v = Vec::new();

@@ -1,7 +1,7 @@
 //! [`gemm_scaled`]: the fp8 / int8 GEMM with per-row and per-column scales.
 
 use crate::quant::QuantElement;
-use crate::table::{self, scaled_key};
+use crate::table::{self, scaled_key, Tile8, TILES8};
 use crate::{kernels, GemmArgs, MAX_DIM};
 use flydsl_rt::validate::Call;
 use flydsl_rt::{
@@ -24,6 +24,10 @@ use flydsl_rt::{
 /// `k` of 0, `k` not a multiple of 16 (TMA row strides are 16-byte multiples: pad K with
 /// zeros), a dimension past [`MAX_DIM`], buffers on another device, and a device this build
 /// has no 8-bit kernel for (so far: sm90 and its Sim only).
+///
+/// The tile config comes from [`Tile8::pick`]: 128 x 256 when that makes at least
+/// [`table::FILL_TILES`] workgroups, else 128 x 128, else 64 x 64 (small M is memory-bound;
+/// more, smaller workgroups read B with more SMs). [`gemm_scaled_with`] pins one.
 ///
 /// ```
 /// use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target, F8E4M3FN};
@@ -53,7 +57,81 @@ pub fn gemm_scaled<Q: QuantElement, T: Element>(
     c: &mut DeviceBuffer<T>,
     args: GemmArgs,
 ) -> Result<()> {
-    let call = Call::new("fly_gemm::gemm_scaled");
+    let tile = Tile8::pick(args.m, args.n);
+    run(
+        "fly_gemm::gemm_scaled",
+        stream,
+        a,
+        b,
+        scale_a,
+        scale_b,
+        bias,
+        c,
+        args,
+        tile,
+    )
+}
+
+/// [`gemm_scaled`] with a pinned tile config (one of [`TILES8`]) instead of the
+/// dispatcher's ([`Tile8::pick`]): for benchmarks and callers who tune their own shapes.
+/// Every config is correct at every shape [`gemm_scaled`] accepts.
+///
+/// Errors: those of [`gemm_scaled`], and a `tile` that is not in [`TILES8`].
+///
+/// ```
+/// use flydsl_rt::{half::f16, Device, DeviceBuffer, Target};
+/// use fly_gemm::{gemm_scaled_with, table::TILES8, Epilogue, GemmArgs};
+/// let dev = Device::sim(Target::Sm90);
+/// let s = dev.stream()?;
+/// let (m, n, k) = (3, 16, 32);
+/// let a = DeviceBuffer::from_slice(&dev, &vec![2i8; m * k])?;
+/// let b = DeviceBuffer::from_slice(&dev, &vec![-1i8; n * k])?;
+/// let sa = DeviceBuffer::from_slice(&dev, &vec![0.5f32; m])?;
+/// let sb = DeviceBuffer::from_slice(&dev, &vec![0.25f32; n])?;
+/// let mut c = DeviceBuffer::<f16>::zeroed(&dev, m * n)?;
+/// let args = GemmArgs { m, n, k, epilogue: Epilogue::None };
+/// gemm_scaled_with(&s, &a, &b, &sa, &sb, None, &mut c, args, TILES8[2])?;
+/// assert!(c.to_vec()?.iter().all(|x| x.to_f32() == -8.0)); // 32 * -2 * 0.125
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_scaled_with<Q: QuantElement, T: Element>(
+    stream: &Stream,
+    a: &DeviceBuffer<Q>,
+    b: &DeviceBuffer<Q>,
+    scale_a: &DeviceBuffer<f32>,
+    scale_b: &DeviceBuffer<f32>,
+    bias: Option<&DeviceBuffer<T>>,
+    c: &mut DeviceBuffer<T>,
+    args: GemmArgs,
+    tile: Tile8,
+) -> Result<()> {
+    let op = "fly_gemm::gemm_scaled_with";
+    if !TILES8.contains(&tile) {
+        return Err(Call::new(op).error(
+            "tile",
+            format_args!("{tile:?}"),
+            "not one of the built 8-bit tile configs",
+            format_args!("pass one of fly_gemm::table::TILES8: {TILES8:?}"),
+        ));
+    }
+    run(op, stream, a, b, scale_a, scale_b, bias, c, args, tile)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run<Q: QuantElement, T: Element>(
+    op: &'static str,
+    stream: &Stream,
+    a: &DeviceBuffer<Q>,
+    b: &DeviceBuffer<Q>,
+    scale_a: &DeviceBuffer<f32>,
+    scale_b: &DeviceBuffer<f32>,
+    bias: Option<&DeviceBuffer<T>>,
+    c: &mut DeviceBuffer<T>,
+    args: GemmArgs,
+    tile: Tile8,
+) -> Result<()> {
+    let call = Call::new(op);
     let GemmArgs { m, n, k, epilogue } = args;
     for (name, v) in [("m", m), ("n", n), ("k", k)] {
         call.at_most(name, v, MAX_DIM, "split the GEMM")?;
@@ -105,7 +183,7 @@ pub fn gemm_scaled<Q: QuantElement, T: Element>(
         (false, None) => {}
     }
     let target = stream.device().target();
-    let launcher = match kernels::wgmma_scaled::<T>(scaled_key(Q::QUANT, epilogue)) {
+    let launcher = match kernels::wgmma_scaled::<T>(scaled_key(Q::QUANT, epilogue, tile)) {
         Some(l) if target == Target::Sm90 => l,
         _ => {
             return Err(call.error(
@@ -126,10 +204,10 @@ pub fn gemm_scaled<Q: QuantElement, T: Element>(
         return Ok(());
     }
     let (m64, n64, k64) = (m as u64, n as u64, k as u64);
-    let (bk, bm, bn) = (table::BK8, table::BM, table::BN);
+    let (bk, bm, bn) = (table::BK8, tile.bm, tile.bn);
     let a_map = TensorMap::tiled(a, &[k64, m64], &[k64], &[bk, bm], TmaSwizzle::B128)?;
     let b_map = TensorMap::tiled(b, &[k64, n64], &[k64], &[bk, bn], TmaSwizzle::B128)?;
-    let tiles = m.div_ceil(bm as usize) * n.div_ceil(bn as usize);
+    let tiles = tile.tiles(m, n);
     let grid = u32::try_from(tiles).map_err(|_| {
         call.error(
             "m, n",
@@ -138,7 +216,7 @@ pub fn gemm_scaled<Q: QuantElement, T: Element>(
             "split the GEMM along M",
         )
     })?;
-    let cfg = LaunchConfig::linear(grid, table::THREADS).with_dynamic_lds(table::LDS_BYTES8);
+    let cfg = LaunchConfig::linear(grid, tile.threads()).with_dynamic_lds(tile.lds_bytes());
     // Without a bias the kernel never reads it, but the launcher takes a `T` buffer and
     // C is borrowed mutably: pass an empty stand-in (no device allocation happens for zero
     // elements; the 16-bit `gemm` passes A, which has the output's type there).

@@ -106,14 +106,91 @@ impl Quant {
 /// The output dtypes of the scaled GEMM (bias and C).
 pub const SCALED_OUT: [DType; 2] = [DType::BF16, DType::F16];
 
-/// The scaled Hopper kernel's name for input `q`, output `out` and `epi`.
-pub fn scaled_kernel_name(q: Quant, out: DType, epi: Epilogue) -> String {
-    format!("gemm_wgmma_{}_{}_{}", q.name(), out.name(), epi.name())
+/// A tile config of the 8-bit kernels: `bm` rows (64 per consumer warpgroup) by `bn`
+/// columns (the wgmma N) of C per workgroup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Tile8 {
+    /// Rows of C per workgroup: 64 (one warpgroup) or 128 (two).
+    pub bm: u32,
+    /// Columns of C per workgroup (a multiple of 8 in 8..=256).
+    pub bn: u32,
 }
 
-/// The scaled dispatch-table key of (`q`, `epi`) (per output dtype).
-pub fn scaled_key(q: Quant, epi: Epilogue) -> usize {
-    q.index() * Epilogue::ALL.len() + epi.index()
+/// The 8-bit tile configs, largest first: 128 x 256 for large grids, 128 x 128 and 64 x 64
+/// to spread small-M (or small-N) GEMMs over more SMs. The dispatcher
+/// ([`Tile8::pick`]) takes the first that makes enough tiles.
+pub const TILES8: [Tile8; 3] = [
+    Tile8 { bm: 128, bn: 256 },
+    Tile8 { bm: 128, bn: 128 },
+    Tile8 { bm: 64, bn: 64 },
+];
+
+/// Workgroups that fill an H200 (its 132 SMs, one 8-bit workgroup each: the large tile's
+/// LDS allows one per SM).
+pub const FILL_TILES: usize = 132;
+
+impl Tile8 {
+    /// Threads per workgroup: one warpgroup (128 threads) per 64 rows.
+    pub fn threads(self) -> u32 {
+        self.bm / 64 * 128
+    }
+    /// Bytes of one pipeline stage (A and B tiles).
+    pub fn stage_bytes(self) -> u32 {
+        (self.bm + self.bn) * BK8
+    }
+    /// Dynamic LDS per launch: the stages plus 1024 bytes of alignment slack.
+    pub fn lds_bytes(self) -> u32 {
+        STAGES8 * self.stage_bytes() + 1024
+    }
+    /// Index in [`TILES8`].
+    pub fn index(self) -> usize {
+        TILES8.iter().position(|&t| t == self).unwrap_or(0)
+    }
+    /// Tiles (workgroups) of an `m` x `n` C.
+    pub fn tiles(self, m: usize, n: usize) -> usize {
+        m.div_ceil(self.bm as usize) * n.div_ceil(self.bn as usize)
+    }
+    /// The dispatcher's rule: the largest config with at least [`FILL_TILES`] tiles of
+    /// `m` x `n`, else the smallest (small M is memory-bound: more workgroups stream B
+    /// faster than fewer, larger ones).
+    ///
+    /// ```
+    /// use fly_gemm::table::{Tile8, TILES8};
+    /// assert_eq!(Tile8::pick(4096, 8192), TILES8[0]); // 32 x 32 tiles
+    /// assert_eq!(Tile8::pick(512, 8192), TILES8[1]); // 4 x 32 large tiles: too few
+    /// assert_eq!(Tile8::pick(16, 8192), TILES8[2]);
+    /// ```
+    pub fn pick(m: usize, n: usize) -> Tile8 {
+        TILES8
+            .into_iter()
+            .find(|t| t.tiles(m, n) >= FILL_TILES)
+            .unwrap_or(TILES8[TILES8.len() - 1])
+    }
+    /// The kernel-name suffix (none for the first config).
+    pub fn suffix(self) -> String {
+        if self == TILES8[0] {
+            String::new()
+        } else {
+            format!("_m{}n{}", self.bm, self.bn)
+        }
+    }
+}
+
+/// The scaled Hopper kernel's name for input `q`, output `out`, `epi` and `tile`.
+pub fn scaled_kernel_name(q: Quant, out: DType, epi: Epilogue, tile: Tile8) -> String {
+    format!(
+        "gemm_wgmma_{}_{}_{}{}",
+        q.name(),
+        out.name(),
+        epi.name(),
+        tile.suffix()
+    )
+}
+
+/// The scaled dispatch-table key of (`q`, `epi`, `tile`) (per output dtype); ascending in
+/// the build script's declaration order.
+pub fn scaled_key(q: Quant, epi: Epilogue, tile: Tile8) -> usize {
+    (tile.index() * Quant::ALL.len() + q.index()) * Epilogue::ALL.len() + epi.index()
 }
 
 /// K per pipeline stage of the 8-bit kernels (128 one-byte elements: one 128-byte swizzled
@@ -121,8 +198,9 @@ pub fn scaled_key(q: Quant, epi: Epilogue) -> usize {
 pub const BK8: u32 = 128;
 /// Pipeline stages of the 8-bit kernels.
 pub const STAGES8: u32 = 4;
-/// Bytes of one 8-bit stage (A and B tiles).
-pub const STAGE_BYTES8: u32 = (BM + BN) * BK8;
-/// Dynamic LDS per launch of the 8-bit kernels: the stages plus 1024 bytes of alignment
-/// slack (197,632 bytes: within sm_90's 227 KiB).
-pub const LDS_BYTES8: u32 = STAGES8 * STAGE_BYTES8 + 1024;
+/// Dynamic LDS of the largest 8-bit config (197,632 bytes: within sm_90's 227 KiB).
+///
+/// ```
+/// assert!(fly_gemm::table::LDS_BYTES8 <= 227 * 1024);
+/// ```
+pub const LDS_BYTES8: u32 = STAGES8 * (BM + BN) * BK8 + 1024;

@@ -11,8 +11,9 @@ fn hopper_kernels_have_the_tma_wgmma_pipeline() {
     let variants = fly_gemm::kernel_variants();
     assert_eq!(
         variants.len(),
-        30,
-        "bf16 and f16 x 5 epilogues, then (bf16, f16 out) x (e4m3fn, i8 in) x 5 epilogues"
+        70,
+        "bf16 and f16 x 5 epilogues, then (bf16, f16 out) x (e4m3fn, i8 in) x 5 epilogues x \
+         3 tile configs"
     );
     let mut seen = 0;
     for (name, k) in variants {
@@ -31,16 +32,18 @@ fn hopper_kernels_have_the_tma_wgmma_pipeline() {
             assert!(text.contains(".version 8.4"), "{name}: not PTX ISA 8.4");
             // The wgmma form and how many of them one K step (one pipeline stage) issues:
             // BK / 16 = 4 k16 wgmmas of 16-bit tiles, BK8 / 32 = 4 k32 wgmmas of 8-bit ones.
+            // The 8-bit configs other than the first end in `_m{bm}n{bn}`.
+            let bn = fly_gemm::table::TILES8
+                .iter()
+                .find(|t| name.ends_with(&t.suffix()) && !t.suffix().is_empty())
+                .map_or(256, |t| t.bn);
             let (mma, per_step) = if name.contains("_e4m3fn_") {
                 (
-                    "m64n256k32.f32.e4m3.e4m3".to_string(),
+                    format!("m64n{bn}k32.f32.e4m3.e4m3"),
                     fly_gemm::table::BK8 / 32,
                 )
             } else if name.contains("_i8_") {
-                (
-                    "m64n256k32.s32.s8.s8".to_string(),
-                    fly_gemm::table::BK8 / 32,
-                )
+                (format!("m64n{bn}k32.s32.s8.s8"), fly_gemm::table::BK8 / 32)
             } else if name.contains("f16") && !name.contains("bf16") {
                 (
                     "m64n256k16.f32.f16.f16".to_string(),

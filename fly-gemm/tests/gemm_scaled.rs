@@ -9,7 +9,8 @@
 //! of the sum and the scaling (2^-20 of the sum of |terms|); the activations' approximate exp2 / rcp add 1e-2
 //! relative as in the 16-bit tests.
 
-use fly_gemm::{gemm_scaled, quantize_rows, Epilogue, GemmArgs, QuantElement};
+use fly_gemm::table::{Tile8, TILES8};
+use fly_gemm::{gemm_scaled, gemm_scaled_with, quantize_rows, Epilogue, GemmArgs, QuantElement};
 use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::{Backend, Device, DeviceBuffer, Element, Target, F8E4M3FN};
 use flydsl_testutil::gemm::{gemm_ref, gemm_scaled_ref, Act};
@@ -43,9 +44,20 @@ fn uniform(rng: &mut Rng, n: usize, r: f32) -> Vec<f32> {
 
 fn case<Q: QuantElement + Default + Clone, T: Element>(
     dev: &Device,
+    shape: (usize, usize, usize),
+    epi: Epilogue,
+    seed: u64,
+) {
+    case_with::<Q, T>(dev, shape, epi, seed, None)
+}
+
+/// One call (through the dispatcher, or with `tile` pinned) against the reference.
+fn case_with<Q: QuantElement + Default + Clone, T: Element>(
+    dev: &Device,
     (m, n, k): (usize, usize, usize),
     epi: Epilogue,
     seed: u64,
+    tile: Option<Tile8>,
 ) {
     let mut rng = Rng::new(seed);
     // Rows of different magnitudes, so the scales differ per row and column.
@@ -96,7 +108,11 @@ fn case<Q: QuantElement + Default + Clone, T: Element>(
         epilogue: epi,
     };
     let bias_arg = epi.has_bias().then_some(&dbias);
-    gemm_scaled(&s, &da, &db, &dsa, &dsb, bias_arg, &mut dc, args).unwrap();
+    match tile {
+        None => gemm_scaled(&s, &da, &db, &dsa, &dsb, bias_arg, &mut dc, args),
+        Some(t) => gemm_scaled_with(&s, &da, &db, &dsa, &dsb, bias_arg, &mut dc, args, t),
+    }
+    .unwrap();
     let c = dc.to_vec().unwrap();
     // The output's rounding: at most 2^-8 (bf16) / 2^-11 (f16) of the value.
     let eps = if T::DTYPE == flydsl_rt::DType::BF16 {
@@ -114,7 +130,8 @@ fn case<Q: QuantElement + Default + Clone, T: Element>(
             }
             assert!(
                 (got - wv).abs() <= tol,
-                "{} {:?} -> {:?} {m}x{n}x{k} {epi:?}: C[{i}][{j}] = {got}, want {wv} (tol {tol})",
+                "{} {:?} -> {:?} {m}x{n}x{k} {epi:?} {tile:?}: C[{i}][{j}] = {got}, want {wv} \
+                 (tol {tol})",
                 dev.name(),
                 Q::QUANT,
                 T::DTYPE
@@ -141,6 +158,25 @@ fn ragged_shapes_in_both_input_and_output_types() {
             case::<i8, bf16>(&dev, (1000, 520, 1040), Epilogue::None, 5);
             case::<F8E4M3FN, bf16>(&dev, (4096, 4096, 1024), Epilogue::None, 6);
             case::<i8, f16>(&dev, (4096, 4096, 1024), Epilogue::Bias, 7);
+        }
+    }
+}
+
+#[test]
+fn every_tile_config_is_correct_at_ragged_shapes() {
+    // Shapes ragged for every config: M past one 64- and 128-row tile, N a multiple of 16
+    // but of no tile's N, K past one 128-byte stage.
+    for dev in devices() {
+        for (i, tile) in TILES8.into_iter().enumerate() {
+            let seed = 300 + 10 * i as u64;
+            for (j, shape) in [(1, 80, 48), (130, 272, 400), (65, 16, 144)]
+                .into_iter()
+                .enumerate()
+            {
+                let s = seed + j as u64;
+                case_with::<F8E4M3FN, bf16>(&dev, shape, Epilogue::BiasSilu, s, Some(tile));
+                case_with::<i8, f16>(&dev, shape, Epilogue::Bias, s + 5, Some(tile));
+            }
         }
     }
 }
@@ -306,6 +342,17 @@ fn bad_arguments_are_errors_that_write_nothing() {
         );
         assert_eq!(c.to_vec().unwrap(), sentinel, "{what}: C was written");
     }
+    // A pinned tile config that was not built.
+    let mut c = DeviceBuffer::from_slice(&dev, &sentinel).unwrap();
+    let bad = Tile8 { bm: 64, bn: 256 };
+    let e = gemm_scaled_with(&s, &a, &b, &sa, &sb, None, &mut c, ok, bad)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("fly_gemm::gemm_scaled_with: `tile`") && e.contains("TILES8"),
+        "{e}"
+    );
+    assert_eq!(c.to_vec().unwrap(), sentinel);
     // C too small (and too large).
     for len in [m * n - 1, m * n + 1] {
         let mut c = DeviceBuffer::<bf16>::zeroed(&dev, len).unwrap();
