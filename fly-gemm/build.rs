@@ -18,7 +18,7 @@ use flydsl_build::glue::DispatchTable;
 pub use flydsl_build::ir::DType;
 use flydsl_build::ir::Target;
 use table::{
-    kernel_name, scaled_kernel_name, scaled_key, Epilogue, Quant, DTYPES, SCALED_OUT, TILES8,
+    kernel_name, key16, scaled_kernel_name, scaled_key, Epilogue, Quant, DTYPES, SCALED_OUT, TILES,
 };
 
 fn main() {
@@ -28,15 +28,19 @@ fn main() {
     let mut b = flydsl_build::Builder::from_env();
     let mut wg = DispatchTable::new("WGMMA", "WgmmaLaunchers");
     for d in DTYPES {
-        for epi in Epilogue::ALL {
-            let name = kernel_name(d, epi);
-            b = b.kernel_on(&name, &[Target::Sm90], move |t| wgmma::build(t, d, epi));
-            wg = wg.entry(&[d], format!("{}usize", epi.index()), &name);
+        for tile in TILES {
+            for epi in Epilogue::ALL {
+                let name = kernel_name(d, epi, tile);
+                b = b.kernel_on(&name, &[Target::Sm90], move |t| {
+                    wgmma::build(t, d, epi, tile)
+                });
+                wg = wg.entry(&[d], format!("{}usize", key16(epi, tile)), &name);
+            }
         }
     }
     let mut sc = DispatchTable::new("WGMMA_SCALED", "ScaledLaunchers");
     for out in SCALED_OUT {
-        for tile in TILES8 {
+        for tile in TILES {
             for q in Quant::ALL {
                 for epi in Epilogue::ALL {
                     let name = scaled_kernel_name(q, out, epi, tile);

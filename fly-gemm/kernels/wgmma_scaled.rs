@@ -5,7 +5,7 @@
 //! The structure is the 16-bit kernel's (`wgmma.rs`): A is M x K and B is N x K, both
 //! row-major 8-bit; `scale_a` [M] and `scale_b` [N] are f32; bias [N] and C [M, N] are in
 //! the output dtype (bf16 or f16). Each workgroup computes one `bm` x `bn` tile of its
-//! [`Tile8`] config with one warpgroup per 64 rows; a stage holds `BK8` = 128 K elements
+//! [`Tile`] config with one warpgroup per 64 rows; a stage holds `BK8` = 128 K elements
 //! (one 128-byte swizzled row per tile row), read by four k32 wgmmas. The accumulator is scaled in f32 (int8: converted from s32
 //! first), then the bias and activation are applied and the result is rounded once.
 //!
@@ -15,7 +15,7 @@
 //! 16-byte multiples); M and N are free (TMA zero-fills past the edges, the epilogue
 //! guards). Index arithmetic is i32 except C offsets (i64): M, N, K < 2^31 - 2^16.
 
-use crate::table::{scaled_kernel_name, Epilogue, Quant, Tile8, BK8, GROUP_M, STAGES8};
+use crate::table::{scaled_kernel_name, Epilogue, Quant, Tile, BK8, GROUP_M, STAGES8};
 use crate::wgmma::epilogue;
 use crate::DType;
 use flydsl_dsl::ir::{Kernel, ScalarType, ScalarType::*, Target};
@@ -39,7 +39,7 @@ pub fn build(
     q: Quant,
     out: DType,
     epi: Epilogue,
-    tile: Tile8,
+    tile: Tile,
 ) -> Result<Kernel, BuildError> {
     let ot = out.scalar();
     let it = input_scalar(q);

@@ -1,5 +1,5 @@
 //! The kernels this crate's build script generated: variant tables, typed launchers and the
-//! typed dispatch tables `WGMMA` (per dtype, one entry per epilogue, keyed by its index) and
+//! typed dispatch tables `WGMMA` (per dtype, keyed by `table::key16`) and
 //! `WGMMA_SCALED` (per output dtype, keyed by `table::scaled_key`).
 
 use flydsl_rt::{DeviceBuffer, Element, ElementMap, LaunchConfig, Launchers, Result, Stream};
@@ -24,20 +24,18 @@ pub(crate) type WgmmaFn<T> = unsafe fn(
     i32,
 ) -> Result<()>;
 
-/// Hopper launchers of elements `T`, keyed by epilogue index.
+/// Hopper launchers of elements `T`, keyed by `table::key16` (epilogue and tile).
 pub(crate) struct WgmmaLaunchers;
 impl ElementMap for WgmmaLaunchers {
     type Of<T: Element> = Launchers<usize, WgmmaFn<T>>;
 }
 
-/// The Hopper launcher of `epilogue` for `T`, if this dtype has one.
+/// The Hopper launcher of `key` (`table::key16`) for `T`, if this dtype has one.
 pub(crate) fn wgmma<T: Element>(
-    epilogue: usize,
+    key: usize,
 ) -> Option<&'static flydsl_rt::Launcher<usize, WgmmaFn<T>>> {
     let t = generated::WGMMA.get::<T>();
-    t.binary_search_by_key(&epilogue, |l| l.key)
-        .ok()
-        .map(|i| &t[i])
+    t.binary_search_by_key(&key, |l| l.key).ok().map(|i| &t[i])
 }
 
 /// A scaled Hopper launcher:

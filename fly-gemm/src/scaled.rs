@@ -1,7 +1,7 @@
 //! [`gemm_scaled`]: the fp8 / int8 GEMM with per-row and per-column scales.
 
 use crate::quant::QuantElement;
-use crate::table::{self, scaled_key, Tile8, TILES8};
+use crate::table::{self, scaled_key, Tile, TILES};
 use crate::{kernels, GemmArgs, MAX_DIM};
 use flydsl_rt::validate::Call;
 use flydsl_rt::{
@@ -25,7 +25,7 @@ use flydsl_rt::{
 /// zeros), a dimension past [`MAX_DIM`], buffers on another device, and a device this build
 /// has no 8-bit kernel for (so far: sm90 and its Sim only).
 ///
-/// The tile config comes from [`Tile8::pick`]: 128 x 256 when that makes at least
+/// The tile config comes from [`Tile::pick`]: 128 x 256 when that makes at least
 /// [`table::FILL_TILES`] workgroups, else 128 x 128, else 64 x 64 (small M is memory-bound;
 /// more, smaller workgroups read B with more SMs). [`gemm_scaled_with`] pins one.
 ///
@@ -57,7 +57,7 @@ pub fn gemm_scaled<Q: QuantElement, T: Element>(
     c: &mut DeviceBuffer<T>,
     args: GemmArgs,
 ) -> Result<()> {
-    let tile = Tile8::pick(args.m, args.n);
+    let tile = Tile::pick(args.m, args.n);
     run(
         "fly_gemm::gemm_scaled",
         stream,
@@ -72,15 +72,15 @@ pub fn gemm_scaled<Q: QuantElement, T: Element>(
     )
 }
 
-/// [`gemm_scaled`] with a pinned tile config (one of [`TILES8`]) instead of the
-/// dispatcher's ([`Tile8::pick`]): for benchmarks and callers who tune their own shapes.
+/// [`gemm_scaled`] with a pinned tile config (one of [`TILES`]) instead of the
+/// dispatcher's ([`Tile::pick`]): for benchmarks and callers who tune their own shapes.
 /// Every config is correct at every shape [`gemm_scaled`] accepts.
 ///
-/// Errors: those of [`gemm_scaled`], and a `tile` that is not in [`TILES8`].
+/// Errors: those of [`gemm_scaled`], and a `tile` that is not in [`TILES`].
 ///
 /// ```
 /// use flydsl_rt::{half::f16, Device, DeviceBuffer, Target};
-/// use fly_gemm::{gemm_scaled_with, table::TILES8, Epilogue, GemmArgs};
+/// use fly_gemm::{gemm_scaled_with, table::TILES, Epilogue, GemmArgs};
 /// let dev = Device::sim(Target::Sm90);
 /// let s = dev.stream()?;
 /// let (m, n, k) = (3, 16, 32);
@@ -90,7 +90,7 @@ pub fn gemm_scaled<Q: QuantElement, T: Element>(
 /// let sb = DeviceBuffer::from_slice(&dev, &vec![0.25f32; n])?;
 /// let mut c = DeviceBuffer::<f16>::zeroed(&dev, m * n)?;
 /// let args = GemmArgs { m, n, k, epilogue: Epilogue::None };
-/// gemm_scaled_with(&s, &a, &b, &sa, &sb, None, &mut c, args, TILES8[2])?;
+/// gemm_scaled_with(&s, &a, &b, &sa, &sb, None, &mut c, args, TILES[2])?;
 /// assert!(c.to_vec()?.iter().all(|x| x.to_f32() == -8.0)); // 32 * -2 * 0.125
 /// # Ok::<(), flydsl_rt::Error>(())
 /// ```
@@ -104,15 +104,15 @@ pub fn gemm_scaled_with<Q: QuantElement, T: Element>(
     bias: Option<&DeviceBuffer<T>>,
     c: &mut DeviceBuffer<T>,
     args: GemmArgs,
-    tile: Tile8,
+    tile: Tile,
 ) -> Result<()> {
     let op = "fly_gemm::gemm_scaled_with";
-    if !TILES8.contains(&tile) {
+    if !TILES.contains(&tile) {
         return Err(Call::new(op).error(
             "tile",
             format_args!("{tile:?}"),
             "not one of the built 8-bit tile configs",
-            format_args!("pass one of fly_gemm::table::TILES8: {TILES8:?}"),
+            format_args!("pass one of fly_gemm::table::TILES: {TILES:?}"),
         ));
     }
     run(op, stream, a, b, scale_a, scale_b, bias, c, args, tile)
@@ -129,7 +129,7 @@ fn run<Q: QuantElement, T: Element>(
     bias: Option<&DeviceBuffer<T>>,
     c: &mut DeviceBuffer<T>,
     args: GemmArgs,
-    tile: Tile8,
+    tile: Tile,
 ) -> Result<()> {
     let call = Call::new(op);
     let GemmArgs { m, n, k, epilogue } = args;

@@ -11,9 +11,9 @@ fn hopper_kernels_have_the_tma_wgmma_pipeline() {
     let variants = fly_gemm::kernel_variants();
     assert_eq!(
         variants.len(),
-        70,
-        "bf16 and f16 x 5 epilogues, then (bf16, f16 out) x (e4m3fn, i8 in) x 5 epilogues x \
-         3 tile configs"
+        90,
+        "(bf16, f16) x 3 tile configs x 5 epilogues, then (bf16, f16 out) x 3 tile configs x \
+         (e4m3fn, i8 in) x 5 epilogues"
     );
     let mut seen = 0;
     for (name, k) in variants {
@@ -32,8 +32,8 @@ fn hopper_kernels_have_the_tma_wgmma_pipeline() {
             assert!(text.contains(".version 8.4"), "{name}: not PTX ISA 8.4");
             // The wgmma form and how many of them one K step (one pipeline stage) issues:
             // BK / 16 = 4 k16 wgmmas of 16-bit tiles, BK8 / 32 = 4 k32 wgmmas of 8-bit ones.
-            // The 8-bit configs other than the first end in `_m{bm}n{bn}`.
-            let bn = fly_gemm::table::TILES8
+            // The tile configs other than the first end in `_m{bm}n{bn}`.
+            let bn = fly_gemm::table::TILES
                 .iter()
                 .find(|t| name.ends_with(&t.suffix()) && !t.suffix().is_empty())
                 .map_or(256, |t| t.bn);

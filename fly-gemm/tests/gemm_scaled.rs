@@ -9,7 +9,7 @@
 //! of the sum and the scaling (2^-20 of the sum of |terms|); the activations' approximate exp2 / rcp add 1e-2
 //! relative as in the 16-bit tests.
 
-use fly_gemm::table::{Tile8, TILES8};
+use fly_gemm::table::{Tile, TILES};
 use fly_gemm::{gemm_scaled, gemm_scaled_with, quantize_rows, Epilogue, GemmArgs, QuantElement};
 use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::{Backend, Device, DeviceBuffer, Element, Target, F8E4M3FN};
@@ -57,7 +57,7 @@ fn case_with<Q: QuantElement + Default + Clone, T: Element>(
     (m, n, k): (usize, usize, usize),
     epi: Epilogue,
     seed: u64,
-    tile: Option<Tile8>,
+    tile: Option<Tile>,
 ) {
     let mut rng = Rng::new(seed);
     // Rows of different magnitudes, so the scales differ per row and column.
@@ -167,7 +167,7 @@ fn every_tile_config_is_correct_at_ragged_shapes() {
     // Shapes ragged for every config: M past one 64- and 128-row tile, N a multiple of 16
     // but of no tile's N, K past one 128-byte stage.
     for dev in devices() {
-        for (i, tile) in TILES8.into_iter().enumerate() {
+        for (i, tile) in TILES.into_iter().enumerate() {
             let seed = 300 + 10 * i as u64;
             for (j, shape) in [(1, 80, 48), (130, 272, 400), (65, 16, 144)]
                 .into_iter()
@@ -344,12 +344,12 @@ fn bad_arguments_are_errors_that_write_nothing() {
     }
     // A pinned tile config that was not built.
     let mut c = DeviceBuffer::from_slice(&dev, &sentinel).unwrap();
-    let bad = Tile8 { bm: 64, bn: 256 };
+    let bad = Tile { bm: 64, bn: 256 };
     let e = gemm_scaled_with(&s, &a, &b, &sa, &sb, None, &mut c, ok, bad)
         .unwrap_err()
         .to_string();
     assert!(
-        e.starts_with("fly_gemm::gemm_scaled_with: `tile`") && e.contains("TILES8"),
+        e.starts_with("fly_gemm::gemm_scaled_with: `tile`") && e.contains("TILES"),
         "{e}"
     );
     assert_eq!(c.to_vec().unwrap(), sentinel);
