@@ -45,13 +45,10 @@ fn hopper_kernels_have_the_tma_wgmma_pipeline() {
             } else if name.contains("_i8_") {
                 (format!("m64n{bn}k32.s32.s8.s8"), fly_gemm::table::BK8 / 32)
             } else if name.contains("f16") && !name.contains("bf16") {
-                (
-                    "m64n256k16.f32.f16.f16".to_string(),
-                    fly_gemm::table::BK / 16,
-                )
+                (format!("m64n{bn}k16.f32.f16.f16"), fly_gemm::table::BK / 16)
             } else {
                 (
-                    "m64n256k16.f32.bf16.bf16".to_string(),
+                    format!("m64n{bn}k16.f32.bf16.bf16"),
                     fly_gemm::table::BK / 16,
                 )
             };
