@@ -156,8 +156,9 @@ fn ragged_shapes_in_both_input_and_output_types() {
         if dev.backend() != Backend::Sim {
             case::<F8E4M3FN, bf16>(&dev, (1000, 520, 1040), Epilogue::None, 4);
             case::<i8, bf16>(&dev, (1000, 520, 1040), Epilogue::None, 5);
-            case::<F8E4M3FN, bf16>(&dev, (4096, 4096, 1024), Epilogue::None, 6);
-            case::<i8, f16>(&dev, (4096, 4096, 1024), Epilogue::Bias, 7);
+            // Several 128 x 256 tiles in both directions (the CPU reference bounds the size).
+            case::<F8E4M3FN, bf16>(&dev, (1536, 2048, 1024), Epilogue::None, 6);
+            case::<i8, f16>(&dev, (1536, 2048, 1024), Epilogue::Bias, 7);
         }
     }
 }
