@@ -19,8 +19,9 @@ use flydsl_rt::timing::Timer;
 use flydsl_rt::{Backend, Device, DeviceBuffer, LaunchConfig};
 use flydsl_tests::proof;
 
-/// (M, N, K): the square case and the GEMM issue's (N, K) pairs at M = 4096 and 8192.
-const SHAPES: [(usize, usize, usize); 9] = [
+/// (M, N, K): the square case, the GEMM issue's (N, K) pairs at M = 4096 and 8192, and
+/// at the small M (1, 16, 128) the small-tile configs are for.
+const SHAPES: [(usize, usize, usize); 21] = [
     (8192, 8192, 8192),
     (4096, 8192, 8192),
     (1024, 8192, 8192),
@@ -30,6 +31,18 @@ const SHAPES: [(usize, usize, usize); 9] = [
     (8192, 4096, 14336),
     (4096, 28672, 4096),
     (8192, 28672, 4096),
+    (1, 8192, 8192),
+    (16, 8192, 8192),
+    (128, 8192, 8192),
+    (1, 5120, 8192),
+    (16, 5120, 8192),
+    (128, 5120, 8192),
+    (1, 4096, 14336),
+    (16, 4096, 14336),
+    (128, 4096, 14336),
+    (1, 28672, 4096),
+    (16, 28672, 4096),
+    (128, 28672, 4096),
 ];
 
 /// Element `i` of input `seed`: a hash of the index mapped to [-1, 1), rounded to bf16.
