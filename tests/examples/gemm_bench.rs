@@ -11,6 +11,12 @@
 //! `torch._scaled_mm` and `torch._int_mm`). `GEMM8=0` skips it, `GEMM16=0` skips the 16-bit
 //! part.
 //!
+//! Last, the tile sweep (`GEMM_TILES=0` skips it): every tile config of both kernels
+//! (`fly_gemm::table::TILES`, pinned with `gemm_with_tile` / `gemm_scaled_with`) at M = 16,
+//! 128, 512 and 1024 with (N, K) = (8192, 8192), next to the dispatcher's pick
+//! (`Tile::pick`), written to `$OUT/gemm_tiles.json`: the measurement behind the
+//! dispatcher's rule.
+//!
 //! `cargo run --release -p flydsl-tests --features sm90 --example gemm_bench`
 
 use fly_gemm::{gemm, Epilogue, GemmArgs};
@@ -166,6 +172,12 @@ fn main() -> Result<(), String> {
     let path = format!("{out}/gemm_ours.json");
     std::fs::write(&path, format!("[\n{}\n]\n", rows.join(",\n")))
         .map_err(|e| format!("{path}: {e}"))?;
+    if std::env::var("GEMM_TILES").as_deref() != Ok("0") {
+        let tiles = tile_sweep(&dev, &s, &mut timer)?;
+        let path = format!("{out}/gemm_tiles.json");
+        std::fs::write(&path, format!("[\n{}\n]\n", tiles.join(",\n")))
+            .map_err(|e| format!("{path}: {e}"))?;
+    }
     Ok(())
 }
 
@@ -275,4 +287,69 @@ fn quant_one<Q: fly_gemm::QuantElement>(
         }
     }
     Ok(())
+}
+
+/// Every tile config of the bf16 and fp8 kernels at small and mid M (see the module docs).
+fn tile_sweep(
+    dev: &Device,
+    s: &flydsl_rt::Stream,
+    timer: &mut Timer,
+) -> Result<Vec<String>, String> {
+    use fly_gemm::table::{Tile, TILES};
+    use fly_gemm::{gemm_scaled_with, gemm_with_tile};
+    use flydsl_rt::F8E4M3FN;
+    let e = |x: flydsl_rt::Error| x.to_string();
+    let (n, k) = (8192usize, 8192usize);
+    let mut rows = Vec::new();
+    for m in [16usize, 128, 512, 1024] {
+        let a: Vec<bf16> = (0..(m * k) as u64).map(|i| value(1, i)).collect();
+        let b: Vec<bf16> = (0..(n * k) as u64).map(|i| value(2, i)).collect();
+        let (da, db) = (
+            DeviceBuffer::from_slice(dev, &a).map_err(e)?,
+            DeviceBuffer::from_slice(dev, &b).map_err(e)?,
+        );
+        let a8: Vec<F8E4M3FN> = quant_inputs(1, m * k);
+        let b8: Vec<F8E4M3FN> = quant_inputs(2, n * k);
+        let (da8, db8) = (
+            DeviceBuffer::from_slice(dev, &a8).map_err(e)?,
+            DeviceBuffer::from_slice(dev, &b8).map_err(e)?,
+        );
+        let sa = DeviceBuffer::from_slice(dev, &vec![1.0f32 / 256.0; m]).map_err(e)?;
+        let sb = DeviceBuffer::from_slice(dev, &vec![1.0f32 / 128.0; n]).map_err(e)?;
+        let mut dc = DeviceBuffer::<bf16>::zeroed(dev, m * n).map_err(e)?;
+        let args = GemmArgs {
+            m,
+            n,
+            k,
+            epilogue: Epilogue::None,
+        };
+        let pick = Tile::pick(m, n);
+        for tile in TILES {
+            for dtype in ["bf16", "fp8"] {
+                let mut run = || {
+                    if dtype == "bf16" {
+                        gemm_with_tile(s, &da, &db, None, &mut dc, args, tile)
+                    } else {
+                        gemm_scaled_with(s, &da8, &db8, &sa, &sb, None, &mut dc, args, tile)
+                    }
+                };
+                let ms = timer.median(s, 3, 20, &mut run).map_err(e)?;
+                let tflops = 2.0 * (m * n * k) as f64 / (ms * 1e-3) / 1e12;
+                let picked = if tile == pick { " (picked)" } else { "" };
+                println!(
+                    "tile sweep {dtype:<4} {m:>5}x{n}x{k} {:>3}x{:<3} {ms:>9.4} ms \
+                     {tflops:>7.1} TFLOP/s{picked}",
+                    tile.bm, tile.bn
+                );
+                rows.push(format!(
+                    "{{\"dtype\": \"{dtype}\", \"shape\": [{m}, {n}, {k}], \"tile\": [{}, {}], \
+                     \"picked\": {}, \"median_ms\": {ms}, \"tflops\": {tflops}}}",
+                    tile.bm,
+                    tile.bn,
+                    tile == pick
+                ));
+            }
+        }
+    }
+    Ok(rows)
 }
