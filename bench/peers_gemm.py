@@ -69,7 +69,11 @@ def values_f32(seed, n):
     """`value_f32` of the Rust bench: the hash mapped to [-1, 1) in f64, rounded to f32."""
     i = torch.arange(n, dtype=torch.int64, device=DEV)
     h = ((i + seed * 0x9E3779B9) * 2654435761) & 0xFFFFFFFF
-    return (h.to(torch.float64) / 4294967296.0 * 2.0 - 1.0).to(torch.float32)
+    x = (h.to(torch.float64) / 4294967296.0 * 2.0 - 1.0).to(torch.float32)
+    for j in [0, 1, n // 3, n - 1]:  # the same values as the Rust bench's `value_f32`
+        want = torch.tensor(value_py(seed, j), dtype=torch.float64).to(torch.float32)
+        assert x[j].item() == want.item(), (seed, j, x[j].item(), want.item())
+    return x
 
 
 def quant_inputs(dtype, seed, n):
