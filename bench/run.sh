@@ -49,8 +49,8 @@ if [ "${SKIP_BENCH:-0}" = 1 ]; then exit 0; fi
 # The Hopper GEMM proof against torch.matmul on the same inputs (SKIP_GEMM=1 skips it;
 # GEMM_ONLY=1 stops after it).
 if [ "${SKIP_GEMM:-0}" != 1 ]; then
-  OUT="$OUT" timeout 300 ./bin/gemm_bench 2>&1 | tee "$OUT/gemm.log"
-  OUT="$OUT" timeout 300 python3 peers_gemm.py 2>&1 | tee -a "$OUT/gemm.log"
+  OUT="$OUT" timeout 600 ./bin/gemm_bench 2>&1 | tee "$OUT/gemm.log"
+  OUT="$OUT" timeout 600 python3 peers_gemm.py 2>&1 | tee -a "$OUT/gemm.log"
 fi
 if [ "${GEMM_ONLY:-0}" = 1 ]; then exit 0; fi
 
