@@ -53,6 +53,28 @@ impl Wg<'_, '_> {
                 [r] => self.lds_read_tr16(*r, ptr, index, act),
                 _ => Err(self.unsupported("LdsReadTr16 without its one result")),
             },
+            AmdOp::CvtPkFp8 { a, b, old, hi, to } => match results {
+                [r] => {
+                    self.cvt_pk_fp8(*r, [a, b, old], hi, to, act);
+                    Ok(())
+                }
+                _ => Err(self.unsupported("CvtPkFp8 without its one result")),
+            },
+            AmdOp::CvtPkF32Fp8 { src, hi, from } => match results {
+                [r] => {
+                    self.cvt_pk_f32_fp8(*r, src, hi, from, act);
+                    Ok(())
+                }
+                _ => Err(self.unsupported("CvtPkF32Fp8 without its one result")),
+            },
+            AmdOp::PermlaneSwap { a, b, rows } => match results {
+                [ra, rb] => self.permlane_swap([*ra, *rb], [a, b], rows, act),
+                _ => Err(self.unsupported("PermlaneSwap without its two results")),
+            },
+            AmdOp::PermlaneX16 { value, sel } => match results {
+                [r] => self.permlanex16(*r, value, sel, act),
+                _ => Err(self.unsupported("PermlaneX16 without its one result")),
+            },
         }
     }
 

@@ -1,6 +1,7 @@
 //! The workgroup executor: all threads of one workgroup run in lockstep, op by op, over
 //! per-thread value vectors, with an active list for structured divergence.
 
+mod amd_lanes;
 mod amd_ops;
 mod amd_state;
 mod arith;
