@@ -6,10 +6,12 @@ use flydsl_dsl::ir::{Kernel, MmaAtom, ScalarType, Target};
 use flydsl_dsl::*;
 
 mod hopper;
+mod readme;
 pub use hopper::{
     hopper_misc, HOPPER_MISC_BLOCK, HOPPER_MISC_DEC_REGS, HOPPER_MISC_REGS, HOPPER_MISC_ROW_PITCH,
     HOPPER_MISC_WARP_ELEMS,
 };
+pub use readme::tile_gemm;
 
 /// Threads per block of [`vadd`].
 pub const VADD_BLOCK: u32 = 256;

@@ -7,6 +7,9 @@
 use crate::{ScalarType, Target, ValueId};
 use serde::{Deserialize, Serialize};
 
+mod tdm;
+pub use tdm::TdmDesc;
+
 /// The instruction classes of [`AmdOp::SchedBarrier`] and [`AmdOp::SchedGroupBarrier`]
 /// masks (LLVM's `llvm.amdgcn.sched_barrier` / `sched_group_barrier` mask bits). Combine
 /// with `|`.
@@ -149,8 +152,13 @@ pub enum AmdOp {
     /// land when a [`AmdOp::WaitTensorcnt`] retires it; other threads read them after a
     /// following barrier.
     ///
-    /// Sim: not modelled (the descriptor format is not pinned from public documentation
-    /// here); executing it is an `Unsupported` error naming the op.
+    /// Sim: the 2-group (2-D) form runs as [`TdmDesc`] documents (fields, bit positions and
+    /// semantics), once per wave with an active lane; the groups must be the same in every
+    /// active lane of the wave (the Sim reports lanes that differ), and descriptor features
+    /// it does not model (gather, multicast, atomic barrier, iterate, 3-D and up, the
+    /// 4-group form) are an `Unsupported` error naming the field. The LDS writes stay
+    /// pending (racecheck reports any access to them) until a [`AmdOp::WaitTensorcnt`] of
+    /// the issuing wave retires the load: barriers do not.
     TensorLoadToLds {
         /// The descriptor groups (2 or 4).
         groups: Vec<ValueId>,
@@ -171,7 +179,8 @@ pub enum AmdOp {
     },
     /// gfx1250 `s_wait_tensorcnt n` (`llvm.amdgcn.s.wait.tensorcnt`, `n` in
     /// `0..=`[`MAX_VMCNT`]): wait until at most `n` Tensor Data Mover operations of this wave
-    /// are outstanding. No results. Sim: a no-op (it models no tensor loads).
+    /// are outstanding. No results. Sim: retires all but the `n` newest
+    /// [`AmdOp::TensorLoadToLds`] of each wave with an active thread (their LDS writes land).
     WaitTensorcnt(u32),
     /// Hardware fp8 pack (`v_cvt_pk_fp8_f32` for E4M3 types, `v_cvt_pk_bf8_f32` for E5M2;
     /// `llvm.amdgcn.cvt.pk.{fp8,bf8}.f32`): one `i32` result, `old` (i32) with its 16-bit

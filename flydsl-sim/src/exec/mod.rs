@@ -4,6 +4,7 @@
 mod amd_lanes;
 mod amd_ops;
 mod amd_state;
+mod amd_tdm;
 mod arith;
 mod cp_state;
 mod lifetimes;
