@@ -434,15 +434,8 @@ fn tensor_load_to_lds_forms_the_sim_does_not_model_are_reported() {
     for groups in [4usize, 2] {
         let mut b = B::new("tdm", Target::Gfx1250);
         let w: Vec<ValueId> = (0..20)
-            .map(|i| {
-                b.i32(if i == 0 {
-                    1 << 31
-                } else if i == 3 {
-                    2 << 30
-                } else {
-                    0
-                })
-            })
+            // Word 0: the gather bit (31); word 3: type 2 (bits 31:30), the same value.
+            .map(|i| b.i32(if i == 0 || i == 3 { 1 << 31 } else { 0 }))
             .collect();
         let v4 = Type::vec(ScalarType::I32, 4);
         let g0 = b.op(OpKind::Build(w[..4].to_vec()), v4);

@@ -134,12 +134,16 @@ fn probes(t: ScalarType, rng: &mut Rng) -> Vec<f32> {
     v.extend([(m * 1.01) as f32, -(m * 1.01) as f32, 1e30, -1e30]);
     for _ in 0..256 {
         let e = (rng.next_u64() % 40) as i32 - 20;
-        let s = if rng.next_u64() % 2 == 0 { 1.0 } else { -1.0 };
+        let s = if rng.next_u64().is_multiple_of(2) {
+            1.0
+        } else {
+            -1.0
+        };
         let f = 1.0 + (rng.next_u64() % 1000) as f64 / 1000.0;
         v.push((s * f * 2f64.powi(e)) as f32);
     }
     // A multiple of 4 (one i32 of codes per 4 values).
-    while v.len() % 4 != 0 {
+    while !v.len().is_multiple_of(4) {
         v.push(1.0);
     }
     v
@@ -296,7 +300,7 @@ fn every_code_unpacks_exactly() {
                 .filter(|&c| value(t, c).is_some_and(f64::is_finite))
                 .collect();
             let mut x: Vec<f32> = codes.iter().map(|&c| value(t, c).unwrap() as f32).collect();
-            while x.len() % 4 != 0 {
+            while !x.len().is_multiple_of(4) {
                 x.push(0.0);
             }
             let words: Vec<u32> = x.iter().map(|v| v.to_bits()).collect();
@@ -365,15 +369,13 @@ fn permlane_swaps_match_the_model_on_gfx950() {
         // b, permlane32 rows 2, 3 of a with rows 0, 1 of b.
         let (mut a, mut b) = (x.clone(), y.clone());
         let row = |l: usize| l / 16;
-        for l in 0..64 {
-            let swap = match rows {
-                16 => row(l) % 2 == 1,
-                _ => row(l) >= 2,
-            };
-            if swap {
-                let m = l - rows as usize;
-                std::mem::swap(&mut a[l], &mut b[m]);
-            }
+        let swapped = |l: usize| match rows {
+            16 => row(l) % 2 == 1,
+            _ => row(l) >= 2,
+        };
+        for l in (0..a.len()).filter(|&l| swapped(l)) {
+            let m = l - rows as usize;
+            std::mem::swap(&mut a[l], &mut b[m]);
         }
         assert_eq!(out[0], a, "permlane{rows}.swap: new a");
         assert_eq!(out[1], b, "permlane{rows}.swap: new b");
