@@ -62,6 +62,20 @@ fn input(seed: u64) -> Vec<i32> {
         .collect()
 }
 
+/// Panic naming the first differing word (the vectors are long).
+fn same(got: &[i32], want: &[i32], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
+        panic!(
+            "{what}: word {i} (thread {}, register {}) is {:#010x}, expected {:#010x}",
+            i / 4,
+            i % 4,
+            got[i],
+            want[i]
+        );
+    }
+}
+
 fn warps() -> i32 {
     (BLOCKS * HOPPER_MISC_BLOCK / 32) as i32
 }
@@ -91,7 +105,7 @@ fn sim_matches_the_cpu_model() {
         let src = input(seed);
         let (out, count) = run(&sim, &src);
         assert_eq!(count, warps(), "elect.sync: one atomic add per warp");
-        assert_eq!(out, model(&src), "stmatrix / ldmatrix.trans round trip");
+        same(&out, &model(&src), "stmatrix / ldmatrix.trans round trip");
     }
 }
 
@@ -121,8 +135,14 @@ fn cuda_matches_the_model_and_the_sim() {
         let src = input(seed);
         let (out, count) = run(&dev, &src);
         assert_eq!(count, warps(), "{}: elect.sync count", dev.name());
-        assert_eq!(out, model(&src), "{}: round trip vs model", dev.name());
-        assert_eq!((out, count), run(&sim, &src), "{}: vs the Sim", dev.name());
+        same(
+            &out,
+            &model(&src),
+            &format!("{}: round trip vs model", dev.name()),
+        );
+        let (sim_out, sim_count) = run(&sim, &src);
+        assert_eq!(count, sim_count, "{}: count vs the Sim", dev.name());
+        same(&out, &sim_out, &format!("{}: vs the Sim", dev.name()));
     }
     let r = dev
         .kernel_resources(&proof::HOPPER_MISC)
