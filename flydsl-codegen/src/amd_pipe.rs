@@ -1,5 +1,6 @@
 //! Lowering of the AMD-only pipeline primitives ([`AmdOp`]): the LDS-only barrier, explicit
-//! vector-memory waits, scheduling controls and direct-to-LDS loads. The verifier has
+//! vector-memory waits, scheduling controls, direct-to-LDS loads, gfx950 transposing reads,
+//! gfx1250 TDM, DPP, hardware fp8 pack/unpack and the permlane moves. The verifier has
 //! already checked that the op exists on the kernel's target (an AMD one).
 
 use super::func::Func;
@@ -139,6 +140,85 @@ pub(crate) fn lower(f: &mut Func, op: &AmdOp, results: &[ValueId]) -> Result<(),
             let v = f.bitcast_from_i32(v, t);
             f.def(*r, v);
         }
+        AmdOp::CvtPkFp8 { a, b, old, hi, to } => {
+            let [r] = results else {
+                return Err(f.err(format!("expects 1 result, has {}", results.len())));
+            };
+            let max = fp8_max(to).ok_or_else(|| f.err(format!("{to} is not an fp8 type")))?;
+            let (xa, xb, o) = (f.get(a)?, f.get(b)?, f.get(old)?);
+            let ca = clamp(f, &xa, max);
+            let cb = clamp(f, &xb, max);
+            let name = format!("llvm.amdgcn.cvt.pk.{}.f32", fp8_kind(to));
+            let v = f.call(
+                "i32",
+                &name,
+                &[
+                    ("float", &ca),
+                    ("float", &cb),
+                    ("i32", &o),
+                    ("i1", if hi { "true" } else { "false" }),
+                ],
+            );
+            f.def(*r, v);
+        }
+        AmdOp::CvtPkF32Fp8 { src, hi, from } => {
+            let [r] = results else {
+                return Err(f.err(format!("expects 1 result, has {}", results.len())));
+            };
+            let x = f.get(src)?;
+            let name = format!("llvm.amdgcn.cvt.pk.f32.{}", fp8_kind(from));
+            let v = f.call(
+                "<2 x float>",
+                &name,
+                &[("i32", &x), ("i1", if hi { "true" } else { "false" })],
+            );
+            f.def(*r, v);
+        }
+        AmdOp::PermlaneSwap { a, b, rows } => {
+            let [ra, rb] = results else {
+                return Err(f.err(format!("expects 2 results, has {}", results.len())));
+            };
+            let (xa, t) = f.get_t(a)?;
+            let xb = f.get(b)?;
+            let (ia, ib) = (f.bitcast_to_i32(&xa, t), f.bitcast_to_i32(&xb, t));
+            let pair = f.call(
+                "{i32, i32}",
+                &format!("llvm.amdgcn.permlane{rows}.swap"),
+                &[("i32", &ia), ("i32", &ib), ("i1", "false"), ("i1", "false")],
+            );
+            let na = f.inst(format!("extractvalue {{i32, i32}} {pair}, 0"));
+            let nb = f.inst(format!("extractvalue {{i32, i32}} {pair}, 1"));
+            let na = f.bitcast_from_i32(na, t);
+            let nb = f.bitcast_from_i32(nb, t);
+            f.def(*ra, na);
+            f.def(*rb, nb);
+        }
+        AmdOp::PermlaneX16 { value, sel } => {
+            let [r] = results else {
+                return Err(f.err(format!("expects 1 result, has {}", results.len())));
+            };
+            let (x, t) = f.get_t(value)?;
+            let xi = f.bitcast_to_i32(&x, t);
+            let (lo, hi) = (
+                (sel as u32 as i32).to_string(),
+                ((sel >> 32) as u32 as i32).to_string(),
+            );
+            // old = the value itself; fi and bound_ctrl off (every lane is active).
+            let v = f.call(
+                "i32",
+                "llvm.amdgcn.permlanex16.i32",
+                &[
+                    ("i32", &xi),
+                    ("i32", &xi),
+                    ("i32", &lo),
+                    ("i32", &hi),
+                    ("i1", "false"),
+                    ("i1", "false"),
+                ],
+            );
+            let v = f.bitcast_from_i32(v, t);
+            f.def(*r, v);
+        }
         AmdOp::WaitTensorcnt(n) => {
             f.call(
                 "void",
@@ -148,6 +228,36 @@ pub(crate) fn lower(f: &mut Func, op: &AmdOp, results: &[ValueId]) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// `fp8` or `bf8` (E5M2) in the conversion intrinsics' names.
+fn fp8_kind(t: ScalarType) -> &'static str {
+    match t {
+        ScalarType::F8E5M2 | ScalarType::F8E5M2FNUZ => "bf8",
+        _ => "fp8",
+    }
+}
+
+/// The largest finite value of an fp8 type.
+fn fp8_max(t: ScalarType) -> Option<f64> {
+    match t {
+        ScalarType::F8E4M3FN => Some(448.0),
+        ScalarType::F8E4M3FNUZ => Some(240.0),
+        ScalarType::F8E5M2 | ScalarType::F8E5M2FNUZ => Some(57344.0),
+        _ => None,
+    }
+}
+
+/// `x` clamped to `[-max, max]`, NaN kept (`llvm.minimum` / `llvm.maximum` propagate NaN).
+fn clamp(f: &mut Func, x: &str, max: f64) -> String {
+    let hi = format!("0x{:016X}", max.to_bits());
+    let lo = format!("0x{:016X}", (-max).to_bits());
+    let m = f.call("float", "llvm.minimum.f32", &[("float", x), ("float", &hi)]);
+    f.call(
+        "float",
+        "llvm.maximum.f32",
+        &[("float", &m), ("float", &lo)],
+    )
 }
 
 /// `s_waitcnt vmcnt(n)` on gfx9 (the other counters left at their "no wait" maximum:

@@ -5,6 +5,14 @@
 use flydsl_dsl::ir::{Kernel, MmaAtom, ScalarType, Target};
 use flydsl_dsl::*;
 
+mod hopper;
+mod readme;
+pub use hopper::{
+    hopper_misc, HOPPER_MISC_BLOCK, HOPPER_MISC_DEC_REGS, HOPPER_MISC_REGS, HOPPER_MISC_ROW_PITCH,
+    HOPPER_MISC_WARP_ELEMS,
+};
+pub use readme::tile_gemm;
+
 /// Threads per block of [`vadd`].
 pub const VADD_BLOCK: u32 = 256;
 /// Threads per block of [`block_sum`].
@@ -333,7 +341,8 @@ pub const ALL: [(&str, KernelFn); 8] = [
 
 /// Proof kernels that exist only on some targets, with those targets, for a build script to
 /// declare: `for (name, on, gen) in proof::ALL_ON { builder = builder.kernel_on(name, on, gen) }`.
-/// Today: the raw probes of the sm_90 8-bit `mma.sync` atoms ([`SM90_8BIT_PROBES`]).
+/// Today: the raw probes of the sm_90 8-bit `mma.sync` atoms ([`SM90_8BIT_PROBES`]) and
+/// [`hopper_misc`] (`setmaxnreg`, `elect.sync`, `stmatrix` / `ldmatrix`).
 ///
 /// ```
 /// use flydsl_devtools::proof;
@@ -342,7 +351,7 @@ pub const ALL: [(&str, KernelFn); 8] = [
 ///     assert_eq!(gen(on[0]).unwrap().name, name);
 /// }
 /// ```
-pub const ALL_ON: [(&str, &[Target], KernelFn); 3] = [
+pub const ALL_ON: [(&str, &[Target], KernelFn); 4] = [
     (SM90_8BIT_PROBES[0].0, &[Target::Sm90], |t| {
         mma_probe_atom(t, SM90_8BIT_PROBES[0].1, SM90_8BIT_PROBES[0].0)
     }),
@@ -352,6 +361,7 @@ pub const ALL_ON: [(&str, &[Target], KernelFn); 3] = [
     (SM90_8BIT_PROBES[2].0, &[Target::Sm90], |t| {
         mma_probe_atom(t, SM90_8BIT_PROBES[2].1, SM90_8BIT_PROBES[2].0)
     }),
+    ("hopper_misc", &[Target::Sm90], hopper_misc),
 ];
 
 /// The sm_90 8-bit `mma.sync` atoms probed by [`mma_probe_atom`], with their kernel names

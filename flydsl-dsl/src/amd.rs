@@ -1,5 +1,6 @@
 //! AMD-only pipeline primitives (`flydsl_ir::AmdOp`): the LDS-only barrier, explicit
-//! vector-memory waits, scheduling controls and direct-to-LDS loads. Each exists on the AMD
+//! vector-memory waits, scheduling controls, direct-to-LDS loads, hardware fp8 pack/unpack
+//! and the permlane moves. Each exists on the AMD
 //! targets its IR op lists (`AmdOp::targets`); building one for another target fails with a
 //! verifier error naming the op and the target. The contracts are the IR ops' docs.
 
@@ -245,3 +246,115 @@ pub fn dpp(v: Val, ctrl: DppCtrl) -> Val {
         v.ty(),
     )
 }
+
+/// Hardware fp8 pack ([`AmdOp::CvtPkFp8`], all AMD targets): `old` (i32) with its 16-bit
+/// word `hi` replaced by the saturated fp8 codes of `a` (low byte) and `b` (f32). `to` must
+/// be one of the target's [`AmdOp::fp8_types`] (FNUZ on gfx942, OCP elsewhere).
+///
+/// ```
+/// use flydsl_dsl::*;
+/// use flydsl_dsl::ir::{AmdOp, ScalarType::{F32, I32}, Target};
+/// let t = Target::Gfx950;
+/// let e4m3 = AmdOp::fp8_types(t)[0];
+/// let k = KernelBuilder::new("pack", t, 64).build(|k| {
+///     let x = k.tensor("x", F32);
+///     let y = k.tensor_mut("y", I32);
+///     let i = thread_id_x();
+///     let v = x.load_vec(i * 4, 4, 16);
+///     y.store(i, cvt_pk_fp8x4(v, e4m3));
+/// }).unwrap();
+/// assert_eq!(format!("{:?}", k.body).matches("CvtPkFp8").count(), 2);
+/// ```
+#[track_caller]
+pub fn cvt_pk_fp8(a: Val, b: Val, old: Val, hi: bool, to: ScalarType) -> Val {
+    emit(
+        OpKind::Amd(AmdOp::CvtPkFp8 {
+            a: a.id(),
+            b: b.id(),
+            old: old.id(),
+            hi,
+            to,
+        }),
+        Type::s(ScalarType::I32),
+    )
+}
+
+/// Four f32 (`<4 x f32>`) packed into one i32 of fp8 codes, element `i` in byte `i`: two
+/// [`cvt_pk_fp8`]s (`v_cvt_pk_fp8_f32` / `v_cvt_pk_bf8_f32`).
+#[track_caller]
+pub fn cvt_pk_fp8x4(v: Val, to: ScalarType) -> Val {
+    let lo = cvt_pk_fp8(v.at(0), v.at(1), crate::c_i32(0), false, to);
+    cvt_pk_fp8(v.at(2), v.at(3), lo, true, to)
+}
+
+/// Hardware fp8 unpack ([`AmdOp::CvtPkF32Fp8`], all AMD targets): the two fp8 codes `from`
+/// in bytes `2 hi`, `2 hi + 1` of `src` (i32) as `<2 x f32>`, exactly.
+#[track_caller]
+pub fn cvt_pk_f32_fp8(src: Val, hi: bool, from: ScalarType) -> Val {
+    emit(
+        OpKind::Amd(AmdOp::CvtPkF32Fp8 {
+            src: src.id(),
+            hi,
+            from,
+        }),
+        Type::vec(ScalarType::F32, 2),
+    )
+}
+
+/// gfx950 `v_permlane16_swap_b32` (`rows = 16`) / `v_permlane32_swap_b32` (`rows = 32`)
+/// ([`AmdOp::PermlaneSwap`]): returns the new `(a, b)` (i32 or f32, both the same type).
+/// Called with `a == b`, lane `l` finds the value of lane `l ^ rows` in the first result
+/// in its upper rows and in the second in its lower rows: a cross-row exchange for
+/// reductions without `ds_bpermute`.
+///
+/// ```
+/// use flydsl_dsl::*;
+/// use flydsl_dsl::ir::{ScalarType::F32, Target};
+/// let k = KernelBuilder::new("xor32", Target::Gfx950, 64).build(|k| {
+///     let y = k.tensor_mut("y", F32);
+///     let t = thread_id_x();
+///     let v = t.cast(F32);
+///     let (a, b) = permlane_swap(v, v, 32);
+///     y.store(t, v + select(t.lt(32), b, a)); // v + v of lane t ^ 32
+/// }).unwrap();
+/// assert!(format!("{:?}", k.body).contains("PermlaneSwap"));
+/// ```
+#[track_caller]
+pub fn permlane_swap(a: Val, b: Val, rows: u32) -> (Val, Val) {
+    let t = a.ty();
+    let kind = OpKind::Amd(AmdOp::PermlaneSwap {
+        a: a.id(),
+        b: b.id(),
+        rows,
+    });
+    let loc = flydsl_ir::SrcLoc::caller();
+    let ids = crate::context::with(|s| s.push(kind, &[t, t], loc));
+    (Val::from_id(ids[0], t), Val::from_id(ids[1], t))
+}
+
+/// gfx1201 / gfx1250 `v_permlanex16_b32` ([`AmdOp::PermlaneX16`]) with a constant select:
+/// lane `16 r + i` of each 32-lane half gets `v` (i32 or f32) of lane `16 (1 - r) + sel_i`
+/// (nibble `i` of `sel`). [`PERMLANEX16_SWAP_ROWS`] exchanges the two rows (lane `l` gets
+/// lane `l ^ 16`).
+///
+/// ```
+/// use flydsl_dsl::*;
+/// use flydsl_dsl::ir::{ScalarType::F32, Target};
+/// let k = KernelBuilder::new("xor16", Target::Gfx1201, 32).build(|k| {
+///     let y = k.tensor_mut("y", F32);
+///     let t = thread_id_x();
+///     let v = t.cast(F32);
+///     y.store(t, v + permlanex16(v, PERMLANEX16_SWAP_ROWS));
+/// }).unwrap();
+/// assert!(format!("{:?}", k.body).contains("PermlaneX16"));
+/// ```
+#[track_caller]
+pub fn permlanex16(v: Val, sel: u64) -> Val {
+    emit(
+        OpKind::Amd(AmdOp::PermlaneX16 { value: v.id(), sel }),
+        v.ty(),
+    )
+}
+
+/// The [`permlanex16`] select that gives lane `i` of each row lane `i` of the other row.
+pub const PERMLANEX16_SWAP_ROWS: u64 = 0xfedc_ba98_7654_3210;

@@ -53,8 +53,9 @@ mod val;
 mod wave;
 
 pub use amd::{
-    buffer_load_to_lds, dpp, lds_barrier, lds_read_tr16, sched_barrier, sched_group_barrier,
-    set_prio, tensor_load_to_lds, wait_tensorcnt, wait_vmcnt,
+    buffer_load_to_lds, cvt_pk_f32_fp8, cvt_pk_fp8, cvt_pk_fp8x4, dpp, lds_barrier, lds_read_tr16,
+    permlane_swap, permlanex16, sched_barrier, sched_group_barrier, set_prio, tensor_load_to_lds,
+    wait_tensorcnt, wait_vmcnt, PERMLANEX16_SWAP_ROWS,
 };
 pub use blocks::{block_reduce, wave_reduce, wave_reduce_max, wave_reduce_sum};
 pub use builder::{KernelBuilder, KernelDef};

@@ -4,8 +4,11 @@
 //! implement exactly that. [`AmdOp::targets`] lists where each exists; the verifier rejects
 //! an op on any other target.
 
-use crate::{Target, ValueId};
+use crate::{ScalarType, Target, ValueId};
 use serde::{Deserialize, Serialize};
+
+mod tdm;
+pub use tdm::TdmDesc;
 
 /// The instruction classes of [`AmdOp::SchedBarrier`] and [`AmdOp::SchedGroupBarrier`]
 /// masks (LLVM's `llvm.amdgcn.sched_barrier` / `sched_group_barrier` mask bits). Combine
@@ -149,8 +152,13 @@ pub enum AmdOp {
     /// land when a [`AmdOp::WaitTensorcnt`] retires it; other threads read them after a
     /// following barrier.
     ///
-    /// Sim: not modelled (the descriptor format is not pinned from public documentation
-    /// here); executing it is an `Unsupported` error naming the op.
+    /// Sim: the 2-group (2-D) form runs as [`TdmDesc`] documents (fields, bit positions and
+    /// semantics), once per wave with an active lane; the groups must be the same in every
+    /// active lane of the wave (the Sim reports lanes that differ), and descriptor features
+    /// it does not model (gather, multicast, atomic barrier, iterate, 3-D and up, the
+    /// 4-group form) are an `Unsupported` error naming the field. The LDS writes stay
+    /// pending (racecheck reports any access to them) until a [`AmdOp::WaitTensorcnt`] of
+    /// the issuing wave retires the load: barriers do not.
     TensorLoadToLds {
         /// The descriptor groups (2 or 4).
         groups: Vec<ValueId>,
@@ -171,8 +179,74 @@ pub enum AmdOp {
     },
     /// gfx1250 `s_wait_tensorcnt n` (`llvm.amdgcn.s.wait.tensorcnt`, `n` in
     /// `0..=`[`MAX_VMCNT`]): wait until at most `n` Tensor Data Mover operations of this wave
-    /// are outstanding. No results. Sim: a no-op (it models no tensor loads).
+    /// are outstanding. No results. Sim: retires all but the `n` newest
+    /// [`AmdOp::TensorLoadToLds`] of each wave with an active thread (their LDS writes land).
     WaitTensorcnt(u32),
+    /// Hardware fp8 pack (`v_cvt_pk_fp8_f32` for E4M3 types, `v_cvt_pk_bf8_f32` for E5M2;
+    /// `llvm.amdgcn.cvt.pk.{fp8,bf8}.f32`): one `i32` result, `old` (i32) with its 16-bit
+    /// word `hi` (false: bits 0..16, true: bits 16..32) replaced by the fp8 codes of `a`
+    /// (low byte) and `b` (high byte), f32 scalars. The conversion saturates: `a` and `b` are
+    /// first clamped to `±max` of `to` (infinities included), then rounded to nearest even;
+    /// a NaN gives `to`'s NaN. `to` is the target's fp8 pair: `F8E4M3FNUZ` / `F8E5M2FNUZ`
+    /// on gfx942, `F8E4M3FN` / `F8E5M2` (OCP) on gfx950, gfx1201 and gfx1250
+    /// ([`AmdOp::fp8_types`]).
+    ///
+    /// Lowering: a NaN-propagating clamp (`llvm.minimum` / `llvm.maximum`, which the
+    /// hardware conversion alone does not do) and the intrinsic with `word_sel = hi`.
+    /// Sim: the same clamp and the exact round-to-nearest-even encoding (`flydsl_sim::fp8`).
+    CvtPkFp8 {
+        /// Low byte's f32.
+        a: ValueId,
+        /// High byte's f32.
+        b: ValueId,
+        /// The i32 whose other word is kept.
+        old: ValueId,
+        /// Write bits 16..32 (else 0..16).
+        hi: bool,
+        /// The fp8 type.
+        to: ScalarType,
+    },
+    /// Hardware fp8 unpack (`v_cvt_pk_f32_fp8` / `v_cvt_pk_f32_bf8`;
+    /// `llvm.amdgcn.cvt.pk.f32.{fp8,bf8}`): one `<2 x f32>` result, the exact values of the
+    /// two fp8 codes `from` in bytes `2 hi` and `2 hi + 1` of `src` (i32). NaN codes give a
+    /// NaN. `from` as for [`AmdOp::CvtPkFp8`].
+    CvtPkF32Fp8 {
+        /// The packed codes.
+        src: ValueId,
+        /// Read bytes 2 and 3 (else 0 and 1).
+        hi: bool,
+        /// The fp8 type.
+        from: ScalarType,
+    },
+    /// gfx950 `v_permlane16_swap_b32` (`rows = 16`) or `v_permlane32_swap_b32` (`rows = 32`)
+    /// (`llvm.amdgcn.permlane{16,32}.swap`, `fi` and `bound_ctrl` off): two results of the
+    /// type of `a` and `b` (both i32 or both f32), the new `a` and the new `b`. With rows of
+    /// 16 lanes: `permlane16` swaps the odd rows of `a` with the even rows of `b` (lane
+    /// `16 (2p + 1) + i` of `a` with lane `16 (2p) + i` of `b`); `permlane32` swaps rows 2
+    /// and 3 of `a` with rows 0 and 1 of `b` (lane `32 + i` of `a` with lane `i` of `b`).
+    /// Every lane of the wave must be active (the Sim reports a partly active wave: the
+    /// hardware reads the inactive lanes' registers).
+    PermlaneSwap {
+        /// First operand (`vdst_old`).
+        a: ValueId,
+        /// Second operand (`src0`).
+        b: ValueId,
+        /// 16 or 32.
+        rows: u32,
+    },
+    /// gfx12 `v_permlanex16_b32` (`llvm.amdgcn.permlanex16`, `fi` and `bound_ctrl` off)
+    /// with a constant lane select: one result of `value`'s type (i32 or f32). In each
+    /// 32-lane half, lane `16 r + i` gets `value` of lane `16 (1 - r) + sel_i` (the other
+    /// row), `sel_i` being bits `4 i .. 4 i + 4` of `sel`. `sel = 0xfedc_ba98_7654_3210`
+    /// swaps the rows (a butterfly across 16 lanes, the last step of a wave32 reduction
+    /// without LDS). Every lane of a 32-lane half with an active lane must be active (the Sim
+    /// reports a partly active one).
+    PermlaneX16 {
+        /// The i32 or f32 value moved.
+        value: ValueId,
+        /// 16 nibbles: the source lane within the other row.
+        sel: u64,
+    },
 }
 
 impl AmdOp {
@@ -194,6 +268,10 @@ impl AmdOp {
             AmdOp::TensorLoadToLds { .. } => "TensorLoadToLds",
             AmdOp::WaitTensorcnt(_) => "WaitTensorcnt",
             AmdOp::Dpp { .. } => "Dpp",
+            AmdOp::CvtPkFp8 { .. } => "CvtPkFp8",
+            AmdOp::CvtPkF32Fp8 { .. } => "CvtPkF32Fp8",
+            AmdOp::PermlaneSwap { .. } => "PermlaneSwap",
+            AmdOp::PermlaneX16 { .. } => "PermlaneX16",
         }
     }
 
@@ -215,6 +293,8 @@ impl AmdOp {
             AmdOp::BufferLoadToLds { .. } => &[Target::Gfx942, Target::Gfx950],
             AmdOp::LdsReadTr16 { .. } => &[Target::Gfx950],
             AmdOp::TensorLoadToLds { .. } | AmdOp::WaitTensorcnt(_) => &[Target::Gfx1250],
+            AmdOp::PermlaneSwap { .. } => &[Target::Gfx950],
+            AmdOp::PermlaneX16 { .. } => &[Target::Gfx1201, Target::Gfx1250],
             _ => ALL_AMD,
         }
     }
@@ -227,7 +307,10 @@ impl AmdOp {
             } => vec![*rsrc, *index, *lds],
             AmdOp::LdsReadTr16 { ptr, index } => vec![*ptr, *index],
             AmdOp::TensorLoadToLds { groups } => groups.clone(),
-            AmdOp::Dpp { value, .. } => vec![*value],
+            AmdOp::Dpp { value, .. } | AmdOp::PermlaneX16 { value, .. } => vec![*value],
+            AmdOp::CvtPkFp8 { a, b, old, .. } => vec![*a, *b, *old],
+            AmdOp::CvtPkF32Fp8 { src, .. } => vec![*src],
+            AmdOp::PermlaneSwap { a, b, .. } => vec![*a, *b],
             _ => vec![],
         }
     }
@@ -247,6 +330,38 @@ impl AmdOp {
             _ => &[],
         }
     }
+
+    /// The fp8 types [`AmdOp::CvtPkFp8`] and [`AmdOp::CvtPkF32Fp8`] convert on `target`
+    /// (E4M3, E5M2; empty off AMD): the FNUZ pair on gfx942, the OCP pair elsewhere.
+    ///
+    /// ```
+    /// use flydsl_ir::{AmdOp, ScalarType, Target};
+    /// assert_eq!(AmdOp::fp8_types(Target::Gfx942), &[ScalarType::F8E4M3FNUZ, ScalarType::F8E5M2FNUZ]);
+    /// assert_eq!(AmdOp::fp8_types(Target::Gfx1201), &[ScalarType::F8E4M3FN, ScalarType::F8E5M2]);
+    /// assert!(AmdOp::fp8_types(Target::Sm90).is_empty());
+    /// ```
+    pub fn fp8_types(target: Target) -> &'static [ScalarType] {
+        match target {
+            Target::Gfx942 => &[ScalarType::F8E4M3FNUZ, ScalarType::F8E5M2FNUZ],
+            Target::Gfx950 | Target::Gfx1201 | Target::Gfx1250 => {
+                &[ScalarType::F8E4M3FN, ScalarType::F8E5M2]
+            }
+            Target::Sm90 => &[],
+        }
+    }
+
+    /// The number of results the op has.
+    pub fn result_count(&self) -> usize {
+        match self {
+            AmdOp::LdsReadTr16 { .. }
+            | AmdOp::Dpp { .. }
+            | AmdOp::CvtPkFp8 { .. }
+            | AmdOp::CvtPkF32Fp8 { .. }
+            | AmdOp::PermlaneX16 { .. } => 1,
+            AmdOp::PermlaneSwap { .. } => 2,
+            _ => 0,
+        }
+    }
 }
 
 impl AmdOp {
@@ -258,7 +373,7 @@ impl AmdOp {
         ty: &dyn Fn(ValueId) -> crate::Type,
         results: &[ValueId],
     ) -> Result<(), String> {
-        use crate::{AddrSpace, ScalarType, Type};
+        use crate::{AddrSpace, Type};
         let name = self.name();
         if !self.targets().contains(&target) {
             let list: Vec<&str> = self.targets().iter().map(|t| t.name()).collect();
@@ -269,18 +384,77 @@ impl AmdOp {
                 list.join(", ")
             ));
         }
-        let want = usize::from(matches!(
-            self,
-            AmdOp::LdsReadTr16 { .. } | AmdOp::Dpp { .. }
-        ));
+        let want = self.result_count();
         if results.len() != want {
             return Err(format!(
                 "{name} has {want} result(s), this op has {}",
                 results.len()
             ));
         }
+        let fp8_ok = |t: ScalarType| -> Result<(), String> {
+            let ok = Self::fp8_types(target);
+            if ok.contains(&t) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{name} to/from {t}: {target} converts {ok:?} in hardware; use one of \
+                     those (or the generic Cast, which converts any fp8 type in software)"
+                ))
+            }
+        };
+        let f32_ty = Type::Scalar(ScalarType::F32);
+        let i32_ty = Type::Scalar(ScalarType::I32);
         match *self {
             AmdOp::LdsBarrier => {}
+            AmdOp::CvtPkFp8 { a, b, old, to, .. } => {
+                fp8_ok(to)?;
+                if ty(a) != f32_ty || ty(b) != f32_ty {
+                    return Err(format!("a and b must be f32, not {} and {}", ty(a), ty(b)));
+                }
+                if ty(old) != i32_ty || ty(results[0]) != i32_ty {
+                    return Err(format!(
+                        "old and the result must be i32, not {} and {}",
+                        ty(old),
+                        ty(results[0])
+                    ));
+                }
+            }
+            AmdOp::CvtPkF32Fp8 { src, from, .. } => {
+                fp8_ok(from)?;
+                if ty(src) != i32_ty {
+                    return Err(format!("src must be i32, not {}", ty(src)));
+                }
+                if ty(results[0]) != Type::vec(ScalarType::F32, 2) {
+                    return Err(format!(
+                        "the result is {}, it must be <2 x f32>",
+                        ty(results[0])
+                    ));
+                }
+            }
+            AmdOp::PermlaneSwap { a, b, rows } => {
+                if rows != 16 && rows != 32 {
+                    return Err(format!("PermlaneSwap rows = {rows}: use 16 or 32"));
+                }
+                let t = ty(a);
+                if !matches!(t, Type::Scalar(ScalarType::I32 | ScalarType::F32)) || ty(b) != t {
+                    return Err(format!(
+                        "PermlaneSwap swaps two i32 or two f32 scalars, not {t} and {}",
+                        ty(b)
+                    ));
+                }
+                if results.iter().any(|&r| ty(r) != t) {
+                    return Err(format!("both results must be {t}"));
+                }
+            }
+            AmdOp::PermlaneX16 { value, .. } => {
+                let t = ty(value);
+                if !matches!(t, Type::Scalar(ScalarType::I32 | ScalarType::F32)) {
+                    return Err(format!("PermlaneX16 moves an i32 or f32 scalar, not {t}"));
+                }
+                if ty(results[0]) != t {
+                    return Err(format!("the result is {}, it must be {t}", ty(results[0])));
+                }
+            }
             AmdOp::WaitVmcnt(n) | AmdOp::WaitTensorcnt(n) => {
                 if n > MAX_VMCNT {
                     return Err(format!(

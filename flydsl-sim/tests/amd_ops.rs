@@ -429,28 +429,40 @@ fn lds_read_tr16_transposes_each_16_lane_group() {
 }
 
 #[test]
-fn tensor_load_to_lds_is_rejected_on_the_sim() {
-    let mut b = B::new("tdm", Target::Gfx1250);
-    let w: Vec<ValueId> = (0..12).map(|i| b.i32(i)).collect();
-    let g0 = b.op(
-        OpKind::Build(w[..4].to_vec()),
-        Type::vec(ScalarType::I32, 4),
-    );
-    let g1 = b.op(
-        OpKind::Build(w[4..].to_vec()),
-        Type::vec(ScalarType::I32, 8),
-    );
-    b.op0(OpKind::Amd(AmdOp::TensorLoadToLds {
-        groups: vec![g0, g1],
-    }));
-    b.op0(OpKind::Amd(AmdOp::WaitTensorcnt(0)));
-    let k = b.finish();
-    let mem = SimMemory::new();
-    let e = launch(&k, [1, 1, 1], [32, 1, 1], &[], &mem, &SimOptions::default()).unwrap_err();
-    assert!(
-        matches!(&e, SimError::Unsupported { what, .. } if what.contains("TensorLoadToLds")),
-        "{e}"
-    );
+fn tensor_load_to_lds_forms_the_sim_does_not_model_are_reported() {
+    // The 4-group (3-D to 5-D) form, and a 2-group descriptor with gather mode on.
+    for groups in [4usize, 2] {
+        let mut b = B::new("tdm", Target::Gfx1250);
+        let w: Vec<ValueId> = (0..20)
+            // Word 0: the gather bit (31); word 3: type 2 (bits 31:30), the same value.
+            .map(|i| b.i32(if i == 0 || i == 3 { 1 << 31 } else { 0 }))
+            .collect();
+        let v4 = Type::vec(ScalarType::I32, 4);
+        let g0 = b.op(OpKind::Build(w[..4].to_vec()), v4);
+        let g1 = b.op(
+            OpKind::Build(w[4..12].to_vec()),
+            Type::vec(ScalarType::I32, 8),
+        );
+        let mut gs = vec![g0, g1];
+        if groups == 4 {
+            gs.push(b.op(OpKind::Build(w[12..16].to_vec()), v4));
+            gs.push(b.op(OpKind::Build(w[16..20].to_vec()), v4));
+        }
+        b.op0(OpKind::Amd(AmdOp::TensorLoadToLds { groups: gs }));
+        b.op0(OpKind::Amd(AmdOp::WaitTensorcnt(0)));
+        let k = b.finish();
+        let mem = SimMemory::new();
+        let e = launch(&k, [1, 1, 1], [32, 1, 1], &[], &mem, &SimOptions::default()).unwrap_err();
+        let want = if groups == 4 {
+            "4 descriptor groups"
+        } else {
+            "gather"
+        };
+        assert!(
+            matches!(&e, SimError::Unsupported { what, .. } if what.contains("TensorLoadToLds") && what.contains(want)),
+            "{e}"
+        );
+    }
 }
 
 /// `y[t] = Dpp(x[t], ctrl)` (i32) over `threads` threads, or `None` where lane `skip` idles.

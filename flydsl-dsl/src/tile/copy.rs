@@ -11,10 +11,11 @@ use flydsl_ir::{ScalarType, Target};
 
 /// How one thread moves one vector.
 ///
-/// The register-staged atoms (`Vec*`, `Buffer128`) and sm_90 `cp.async` (`CpAsync`) are
-/// implemented. `DirectToLds`, `Tma` and `Tdm` name the other asynchronous copies (AMD
-/// buffer loads to LDS, TMA tile loads, gfx1250 TDM) whose tile-layer use is still to come;
-/// [`copy`] with them is a build error, and [`CopyAtom::available`] says `false`.
+/// The register-staged atoms (`Vec*`, `Buffer128`), sm_90 `cp.async` (`CpAsync`) and the
+/// AMD direct-to-LDS loads (`DirectToLds`, `DirectToLds32`) are per-thread atoms of a
+/// [`TiledCopy`]. `Tma` and `Tdm` move a whole tile from one instruction: they are issued
+/// through [`TmaCopy`](super::TmaCopy) and [`TdmCopy`](super::TdmCopy), not a
+/// [`TiledCopy`] (whose constructor refuses them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum CopyAtom {
@@ -29,24 +30,30 @@ pub enum CopyAtom {
     /// AMD 128-bit buffer load/store (the AMD spelling of [`CopyAtom::Vec128`] on global
     /// memory; global tiles on AMD always go through their buffer resource).
     Buffer128,
-    /// Global to LDS without registers (AMD `buffer_load ... lds`): hook, not implemented.
+    /// gfx950 `buffer_load_dwordx4 ... lds`: 16 bytes per lane, global to LDS without
+    /// registers ([`ThrCopy::copy_direct`]).
     DirectToLds,
+    /// gfx942 / gfx950 `buffer_load_dword ... lds`: 4 bytes per lane
+    /// ([`ThrCopy::copy_direct`]).
+    DirectToLds32,
     /// sm_90 `cp.async` of 16 bytes per access, global to LDS without registers; ragged
     /// edges are zero-filled by the copy itself (see [`ThrCopy::copy_async`]).
     CpAsync,
-    /// TMA tile load (sm_90a): hook, not implemented.
+    /// TMA tile load (sm_90a): one thread loads the whole box ([`TmaCopy`](super::TmaCopy)).
     Tma,
-    /// gfx1250 tensor data mover: hook, not implemented.
+    /// gfx1250 Tensor Data Mover: one wave loads the whole tile ([`TdmCopy`](super::TdmCopy)).
     Tdm,
 }
 
 impl CopyAtom {
-    /// Bits one thread moves per access (0 for the hooks, which move whole tiles).
+    /// Bits one thread moves per access (0 for `Tma` and `Tdm`, which move whole tiles).
     pub fn bits(self, elem: ScalarType) -> u32 {
         match self {
-            CopyAtom::Vec128 | CopyAtom::Buffer128 | CopyAtom::CpAsync => 128,
+            CopyAtom::Vec128 | CopyAtom::Buffer128 | CopyAtom::CpAsync | CopyAtom::DirectToLds => {
+                128
+            }
             CopyAtom::Vec64 => 64,
-            CopyAtom::Vec32 => 32,
+            CopyAtom::Vec32 | CopyAtom::DirectToLds32 => 32,
             CopyAtom::Scalar => 8 * elem.size_bytes(),
             _ => 0,
         }
@@ -58,16 +65,22 @@ impl CopyAtom {
     /// use flydsl_dsl::ir::Target;
     /// assert!(CopyAtom::Vec128.available(Target::Sm90));
     /// assert!(!CopyAtom::Buffer128.available(Target::Sm90));
-    /// assert!(!CopyAtom::Tma.available(Target::Sm90));
+    /// assert!(CopyAtom::Tma.available(Target::Sm90));
     /// assert!(CopyAtom::CpAsync.available(Target::Sm90));
     /// assert!(!CopyAtom::CpAsync.available(Target::Gfx950));
+    /// assert!(CopyAtom::DirectToLds.available(Target::Gfx950));
+    /// assert!(!CopyAtom::DirectToLds.available(Target::Gfx942));
+    /// assert!(CopyAtom::DirectToLds32.available(Target::Gfx942));
+    /// assert!(CopyAtom::Tdm.available(Target::Gfx1250));
     /// ```
     pub fn available(self, target: Target) -> bool {
         match self {
             CopyAtom::Vec128 | CopyAtom::Vec64 | CopyAtom::Vec32 | CopyAtom::Scalar => true,
             CopyAtom::Buffer128 => target.is_amd(),
-            CopyAtom::CpAsync => target == Target::Sm90,
-            _ => false,
+            CopyAtom::CpAsync | CopyAtom::Tma => target == Target::Sm90,
+            CopyAtom::DirectToLds => target == Target::Gfx950,
+            CopyAtom::DirectToLds32 => matches!(target, Target::Gfx942 | Target::Gfx950),
+            CopyAtom::Tdm => target == Target::Gfx1250,
         }
     }
     /// The widest register-staged global copy of `target`.
@@ -100,6 +113,7 @@ pub struct ThrCopy {
     atom: CopyAtom,
     vec: u32,
     coords: Vec<(Idx, Idx)>,
+    tv: Tv,
 }
 
 impl TiledCopy {
@@ -130,7 +144,8 @@ impl TiledCopy {
                 f,
                 "atom",
                 format!("{atom:?}"),
-                "not implemented yet",
+                "moves a whole tile from one instruction, not a vector per thread: use \
+                 TmaCopy (Tma) or TdmCopy (Tdm)",
             ));
         }
         if cols % w != 0 {
@@ -181,6 +196,7 @@ impl TiledCopy {
             atom: self.atom,
             vec: self.vec,
             coords,
+            tv: self.tv.clone(),
         }
     }
 }
@@ -255,6 +271,107 @@ impl ThrCopy {
             crate::nv::cp_async(dst.ptr(r, c, self.vec), p, Some(i), self.vec * es, sb);
         }
     }
+    /// Issue this thread's accesses as AMD direct-to-LDS buffer loads
+    /// ([`CopyAtom::DirectToLds`]: 16 bytes per lane on gfx950; [`CopyAtom::DirectToLds32`]:
+    /// 4 bytes on gfx942 and gfx950) from a global tile into an LDS tile: no registers, and
+    /// ragged edges read zeros (the index moves past the tile's buffer resource).
+    ///
+    /// The hardware writes lane `l`'s bytes at `M0 + l * bytes`, so every wave's accesses
+    /// must be consecutive in LDS in lane order: true for an unswizzled row-major
+    /// [`STensor`](super::STensor) whose rows this copy covers whole (the check runs at build
+    /// time over every wave and access and fails the build, naming the first offender,
+    /// otherwise). The copies land asynchronously: read `dst` only after
+    /// [`wait_vmcnt`](crate::wait_vmcnt) (its own lanes' data) and a barrier (everyone's);
+    /// [`barrier`](crate::barrier) and [`lds_barrier`](crate::lds_barrier) wait for the
+    /// wave's pending loads themselves.
+    ///
+    /// ```
+    /// use flydsl_dsl::*;
+    /// use flydsl_dsl::layout::Layout;
+    /// use flydsl_dsl::tile::*;
+    /// use flydsl_dsl::ir::{ScalarType::{BF16, I32}, Target};
+    /// KernelBuilder::new("k", Target::Gfx950, 64).build(|k| {
+    ///     let a = k.tensor("a", BF16);
+    ///     let (m, n) = (k.scalar("m", I32), k.scalar("n", I32));
+    ///     let lay = smem_row_major(32, 64).unwrap();
+    ///     let s = STensor::new(k.lds("s", BF16, STensor::elems(&lay, 1) as u32), lay, 1).unwrap();
+    ///     let g = GTensor::new(a, m, n).local_tile((32, 64), (block_id_x(), c_i32(0)));
+    ///     let tc = TiledCopy::new(CopyAtom::DirectToLds, BF16, 64, (32, 64)).unwrap();
+    ///     tc.partition(thread_id_x()).copy_direct(&g, &s.stage(c_i32(0)));
+    ///     barrier();
+    /// }).unwrap();
+    /// ```
+    pub fn copy_direct(&self, src: &GTile, dst: &SView) {
+        const F: &str = "ThrCopy::copy_direct";
+        let target = crate::context::target();
+        if !matches!(self.atom, CopyAtom::DirectToLds | CopyAtom::DirectToLds32)
+            || !self.atom.available(target)
+        {
+            super::fail(super::invalid(
+                F,
+                "atom",
+                format!("{:?} on {target}", self.atom),
+                "use CopyAtom::DirectToLds (gfx950) or DirectToLds32 (gfx942, gfx950)",
+            ));
+            return;
+        }
+        if let Err(e) = self.check_direct(dst, target.wave_size() as i64) {
+            super::fail(e);
+            return;
+        }
+        let es = dst.elem().size_bytes();
+        let lane = crate::val::lane_id();
+        for &(r, c) in &self.coords {
+            let Some((rs, i)) = src.direct_src(r, c) else {
+                super::fail(super::invalid(
+                    F,
+                    "src",
+                    "a pointer tile",
+                    "needs an AMD tile",
+                ));
+                return;
+            };
+            // The wave's base: this lane's element offset less `lane * vec` (the check made
+            // it the same for every lane of the wave).
+            let base = dst.offset_of(r, c, self.vec) - lane * self.vec as i32;
+            crate::amd::buffer_load_to_lds(&rs, i, dst.lds(), base, self.vec * es);
+        }
+    }
+    /// Every wave's lanes write consecutive `vec`-element slots of `dst` for every access.
+    fn check_direct(&self, dst: &SView, wave: i64) -> Result<(), TileError> {
+        let threads = self.tv.thr().size();
+        let v = self.vec as i64;
+        for a in (0..self.tv.vals()).step_by(self.vec as usize) {
+            let (vr, vc) = self.tv.val_coord(a);
+            for t0 in (0..threads).step_by(wave as usize) {
+                let at = |t: i64| {
+                    let (r, c) = self.tv.thr_coord_lit(t);
+                    dst.lit_offset(r + vr, c + vc)
+                };
+                let base = at(t0)?;
+                for l in 1..wave.min(threads - t0) {
+                    let got = at(t0 + l)?;
+                    if got != base + l * v {
+                        return Err(super::invalid(
+                            "ThrCopy::copy_direct",
+                            "dst",
+                            dst.layout_string(),
+                            format!(
+                                "thread {} writes LDS element {got}, not {} (lane {l} of its \
+                                 wave must follow lane 0 at {base} by {l} x {v}): a \
+                                 direct-to-LDS load writes each wave's lanes consecutively; \
+                                 use an unswizzled row-major STensor (smem_row_major) whose \
+                                 rows the copy covers whole",
+                                t0 + l,
+                                base + l * v
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
     /// The copy atom.
     pub fn atom(&self) -> CopyAtom {
         self.atom
@@ -269,8 +386,8 @@ fn frag(vals: Vec<Val>) -> Frag {
 /// Copy this thread's part of a global tile into an LDS tile (CuTe's `copy(atom, src, dst)`
 /// on the partitions). The register-staged atoms go through registers; a pipelined kernel
 /// calls [`ThrCopy::load`] early and [`ThrCopy::store`] later instead. [`CopyAtom::CpAsync`]
-/// only issues the copies ([`ThrCopy::copy_async`]: commit and wait before reading `dst`).
-/// The other asynchronous atoms (hooks) are a build error.
+/// only issues the copies ([`ThrCopy::copy_async`]: commit and wait before reading `dst`),
+/// and so do the direct-to-LDS atoms ([`ThrCopy::copy_direct`]: wait before reading).
 ///
 /// ```
 /// use flydsl_dsl::*;
@@ -298,6 +415,8 @@ pub fn copy(thr: &ThrCopy, src: &GTile, dst: &SView) {
     }
     if thr.atom == CopyAtom::CpAsync {
         thr.copy_async(src, dst);
+    } else if matches!(thr.atom, CopyAtom::DirectToLds | CopyAtom::DirectToLds32) {
+        thr.copy_direct(src, dst);
     } else {
         thr.store(&thr.load(src), dst);
     }

@@ -5,7 +5,8 @@ use crate::val::{cnst, Val};
 use flydsl_ir::{Const, Type};
 
 /// A register fragment: values (scalars or vectors) with a layout from a logical coordinate
-/// to the position in [`Frag::vals`]. Loop state: carry [`Frag::vals`] through
+/// to the position in [`Frag::vals`]. A fragment is loop state itself ([`Carry`]: carry it
+/// through [`for_range_with`](crate::for_range_with)), or carry [`Frag::vals`] through
 /// [`for_range`](crate::for_range) and rebuild with [`Frag::with_vals`].
 ///
 /// ```
@@ -64,5 +65,28 @@ impl Frag {
             self.layout.crd2idx(&c)
         };
         self.vals[i.unwrap_or(0) as usize]
+    }
+}
+
+/// A fragment carries its values (the layout is static and kept).
+///
+/// ```
+/// use flydsl_dsl::*;
+/// use flydsl_dsl::layout::Layout;
+/// use flydsl_dsl::tile::Frag;
+/// use flydsl_dsl::ir::{ScalarType::F32, Target, Type};
+/// KernelBuilder::new("k", Target::Gfx942, 64).build(|k| {
+///     let y = k.tensor_mut("y", F32);
+///     let f = Frag::zeros(Type::s(F32), Layout::col_major(2).unwrap());
+///     let f = for_range_with(0, 4, 1, f, |_, f| f.with_vals(f.vals().iter().map(|&v| v + 1.0f32).collect()));
+///     y.store(thread_id_x(), f.at(&[1]));
+/// }).unwrap();
+/// ```
+impl crate::Carry for Frag {
+    fn flatten(&self, out: &mut Vec<Val>) {
+        self.vals.flatten(out);
+    }
+    fn rebuild(&self, vals: &mut std::slice::Iter<'_, Val>) -> Self {
+        self.with_vals(self.vals.rebuild(vals))
     }
 }

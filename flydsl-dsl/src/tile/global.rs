@@ -131,6 +131,16 @@ impl GTile {
         let i = select(ok, self.index(r, c), c_i32(0));
         Some((t.ptr(), i, select(ok, bytes, c_i32(0))))
     }
+    /// The source of an AMD direct-to-LDS load at `(r, c ..)`: the tile's buffer resource
+    /// and the element index, past the resource's end outside the matrix (the load then
+    /// reads zeros). `None` on NVIDIA (pointer tiles).
+    pub(crate) fn direct_src(&self, r: Idx, c: Idx) -> Option<(Rsrc, Val)> {
+        let Engine::Buf(rs, num) = self.engine else {
+            return None;
+        };
+        let ok = self.in_bounds(r, c);
+        Some((rs, select(ok, self.index(r, c), num)))
+    }
     /// Store `v` (scalar or vector) at `(r, c ..)`; dropped outside the matrix.
     pub fn store(&self, r: impl Into<Idx>, c: impl Into<Idx>, v: Val) {
         let (r, c) = (r.into(), c.into());

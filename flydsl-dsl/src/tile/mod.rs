@@ -10,7 +10,9 @@
 //! - [`Tv`]: thread-value layouts (which thread holds which tile element), split into row
 //!   and column parts with [`Layout::split_rows`](crate::layout::Layout::split_rows) so
 //!   run-time thread ids cost no division by the tile height.
-//! - [`TiledCopy`] with [`CopyAtom`]s and [`copy`]; [`TiledMma`] over the matrix atoms of
+//! - [`TiledCopy`] with [`CopyAtom`]s and [`copy`] (register-staged, `cp.async`, AMD
+//!   direct-to-LDS); [`TmaCopy`] (sm_90a TMA box loads) and [`TdmCopy`] (gfx1250 Tensor
+//!   Data Mover) for whole-tile copies; [`TiledMma`] over the matrix atoms of
 //!   [`atoms`](crate::atoms), with [`TiledMma::partition_a`] / `_b` / `_c` and
 //!   [`TiledMma::gemm`]; [`c_to_a`], the accumulator-to-operand re-layout derived with the
 //!   layout algebra.
@@ -27,8 +29,10 @@ mod ldsm;
 mod mma;
 mod relayout;
 mod smem;
+mod tdm;
 #[cfg(test)]
 mod tests;
+mod tma;
 mod tv;
 
 pub use copy::{copy, CopyAtom, ThrCopy, TiledCopy};
@@ -36,7 +40,9 @@ pub use frag::Frag;
 pub use global::{GTensor, GTile};
 pub use mma::{AtomTv, ThrMma, TiledMma};
 pub use relayout::{c_to_a, c_to_a_map, ReLayout, Slot};
-pub use smem::{smem_sw128, smem_xor16, STensor, SView};
+pub use smem::{smem_row_major, smem_sw128, smem_xor16, STensor, SView};
+pub use tdm::TdmCopy;
+pub use tma::TmaCopy;
 pub use tv::Tv;
 
 use crate::layout::LayoutError;

@@ -76,6 +76,23 @@ pub fn smem_sw128(rows: i64, cols: i64, elem: ScalarType) -> Result<ComposedLayo
     ))
 }
 
+/// A `rows x cols` row-major LDS tile with no swizzle (the identity swizzle): the layout
+/// direct-to-LDS loads ([`ThrCopy::copy_direct`](super::ThrCopy::copy_direct)) write, each
+/// wave's lanes consecutively.
+///
+/// ```
+/// use flydsl_dsl::tile::smem_row_major;
+/// let l = smem_row_major(4, 64)?;
+/// assert_eq!(l.crd2idx(&flydsl_dsl::layout::Coord::from(flydsl_dsl::tup![1, 3]))?, 64 + 3);
+/// # Ok::<(), flydsl_dsl::tile::TileError>(())
+/// ```
+pub fn smem_row_major(rows: i64, cols: i64) -> Result<ComposedLayout, TileError> {
+    Ok(ComposedLayout::new(
+        Swizzle::identity(),
+        Layout::row_major((rows, cols))?,
+    ))
+}
+
 /// An LDS tensor: an LDS array holding `stages` copies of a swizzled `rows x cols` tile
 /// layout, one per pipeline stage ([`STensor::stage`]).
 #[derive(Clone, Debug)]
@@ -148,6 +165,26 @@ impl STensor {
 }
 
 impl SView<'_> {
+    /// The element offset of `(r, c)` from the LDS array's start (for `n`-element vectors).
+    pub(crate) fn offset_of(&self, r: Idx, c: Idx, n: u32) -> Val {
+        self.offset(r, c, n)
+    }
+    /// The element offset of `(r, c)` inside one stage, for static coordinates.
+    pub(crate) fn lit_offset(&self, r: i64, c: i64) -> Result<i64, TileError> {
+        let crd = Coord::Tuple(vec![Coord::Int(Idx::Lit(r)), Coord::Int(Idx::Lit(c))]);
+        match self.t.layout.crd2idx(&crd)? {
+            Idx::Lit(v) => Ok(v),
+            _ => Ok(-1),
+        }
+    }
+    /// The stage's layout, printed (for errors).
+    pub(crate) fn layout_string(&self) -> String {
+        self.t.layout.to_string()
+    }
+    /// The LDS array.
+    pub(crate) fn lds(&self) -> &crate::mem::Lds {
+        &self.t.lds
+    }
     fn offset(&self, r: Idx, c: Idx, n: u32) -> Val {
         // Vectors must not straddle a swizzled chunk.
         if n > 1

@@ -30,15 +30,17 @@ impl Wg<'_, '_> {
                 }
                 Ok(())
             }
-            AmdOp::SchedBarrier(_)
-            | AmdOp::SchedGroupBarrier { .. }
-            | AmdOp::SetPrio(_)
-            | AmdOp::WaitTensorcnt(_) => Ok(()),
-            AmdOp::TensorLoadToLds { .. } => Err(self.unsupported(
-                "TensorLoadToLds (gfx1250 Tensor Data Mover): the Sim does not model its \
-                 descriptor format; run this kernel on a gfx1250, or give the Sim a variant \
-                 that stages the tile with Load and Store through LDS",
-            )),
+            AmdOp::SchedBarrier(_) | AmdOp::SchedGroupBarrier { .. } | AmdOp::SetPrio(_) => Ok(()),
+            AmdOp::WaitTensorcnt(n) => {
+                let wave = self.cx.wave;
+                let mut waves: Vec<usize> = act.iter().map(|&t| t as usize / wave).collect();
+                waves.dedup();
+                for w in waves {
+                    self.retire_tdm(w, n as usize)?;
+                }
+                Ok(())
+            }
+            AmdOp::TensorLoadToLds { ref groups } => self.tensor_load_to_lds(groups, act),
             AmdOp::BufferLoadToLds {
                 rsrc,
                 index,
@@ -52,6 +54,28 @@ impl Wg<'_, '_> {
             AmdOp::LdsReadTr16 { ptr, index } => match results {
                 [r] => self.lds_read_tr16(*r, ptr, index, act),
                 _ => Err(self.unsupported("LdsReadTr16 without its one result")),
+            },
+            AmdOp::CvtPkFp8 { a, b, old, hi, to } => match results {
+                [r] => {
+                    self.cvt_pk_fp8(*r, [a, b, old], hi, to, act);
+                    Ok(())
+                }
+                _ => Err(self.unsupported("CvtPkFp8 without its one result")),
+            },
+            AmdOp::CvtPkF32Fp8 { src, hi, from } => match results {
+                [r] => {
+                    self.cvt_pk_f32_fp8(*r, src, hi, from, act);
+                    Ok(())
+                }
+                _ => Err(self.unsupported("CvtPkF32Fp8 without its one result")),
+            },
+            AmdOp::PermlaneSwap { a, b, rows } => match results {
+                [ra, rb] => self.permlane_swap([*ra, *rb], [a, b], rows, act),
+                _ => Err(self.unsupported("PermlaneSwap without its two results")),
+            },
+            AmdOp::PermlaneX16 { value, sel } => match results {
+                [r] => self.permlanex16(*r, value, sel, act),
+                _ => Err(self.unsupported("PermlaneX16 without its one result")),
             },
         }
     }
@@ -68,10 +92,26 @@ impl Wg<'_, '_> {
         Ok(())
     }
 
-    /// Retire the oldest pending instructions of wave `w` until at most `keep` remain.
+    /// Retire the oldest pending direct-to-LDS instructions of wave `w` until at most `keep`
+    /// remain.
     fn retire(&mut self, w: usize, keep: usize) -> Result<(), SimError> {
+        self.retire_in(false, w, keep)
+    }
+
+    /// Retire the oldest pending Tensor Data Mover loads of wave `w` until at most `keep`
+    /// remain.
+    pub(super) fn retire_tdm(&mut self, w: usize, keep: usize) -> Result<(), SimError> {
+        self.retire_in(true, w, keep)
+    }
+
+    fn retire_in(&mut self, tdm: bool, w: usize, keep: usize) -> Result<(), SimError> {
         loop {
-            let Some(q) = self.amd.queues.get_mut(w) else {
+            let qs = if tdm {
+                &mut self.amd.tdm
+            } else {
+                &mut self.amd.queues
+            };
+            let Some(q) = qs.get_mut(w) else {
                 return Ok(());
             };
             if q.len() <= keep {
@@ -115,6 +155,7 @@ impl Wg<'_, '_> {
             .amd
             .queues
             .iter()
+            .chain(&self.amd.tdm)
             .flatten()
             .flatten()
             .find(|p| (p.byte..p.byte + p.n).contains(&hit));
@@ -134,9 +175,10 @@ impl Wg<'_, '_> {
             "LDS access",
             t,
             format!(
-                "{kind} of {what}, which a direct-to-LDS load (BufferLoadToLds) by {who} has not \
-                 written yet: retire it first with WaitVmcnt in the issuing wave (then a \
-                 Barrier or LdsBarrier before other threads touch it), or with a barrier"
+                "{kind} of {what}, which a direct-to-LDS or tensor load by {who} has not written \
+                 yet: retire it first in the issuing wave (WaitVmcnt for BufferLoadToLds, \
+                 WaitTensorcnt for TensorLoadToLds), then a Barrier or LdsBarrier before other \
+                 threads touch it"
             ),
         ))
     }

@@ -1,5 +1,6 @@
-//! The state of the asynchronous direct-to-LDS loads of one workgroup (see `amd_ops`), kept
-//! in a leaf module so the executor can hold it without depending on the ops.
+//! The state of the asynchronous direct-to-LDS and Tensor Data Mover loads of one workgroup
+//! (see `amd_ops`, `amd_tdm`), kept in a leaf module so the executor can hold it without
+//! depending on the ops.
 
 use std::collections::VecDeque;
 
@@ -20,18 +21,22 @@ pub(crate) struct Pending {
 /// Per-workgroup state of the asynchronous direct-to-LDS loads.
 #[derive(Default)]
 pub(crate) struct AmdState {
-    /// Per wave, its issued instructions in order, each the writes of its active lanes.
+    /// Per wave, its issued direct-to-LDS instructions in order (retired by `WaitVmcnt`
+    /// and barriers), each the writes of its active lanes.
     pub queues: Vec<VecDeque<Vec<Pending>>>,
+    /// Per wave, its issued Tensor Data Mover loads in order (retired by `WaitTensorcnt`
+    /// only), each the writes of the whole tile.
+    pub tdm: Vec<VecDeque<Vec<Pending>>>,
     /// Per LDS byte, how many pending writes target it (empty until the first load).
     pub pending: Vec<u16>,
-    /// Total pending instructions over all waves.
+    /// Total pending instructions over all waves and both kinds.
     pub count: usize,
 }
 
 impl AmdState {
     /// Forget everything (a new workgroup).
     pub fn reset(&mut self) {
-        for q in &mut self.queues {
+        for q in self.queues.iter_mut().chain(&mut self.tdm) {
             q.clear();
         }
         self.pending.fill(0);

@@ -1,8 +1,10 @@
 //! The workgroup executor: all threads of one workgroup run in lockstep, op by op, over
 //! per-thread value vectors, with an active list for structured divergence.
 
+mod amd_lanes;
 mod amd_ops;
 mod amd_state;
+mod amd_tdm;
 mod arith;
 mod cp_state;
 mod lifetimes;
