@@ -29,6 +29,11 @@
 mod kernels;
 pub mod table;
 
+// ---- portable GEMM (gemmport): preshuffled B ----
+pub mod preshuffle;
+pub use preshuffle::{preshuffle_b, unpreshuffle_b};
+// ---- end portable GEMM ----
+
 use flydsl_rt::validate::Call;
 /// The workspace's dtype enum (the build script shares `table.rs` through it).
 pub use flydsl_rt::DType;
