@@ -9,6 +9,11 @@ mod table;
 #[path = "kernels/wgmma.rs"]
 mod wgmma;
 
+// ---- portable GEMM (gemmport) ----
+#[path = "kernels/portable.rs"]
+mod portable;
+// ---- end portable GEMM ----
+
 use flydsl_build::glue::DispatchTable;
 /// The one dtype enum of the workspace (`src/table.rs` imports it from the crate root).
 pub use flydsl_build::ir::DType;
@@ -28,5 +33,20 @@ fn main() {
             wg = wg.entry(&[d], format!("{}usize", epi.index()), &name);
         }
     }
+    // ---- portable GEMM (gemmport): every AMD target and sm90 (the fallback), per dtype,
+    // config and B read; the epilogue is a run-time argument ----
+    let mut tile = DispatchTable::new("PORTABLE", "PortableLaunchers");
+    for d in DTYPES {
+        for (ci, cfg) in table::PORTABLE_CONFIGS.into_iter().enumerate() {
+            for br in table::BRead::ALL {
+                let name = table::portable_name(d, cfg, br);
+                b = b.kernel(&name, move |t| portable::build(t, d, cfg, br));
+                let key = table::portable_key(ci, br);
+                tile = tile.entry(&[d], format!("{key}usize"), &name);
+            }
+        }
+    }
+    b = b.table(tile);
+    // ---- end portable GEMM ----
     b.table(wg).run_or_exit();
 }

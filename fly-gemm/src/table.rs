@@ -74,3 +74,96 @@ pub const GROUP_M: u32 = 8;
 pub const STAGE_BYTES: u32 = (BM + BN) * BK * 2;
 /// Dynamic LDS per launch: the stages plus the slack of aligning them to 1024 bytes.
 pub const LDS_BYTES: u32 = STAGES * STAGE_BYTES + 1024;
+
+// ---- portable GEMM (gemmport): the tile-layer kernel's configs and variants ----
+
+/// How the portable kernel reads B (one kernel variant each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BRead {
+    /// Plain row-major `[n, k]`, 128-bit vectors (needs `k % 8 == 0`: 16-byte rows).
+    Plain,
+    /// Plain row-major `[n, k]`, one element per access (any `k`; A is read the same way).
+    PlainScalar,
+    /// The preshuffled layout (`crate::preshuffle`), 128-bit vectors of one 16-byte chunk.
+    Preshuffled,
+}
+
+impl BRead {
+    /// Every variant, in key order.
+    pub const ALL: [BRead; 3] = [BRead::Plain, BRead::PlainScalar, BRead::Preshuffled];
+    /// Short name used in kernel names.
+    pub fn name(self) -> &'static str {
+        match self {
+            BRead::Plain => "plain",
+            BRead::PlainScalar => "plain_scalar",
+            BRead::Preshuffled => "preshuffled",
+        }
+    }
+}
+
+/// One tile configuration of the portable GEMM: a `tile_m x tile_n` block tile of C,
+/// `tile_k` of K per step (elements; a multiple of 32: whole 64-byte micro-steps of 16-bit
+/// data), `lds_stage` LDS buffers (1: single stage, 2: ping-pong). Four waves per
+/// workgroup, all along N (the reference's layout).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TileConfig {
+    /// Rows of C per workgroup (a multiple of 16).
+    pub tile_m: u32,
+    /// Columns of C per workgroup (a multiple of 64: four waves along N).
+    pub tile_n: u32,
+    /// K per pipeline step, in elements (a multiple of 32).
+    pub tile_k: u32,
+    /// LDS stages: 1 or 2.
+    pub lds_stage: u32,
+}
+
+/// Waves per workgroup of the portable kernel (all along N).
+pub const PORTABLE_WAVES: u32 = 4;
+
+/// The portable kernel's config table. The reference's preshuffle configs are 16x128x256
+/// and 64x256x128 with B read global -> registers; this kernel stages B through LDS as well,
+/// so the same block tiles take a shorter K step to fit 64 KiB of LDS (gfx942, gfx1201):
+/// 16x128x128 single-stage (small M, decode) and 64x256x32 ping-pong (everything else).
+pub const PORTABLE_CONFIGS: [TileConfig; 2] = [
+    TileConfig {
+        tile_m: 16,
+        tile_n: 128,
+        tile_k: 128,
+        lds_stage: 1,
+    },
+    TileConfig {
+        tile_m: 64,
+        tile_n: 256,
+        tile_k: 32,
+        lds_stage: 2,
+    },
+];
+
+impl TileConfig {
+    /// LDS bytes of one launch (A and B tiles of 2-byte elements, every stage).
+    pub fn lds_bytes(&self) -> u32 {
+        (self.tile_m + self.tile_n) * self.tile_k * 2 * self.lds_stage
+    }
+    /// The config's index in [`PORTABLE_CONFIGS`], if it is one.
+    pub fn index(&self) -> Option<usize> {
+        PORTABLE_CONFIGS.iter().position(|c| c == self)
+    }
+    /// Short name used in kernel names, e.g. `16x128x128s1`.
+    pub fn name(&self) -> String {
+        format!(
+            "{}x{}x{}s{}",
+            self.tile_m, self.tile_n, self.tile_k, self.lds_stage
+        )
+    }
+}
+
+/// The portable kernel's dispatch key of (config index, B read).
+pub fn portable_key(config: usize, b: BRead) -> usize {
+    config * BRead::ALL.len() + BRead::ALL.iter().position(|&x| x == b).unwrap_or(0)
+}
+
+/// The portable kernel's name for `dt`, config and B read.
+pub fn portable_name(dt: DType, cfg: TileConfig, b: BRead) -> String {
+    format!("gemm_tile_{}_{}_{}", dt.name(), cfg.name(), b.name())
+}
+// ---- end portable GEMM ----

@@ -49,24 +49,37 @@ fn byte_exact_against_the_formula_for_1_2_and_4_byte_elements() {
 #[test]
 fn round_trips() {
     for (n, k) in [(16, 32), (64, 96), (160, 64)] {
-        let b: Vec<u16> = (0..(n * k) as u32).map(|i| i.wrapping_mul(2654435761) as u16).collect();
+        let b: Vec<u16> = (0..(n * k) as u32)
+            .map(|i| i.wrapping_mul(2654435761) as u16)
+            .collect();
         let s = preshuffle_b(&b, n, k).unwrap();
         assert_ne!(s, b, "{n}x{k}: the shuffle moved nothing");
         assert_eq!(unpreshuffle_b(&s, n, k).unwrap(), b);
     }
     let b: Vec<u8> = (0..32 * 64).map(|i| i as u8).collect();
-    assert_eq!(unpreshuffle_b(&preshuffle_b(&b, 32, 64).unwrap(), 32, 64).unwrap(), b);
+    assert_eq!(
+        unpreshuffle_b(&preshuffle_b(&b, 32, 64).unwrap(), 32, 64).unwrap(),
+        b
+    );
 }
 
 #[test]
 fn bad_shapes_are_errors_naming_the_rule() {
     let b = vec![0u16; 24 * 32];
     let e = preshuffle_b(&b, 24, 32).unwrap_err().to_string();
-    assert!(e.starts_with("fly_gemm::preshuffle_b: `n` = 24") && e.contains("16"), "{e}");
+    assert!(
+        e.starts_with("fly_gemm::preshuffle_b: `n` = 24") && e.contains("16"),
+        "{e}"
+    );
     let b = vec![0u16; 16 * 24];
     let e = unpreshuffle_b(&b, 16, 24).unwrap_err().to_string();
-    assert!(e.starts_with("fly_gemm::unpreshuffle_b: `k` = 24") && e.contains("64"), "{e}");
-    let e = preshuffle_b(&vec![0u8; 16 * 64 - 1], 16, 64).unwrap_err().to_string();
+    assert!(
+        e.starts_with("fly_gemm::unpreshuffle_b: `k` = 24") && e.contains("64"),
+        "{e}"
+    );
+    let e = preshuffle_b(&vec![0u8; 16 * 64 - 1], 16, 64)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("`b`"), "{e}");
     // 1-byte elements need k % 64 == 0.
     assert!(preshuffle_b(&vec![0u8; 16 * 32], 16, 32).is_err());

@@ -56,6 +56,7 @@ fn main() -> Result<(), String> {
             n,
             k,
             epilogue: Epilogue::None,
+            ..Default::default()
         };
         let mut run = || gemm(&s, &da, &db, None, &mut dc, args);
         let ms = timer.median(&s, 3, 30, &mut run).map_err(e)?;
