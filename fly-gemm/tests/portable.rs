@@ -114,17 +114,157 @@ fn sim(t: Target) -> Device {
     Device::new_sim(t)
 }
 
+/// Every config, plain B (K % 8 != 0: the scalar variant; K % 8 == 0 but not a multiple
+/// of tile_k: the vector variant) and preshuffled B, M in {1, 16, 33}, N = 144 (a multiple
+/// of 16, not of 128 or 256), on every target, both dtypes alternating.
 #[test]
-fn smoke_each_target() {
+fn every_config_and_b_layout_at_ragged_shapes_on_every_target() {
     for t in TARGETS {
         let dev = sim(t);
-        case::<bf16>(
-            &dev,
-            (16, 48, 72),
-            Epilogue::None,
-            BLayout::Plain,
-            Some(PORTABLE_CONFIGS[0]),
-            1,
-        );
+        for (ci, cfg) in PORTABLE_CONFIGS.into_iter().enumerate() {
+            for (mi, m) in [1usize, 16, 33].into_iter().enumerate() {
+                let seed = (ci * 10 + mi) as u64;
+                // Plain, k % 8 != 0 (rows not 16-byte aligned).
+                case::<bf16>(
+                    &dev,
+                    (m, 144, 100),
+                    Epilogue::None,
+                    BLayout::Plain,
+                    Some(cfg),
+                    seed,
+                );
+                // Plain, 128-bit rows, K not a multiple of either tile_k.
+                case::<f16>(
+                    &dev,
+                    (m, 144, 72),
+                    Epilogue::Bias,
+                    BLayout::Plain,
+                    Some(cfg),
+                    seed + 100,
+                );
+                // Preshuffled: K % 32 == 0, not a multiple of 128.
+                let epi = if mi == 2 {
+                    Epilogue::BiasRelu
+                } else {
+                    Epilogue::None
+                };
+                case::<bf16>(
+                    &dev,
+                    (m, 144, 160),
+                    epi,
+                    BLayout::Preshuffled,
+                    Some(cfg),
+                    seed + 200,
+                );
+            }
+        }
     }
+}
+
+/// Every epilogue through the default dispatch on every target, both B layouts.
+#[test]
+fn every_epilogue_on_every_target() {
+    for t in TARGETS {
+        let dev = sim(t);
+        for epi in Epilogue::ALL {
+            let seed = 300 + epi.index() as u64;
+            case::<bf16>(&dev, (20, 32, 64), epi, BLayout::Preshuffled, None, seed);
+            case::<f16>(&dev, (3, 40, 24), epi, BLayout::Plain, None, seed + 10);
+        }
+    }
+}
+
+/// More than one tile along M and N, K over several steps of both configs.
+#[test]
+fn several_tiles_per_dimension() {
+    for t in [Target::Gfx942, Target::Gfx1201, Target::Sm90] {
+        let dev = sim(t);
+        for cfg in PORTABLE_CONFIGS {
+            case::<bf16>(
+                &dev,
+                (80, 272, 288),
+                Epilogue::None,
+                BLayout::Preshuffled,
+                Some(cfg),
+                400,
+            );
+        }
+    }
+}
+
+/// On sm90, `gemm` takes the portable kernel for what wgmma refuses (k % 8 != 0, preshuffled
+/// B) and agrees with wgmma where both run.
+#[test]
+fn sm90_falls_back_for_what_wgmma_refuses() {
+    let dev = sim(Target::Sm90);
+    case::<bf16>(
+        &dev,
+        (33, 48, 13),
+        Epilogue::Bias,
+        BLayout::Plain,
+        None,
+        500,
+    );
+    case::<f16>(&dev, (1, 16, 7), Epilogue::None, BLayout::Plain, None, 501);
+    case::<bf16>(
+        &dev,
+        (17, 64, 96),
+        Epilogue::BiasGelu,
+        BLayout::Preshuffled,
+        None,
+        502,
+    );
+    // Both paths on the same inputs: wgmma (plain, k % 8 == 0) and the pinned portable one.
+    case::<bf16>(
+        &dev,
+        (40, 48, 64),
+        Epilogue::None,
+        BLayout::Plain,
+        None,
+        503,
+    );
+    case::<bf16>(
+        &dev,
+        (40, 48, 64),
+        Epilogue::None,
+        BLayout::Plain,
+        Some(PORTABLE_CONFIGS[1]),
+        503,
+    );
+}
+
+#[test]
+fn a_pinned_config_outside_the_table_is_an_error() {
+    let dev = sim(Target::Gfx950);
+    let s = dev.stream().unwrap();
+    let (m, n, k) = (4, 16, 32);
+    let a = DeviceBuffer::<bf16>::zeroed(&dev, m * k).unwrap();
+    let b = DeviceBuffer::<bf16>::zeroed(&dev, n * k).unwrap();
+    let sentinel = vec![bf16::from_f32(7.0); m * n];
+    let mut c = DeviceBuffer::from_slice(&dev, &sentinel).unwrap();
+    let bad = TileConfig {
+        tile_k: 48,
+        ..PORTABLE_CONFIGS[0]
+    };
+    let args = GemmArgs {
+        m,
+        n,
+        k,
+        ..Default::default()
+    };
+    let e = gemm_with(&s, &a, &b, None, &mut c, args, bad)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("fly_gemm::gemm_with: `config`"), "{e}");
+    // Preshuffled B of the wrong K, on an AMD target.
+    let args = GemmArgs {
+        k: 8,
+        b_layout: BLayout::Preshuffled,
+        ..args
+    };
+    let e = gemm_with(&s, &a, &b, None, &mut c, args, PORTABLE_CONFIGS[0])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`k` = 8") && e.contains("64"), "{e}");
+    assert_eq!(c.to_vec().unwrap(), sentinel);
 }
