@@ -91,6 +91,7 @@ pub fn build(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Ker
     let st = dt.scalar();
     let (bm, bn, bk) = (cfg.tile_m as i64, cfg.tile_n as i64, cfg.tile_k as i64);
     let s = cfg.lds_stage;
+    let scalar = b == BRead::PlainScalar;
     let mma = &p.mma;
     let threads = mma.threads();
     KernelBuilder::new(&name, target, threads).build(|k| {
@@ -175,8 +176,29 @@ pub fn build(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Ker
         };
 
         // Prologue: tiles 0 .. s-2 (lds_stage 2) or tile 0 (lds_stage 1) into LDS.
+        // The scalar variant copies element by element in a run-time loop (global -> LDS,
+        // one element in flight per thread): unrolled, its loads would not fit in registers.
+        let direct = |t: Val| {
+            let st_ = stage(t);
+            let tiles = [
+                (a_tile(t), sa.stage(st_), bm),
+                (gb.local_tile((bn, bk), (bx, t)), sb.stage(st_), bn),
+            ];
+            for (src, dst, rows) in tiles {
+                let count = (rows * bk / threads as i64) as i32;
+                for_range_(c_i32(0), c_i32(count), c_i32(1), |i| {
+                    let v = tid + i * threads as i32;
+                    let (r, col) = (Idx::Dyn(v / bk as i32), Idx::Dyn(v % bk as i32));
+                    dst.store(r, col, src.load(r, col, 1));
+                });
+            }
+        };
         for t in 0..s.max(2) - 1 {
             let t = c_i32(t as i32);
+            if scalar {
+                direct(t);
+                continue;
+            }
             let ra = ca.load(&a_tile(t));
             let rb = load_b(t);
             ca.store(&ra, &sa.stage(stage(t)));
@@ -194,10 +216,19 @@ pub fn build(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Ker
         };
         let acc = for_range(c_i32(0), k_tiles, c_i32(1), acc0.vals(), |t, carried| {
             let acc = acc0.with_vals(carried.to_vec());
-            // The global loads of the next tile (zeros past K) are in flight ...
             let next = t + (s.max(2) - 1) as i32;
+            // The global loads of the next tile (zeros past K) are in flight while this
+            // tile feeds the matrix atoms (the scalar variant copies after them) ...
+            if scalar {
+                let acc = mma_step(acc, t);
+                if s == 1 {
+                    barrier();
+                }
+                direct(next);
+                barrier();
+                return acc.vals().to_vec();
+            }
             let (ra, rb) = (ca.load(&a_tile(next)), load_b(next));
-            // ... while this tile feeds the matrix atoms ...
             let acc = mma_step(acc, t);
             if s == 1 {
                 // ... every wave is done with the only buffer before it is refilled.

@@ -89,7 +89,7 @@ pub enum BLayout {
 pub use table::{TileConfig, PORTABLE_CONFIGS};
 
 /// The portable kernel's config for a shape: the single-stage 16-row tile for `m <= 16`
-/// (decode), the 64 x 256 ping-pong tile otherwise.
+/// (decode), the 64 x 128 ping-pong tile otherwise.
 ///
 /// ```
 /// assert_eq!(fly_gemm::default_config(1, 4096, 4096).tile_m, 16);
@@ -105,7 +105,9 @@ pub fn default_config(m: usize, _n: usize, _k: usize) -> TileConfig {
 
 /// [`gemm`] on the portable tile-layer kernel with a pinned `config` (one of
 /// [`PORTABLE_CONFIGS`]), on every target (on sm90 too, where [`gemm`] would take the wgmma
-/// kernel). Same arguments and errors as [`gemm`], plus a config outside the table.
+/// kernel). Same arguments and errors as [`gemm`], plus a config outside the table. With
+/// plain B and `k % 8 != 0` every config runs as the 64 x 128 x 64 one (the only one with
+/// a scalar-load variant).
 ///
 /// ```
 /// use flydsl_rt::{half::f16, Device, DeviceBuffer, Target};
@@ -227,7 +229,13 @@ fn portable<T: Element>(
         BLayout::Plain if k.is_multiple_of(8) => table::BRead::Plain,
         BLayout::Plain => table::BRead::PlainScalar,
     };
-    let key = table::portable_key(config.index().unwrap_or(0), read);
+    // k % 8 != 0 with plain B: the scalar variant, which only the SCALAR_CONFIG tile has.
+    let ci = match config.index() {
+        Some(ci) if table::has_variant(ci, read) => ci,
+        _ => table::SCALAR_CONFIG,
+    };
+    let config = PORTABLE_CONFIGS[ci];
+    let key = table::portable_key(ci, read);
     let Some(launcher) = kernels::portable::<T>(key) else {
         return Err(call.error(
             "T",
@@ -421,7 +429,7 @@ pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariant
 /// per dtype, config and B read.
 ///
 /// ```
-/// assert_eq!(fly_gemm::portable_variants().len(), 2 * 2 * 3);
+/// assert_eq!(fly_gemm::portable_variants().len(), 2 * 5);
 /// ```
 pub fn portable_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariants)> {
     let g = &kernels::generated::PORTABLE;

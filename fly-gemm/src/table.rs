@@ -122,8 +122,9 @@ pub const PORTABLE_WAVES: u32 = 4;
 
 /// The portable kernel's config table. The reference's preshuffle configs are 16x128x256
 /// and 64x256x128 with B read global -> registers; this kernel stages B through LDS as well,
-/// so the same block tiles take a shorter K step to fit 64 KiB of LDS (gfx942, gfx1201):
-/// 16x128x128 single-stage (small M, decode) and 64x256x32 ping-pong (everything else).
+/// so its tiles take a shorter K step to fit 64 KiB of LDS (gfx942, gfx1201): 16x128x128
+/// single-stage (small M, decode) and 64x128x64 ping-pong (everything else; 64x256 spills
+/// on the wave32 targets, whose 16x16 WMMA keeps 8 f32 per lane per atom).
 pub const PORTABLE_CONFIGS: [TileConfig; 2] = [
     TileConfig {
         tile_m: 16,
@@ -133,8 +134,8 @@ pub const PORTABLE_CONFIGS: [TileConfig; 2] = [
     },
     TileConfig {
         tile_m: 64,
-        tile_n: 256,
-        tile_k: 32,
+        tile_n: 128,
+        tile_k: 64,
         lds_stage: 2,
     },
 ];
@@ -155,6 +156,15 @@ impl TileConfig {
             self.tile_m, self.tile_n, self.tile_k, self.lds_stage
         )
     }
+}
+
+/// Config whose `PlainScalar` variant serves every `k % 8 != 0` with plain B: the scalar
+/// copies of the 16x128x128 tile would not fit in registers (they spill on wave32).
+pub const SCALAR_CONFIG: usize = 1;
+
+/// Whether config `config` has a kernel for the B read `b` (see [`SCALAR_CONFIG`]).
+pub fn has_variant(config: usize, b: BRead) -> bool {
+    b != BRead::PlainScalar || config == SCALAR_CONFIG
 }
 
 /// The portable kernel's dispatch key of (config index, B read).

@@ -155,6 +155,7 @@ fn bad_arguments_are_errors_that_write_nothing() {
         (
             "preshuffled B with k * 2 bytes % 64 != 0",
             GemmArgs {
+                n: 16,
                 b_layout: BLayout::Preshuffled,
                 ..ok
             },

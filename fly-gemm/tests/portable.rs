@@ -12,7 +12,7 @@
 use fly_gemm::TileConfig;
 use fly_gemm::{gemm, gemm_with, preshuffle_b, BLayout, Epilogue, GemmArgs, PORTABLE_CONFIGS};
 use flydsl_rt::half::{bf16, f16};
-use flydsl_rt::{Device, DeviceBuffer, Element, Target};
+use flydsl_rt::{Backend, Device, DeviceBuffer, Element, Target};
 use flydsl_testutil::gemm::{gemm_ref, Act};
 use flydsl_testutil::rng::Rng;
 
@@ -267,4 +267,80 @@ fn a_pinned_config_outside_the_table_is_an_error() {
         .to_string();
     assert!(e.contains("`k` = 8") && e.contains("64"), "{e}");
     assert_eq!(c.to_vec().unwrap(), sentinel);
+}
+
+/// The sm90 portable paths on a real GPU (CUDA, when present; `FLYDSL_REQUIRE_GPU` makes a
+/// missing GPU a failure): the `gemm` fallback (k % 8 != 0, preshuffled B) and every config
+/// pinned, against the same reference as the Sim.
+#[test]
+fn cuda_sm90_fallback_and_every_config() {
+    let devs = match Device::enumerate(Backend::Cuda) {
+        Ok(d) if !d.is_empty() => d,
+        Ok(_) => return flydsl_testutil::gpu::skip("no CUDA device: the sm90 GPU half"),
+        Err(e) => return flydsl_testutil::gpu::skip(&format!("CUDA unavailable: {e}")),
+    };
+    for dev in devs {
+        case::<bf16>(
+            &dev,
+            (33, 48, 13),
+            Epilogue::Bias,
+            BLayout::Plain,
+            None,
+            600,
+        );
+        case::<f16>(&dev, (1, 16, 7), Epilogue::None, BLayout::Plain, None, 601);
+        case::<bf16>(
+            &dev,
+            (17, 64, 96),
+            Epilogue::BiasGelu,
+            BLayout::Preshuffled,
+            None,
+            602,
+        );
+        case::<bf16>(
+            &dev,
+            (1000, 520, 1000),
+            Epilogue::None,
+            BLayout::Plain,
+            None,
+            603,
+        );
+        case::<bf16>(
+            &dev,
+            (1000, 512, 1024),
+            Epilogue::BiasSilu,
+            BLayout::Preshuffled,
+            None,
+            604,
+        );
+        for (ci, cfg) in PORTABLE_CONFIGS.into_iter().enumerate() {
+            for m in [1usize, 16, 33] {
+                let seed = 610 + (ci * 10) as u64 + m as u64;
+                case::<bf16>(
+                    &dev,
+                    (m, 144, 100),
+                    Epilogue::None,
+                    BLayout::Plain,
+                    Some(cfg),
+                    seed,
+                );
+                case::<f16>(
+                    &dev,
+                    (m, 144, 72),
+                    Epilogue::Bias,
+                    BLayout::Plain,
+                    Some(cfg),
+                    seed,
+                );
+                case::<bf16>(
+                    &dev,
+                    (m, 144, 160),
+                    Epilogue::BiasRelu,
+                    BLayout::Preshuffled,
+                    Some(cfg),
+                    seed,
+                );
+            }
+        }
+    }
 }
