@@ -66,7 +66,8 @@ fn case<T: Element + Storage>(
     let da = DeviceBuffer::from_slice(dev, &a).map_err(e)?;
     let db = DeviceBuffer::from_slice(dev, &b_dev).map_err(e)?;
     let dbias = DeviceBuffer::from_slice(dev, &bias).map_err(e)?;
-    let mut dc = DeviceBuffer::from_slice(dev, &vec![T::from_f32(f32::NAN); m * n]).map_err(e)?;
+    let mut dc = DeviceBuffer::from_slice(dev, &vec![<T as Storage>::from_f32(f32::NAN); m * n])
+        .map_err(e)?;
     let args = GemmArgs {
         m,
         n,
