@@ -85,7 +85,7 @@ pub fn build(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Ker
         reason,
     };
     let p = plan(target, dt, cfg, b).map_err(|e| fail(e.to_string()))?;
-    if cfg.lds_stage == 0 || cfg.lds_stage > 2 || cfg.tile_k % 32 != 0 {
+    if cfg.lds_stage == 0 || cfg.lds_stage > 2 || !cfg.tile_k.is_multiple_of(32) {
         return Err(fail(format!("{cfg:?}: lds_stage 1 or 2, tile_k % 32 == 0")));
     }
     let st = dt.scalar();

@@ -41,7 +41,7 @@ fn portable_code_objects_have_the_expected_structure() {
                 let text = std::str::from_utf8(code).unwrap();
                 let n = text.matches("mma.sync.aligned.m16n8k16").count();
                 assert!(
-                    n >= per_step && n % per_step == 0,
+                    n >= per_step && n.is_multiple_of(per_step),
                     "{name} ({t}): {n} mma.sync, want a multiple of {per_step} per K step"
                 );
                 assert!(!text.contains(".local"), "{name}: local memory");
@@ -87,7 +87,7 @@ fn portable_code_objects_have_the_expected_structure() {
             };
             let n = count_instructions(&asm, mma);
             assert!(
-                n >= per_step && n % per_step == 0,
+                n >= per_step && n.is_multiple_of(per_step),
                 "{name} ({t}): {n} {mma}, want a multiple of {per_step} per K step"
             );
             let ld128 = match t {
