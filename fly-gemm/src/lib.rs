@@ -34,7 +34,7 @@ pub mod table;
 
 // ---- portable GEMM (gemmport): preshuffled B ----
 pub mod preshuffle;
-pub use preshuffle::{preshuffle_b, unpreshuffle_b};
+pub use preshuffle::{preshuffle_b, preshuffle_b_array, unpreshuffle_b, unpreshuffle_b_array};
 // ---- end portable GEMM ----
 
 use flydsl_rt::validate::Call;

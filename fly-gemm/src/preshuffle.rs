@@ -124,3 +124,39 @@ pub fn preshuffle_b<T: Copy>(b: &[T], n: usize, k: usize) -> Result<Vec<T>> {
 pub fn unpreshuffle_b<T: Copy>(shuffled: &[T], n: usize, k: usize) -> Result<Vec<T>> {
     shuffle("fly_gemm::unpreshuffle_b", shuffled, n, k, false)
 }
+
+/// [`preshuffle_b`] on an ndarray `[n, k]` B (any memory order: read in logical row-major
+/// order). The result has shape `[n, k]` in standard (row-major) memory order, and its
+/// memory holds the preshuffled layout: hand it to `DeviceBuffer::from_array` as is.
+///
+/// ```
+/// use fly_gemm::preshuffle::{preshuffle_b, preshuffle_b_array, unpreshuffle_b_array};
+/// let b = ndarray::Array2::from_shape_fn((16, 32), |(r, c)| (r * 32 + c) as u16);
+/// let s = preshuffle_b_array(b.view())?;
+/// assert_eq!(s.as_slice().unwrap(), &preshuffle_b(b.as_slice().unwrap(), 16, 32)?[..]);
+/// assert_eq!(unpreshuffle_b_array(s.view())?, b);
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+pub fn preshuffle_b_array<T: Copy>(b: ndarray::ArrayView2<'_, T>) -> Result<ndarray::Array2<T>> {
+    array(b, true)
+}
+
+/// [`unpreshuffle_b`] on an ndarray `[n, k]` whose row-major order holds a preshuffled B.
+pub fn unpreshuffle_b_array<T: Copy>(
+    shuffled: ndarray::ArrayView2<'_, T>,
+) -> Result<ndarray::Array2<T>> {
+    array(shuffled, false)
+}
+
+fn array<T: Copy>(b: ndarray::ArrayView2<'_, T>, forward: bool) -> Result<ndarray::Array2<T>> {
+    let (n, k) = b.dim();
+    let flat: Vec<T> = b.iter().copied().collect();
+    let op = if forward {
+        "fly_gemm::preshuffle_b_array"
+    } else {
+        "fly_gemm::unpreshuffle_b_array"
+    };
+    let out = shuffle(op, &flat, n, k, forward)?;
+    ndarray::Array2::from_shape_vec((n, k), out)
+        .map_err(|e| Call::new(op).error("b", format_args!("[{n}, {k}]"), e, "pass a 2-D [n, k] B"))
+}

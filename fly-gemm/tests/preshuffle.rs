@@ -84,3 +84,24 @@ fn bad_shapes_are_errors_naming_the_rule() {
     // 1-byte elements need k % 64 == 0.
     assert!(preshuffle_b(&vec![0u8; 16 * 32], 16, 32).is_err());
 }
+
+#[test]
+fn ndarray_forms_match_the_slice_forms_for_any_memory_order() {
+    use fly_gemm::preshuffle::{preshuffle_b_array, unpreshuffle_b_array};
+    let (n, k) = (32, 64);
+    let b = ndarray::Array2::from_shape_fn((n, k), |(r, c)| (r * 1000 + c) as u32);
+    let want = preshuffle_b(b.as_slice().unwrap(), n, k).unwrap();
+    let s = preshuffle_b_array(b.view()).unwrap();
+    assert_eq!(s.as_slice().unwrap(), &want[..]);
+    // A column-major copy of the same logical B shuffles the same.
+    let bt = b.t().as_standard_layout().into_owned(); // [k, n] row-major
+    let col_major = bt.t(); // [n, k], column-major strides
+    assert!(!col_major.is_standard_layout());
+    assert_eq!(col_major, b.view());
+    assert_eq!(preshuffle_b_array(col_major).unwrap(), s);
+    assert_eq!(unpreshuffle_b_array(s.view()).unwrap(), b);
+    assert!(preshuffle_b_array(b.slice(ndarray::s![..8, ..]))
+        .unwrap_err()
+        .to_string()
+        .starts_with("fly_gemm::preshuffle_b_array: `n` = 8"));
+}
