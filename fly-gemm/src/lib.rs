@@ -261,21 +261,23 @@ fn portable<T: Element>(
             "split the GEMM along K or N",
         ));
     }
+    let threads = table::PORTABLE_WAVES * target.wave_size();
     let (gm, gn) = (m.div_ceil(tm), n.div_ceil(tn));
+    // Grid x <= 2^31 - 1 (CUDA) with x * threads < 2^32 (HIP); y <= 65535 (CUDA).
     let (gm, gn) = match (u32::try_from(gm), u32::try_from(gn)) {
-        (Ok(x), Ok(y)) if x < i32::MAX as u32 && y <= 65535 => (x, y),
+        (Ok(x), Ok(y)) if (x as u64) * (threads as u64) < 1 << 32 && y <= 65535 => (x, y),
         _ => {
             return Err(call.error(
                 "m, n",
                 format_args!("{m}, {n}"),
                 format_args!(
-                    "{gm} x {gn} tiles of {tm} x {tn}: at most 2^31 - 1 along M, 65535 along N"
+                    "{gm} x {gn} tiles of {tm} x {tn}: at most 2^32 / {threads} along M, \
+                     65535 along N"
                 ),
                 "split the GEMM",
             ))
         }
     };
-    let threads = table::PORTABLE_WAVES * target.wave_size();
     let cfg = LaunchConfig::grid_2d([gm, gn], [threads, 1]);
     // Without a bias the kernel never reads it: pass A (any T buffer will do).
     let bias_buf: &DeviceBuffer<T> = bias.unwrap_or(a);
