@@ -106,7 +106,7 @@ pub fn default_config(m: usize, _n: usize, _k: usize) -> TileConfig {
 /// [`gemm`] on the portable tile-layer kernel with a pinned `config` (one of
 /// [`PORTABLE_CONFIGS`]), on every target (on sm90 too, where [`gemm`] would take the wgmma
 /// kernel). Same arguments and errors as [`gemm`], plus a config outside the table. With
-/// plain B and `k % 8 != 0` every config runs as the 64 x 128 x 64 one (the only one with
+/// plain B and `k % 8 != 0` every config runs as the 64 x 128 x 32 one (the only one with
 /// a scalar-load variant).
 ///
 /// ```

@@ -123,8 +123,9 @@ pub const PORTABLE_WAVES: u32 = 4;
 /// The portable kernel's config table. The reference's preshuffle configs are 16x128x256
 /// and 64x256x128 with B read global -> registers; this kernel stages B through LDS as well,
 /// so its tiles take a shorter K step to fit 64 KiB of LDS (gfx942, gfx1201): 16x128x128
-/// single-stage (small M, decode) and 64x128x64 ping-pong (everything else; 64x256 spills
-/// on the wave32 targets, whose 16x16 WMMA keeps 8 f32 per lane per atom).
+/// single-stage (small M, decode; 36 KiB) and 64x128x32 ping-pong (everything else; 24 KiB,
+/// two workgroups per CU on gfx942; 64x256 spills on the wave32 targets, whose 16x16 WMMA
+/// keeps 8 f32 per lane per atom).
 pub const PORTABLE_CONFIGS: [TileConfig; 2] = [
     TileConfig {
         tile_m: 16,
@@ -135,7 +136,7 @@ pub const PORTABLE_CONFIGS: [TileConfig; 2] = [
     TileConfig {
         tile_m: 64,
         tile_n: 128,
-        tile_k: 64,
+        tile_k: 32,
         lds_stage: 2,
     },
 ];
