@@ -9,8 +9,11 @@
 //! swizzled LDS; with `lds_stage` 2 the loads of step t + 1 are in flight while step t feeds
 //! the matrix atoms out of the other buffer (one barrier per step); with `lds_stage` 1 the
 //! loads are in flight during the atoms and land after a barrier (two barriers per step).
-//! B is read plain (`[n, k]` row-major, by the same tiled copy as A) or preshuffled (each
-//! thread moves whole 16-byte chunks of 16-row groups, contiguous across threads). The
+//! B is read plain (`[n, k]` row-major, by the same tiled copy as A) or preshuffled. Where
+//! the atom's B operand is whole 16-byte K chunks of one column (MFMA 16x16x32 on gfx950,
+//! WMMA 16x16x32 on gfx1250: [`direct_b_runs`]) preshuffled B goes global -> registers with
+//! no LDS (the reference's design; the next step's operands load during this step's atoms);
+//! elsewhere each thread moves whole 16-byte chunks of 16-row groups into LDS. The
 //! `PlainScalar` variant reads A and B one element at a time for any K (rows not 16-byte
 //! aligned). The epilogue is chosen at run time (`epi`, [`Epilogue::index`]) and applied in
 //! f32; stores outside C are dropped.
@@ -76,6 +79,29 @@ fn plan(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Plan, Ti
     })
 }
 
+/// Where preshuffled B can skip LDS: when each lane's B operand of the target's atom is
+/// whole 16-byte K chunks of one column (runs of 8 consecutive K starting at a multiple of
+/// 8, the atom 16 columns wide), every run is one chunk of the preshuffled layout, loaded
+/// straight from global memory into the operand registers (the reference's design). The
+/// value indices where the runs start; `None` for atoms whose lanes hold shorter K runs
+/// (MFMA 16x16x16 on gfx942, `mma.sync` on sm90), which stage B through LDS.
+fn direct_b_runs(mma: &TiledMma, target: Target) -> Option<Vec<i64>> {
+    let tv = mma.atom().b();
+    let (_, an, _) = mma.atom().atom().shape();
+    if an != 16 || tv.vals() % 8 != 0 {
+        return None;
+    }
+    let runs: Vec<i64> = (0..tv.vals()).step_by(8).collect();
+    for &v in &runs {
+        let (r, c) = tv.val_coord(v);
+        if c % 8 != 0 || (1..8).any(|u| tv.val_coord(v + u) != (r, c + u)) {
+            return None;
+        }
+    }
+    let lanes_aligned = (0..target.wave_size() as i64).all(|l| tv.thr_coord_lit(l).1 % 8 == 0);
+    lanes_aligned.then_some(runs)
+}
+
 /// The kernel for `dt` (bf16 or f16), `cfg` and the B read `b` on `target`.
 pub fn build(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Kernel, BuildError> {
     let name = portable_name(dt, cfg, b);
@@ -92,6 +118,11 @@ pub fn build(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Ker
     let (bm, bn, bk) = (cfg.tile_m as i64, cfg.tile_n as i64, cfg.tile_k as i64);
     let s = cfg.lds_stage;
     let scalar = b == BRead::PlainScalar;
+    let runs = match b {
+        BRead::Preshuffled => direct_b_runs(&p.mma, target),
+        _ => None,
+    };
+    let direct_b = runs.is_some();
     let mma = &p.mma;
     let threads = mma.threads();
     KernelBuilder::new(&name, target, threads).build(|k| {
@@ -107,12 +138,16 @@ pub fn build(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Ker
             s,
         )
         .unwrap();
-        let sb = STensor::new(
-            k.lds("b_tiles", st, STensor::elems(&p.lay_b, s) as u32),
-            p.lay_b.clone(),
-            s,
-        )
-        .unwrap();
+        // Preshuffled B straight to registers where the atom allows it: no LDS for B.
+        let sb_store = (!direct_b).then(|| {
+            STensor::new(
+                k.lds("b_tiles", st, STensor::elems(&p.lay_b, s) as u32),
+                p.lay_b.clone(),
+                s,
+            )
+            .unwrap()
+        });
+        let sb = sb_store.as_ref();
         let tid = thread_id_x();
         // M tiles along x (up to 2^31 - 1 of them), N tiles along y.
         let (bx, by) = (block_id(Dim::Y), block_id_x());
@@ -137,49 +172,85 @@ pub fn build(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Ker
             let v = tid + (i * threads as i64) as i32;
             (v % 16, (v / 16) % kc, v / (16 * kc))
         };
+        // One preshuffled 16-byte chunk: row `nl` (of this workgroup's panel), columns
+        // `col .. col + 8` (col a multiple of 8); zeros past n and k.
+        let b_chunk = move |rs: Option<flydsl_dsl::Rsrc>, row: Val, col: Val| {
+            let num = rows_in * kd;
+            let ok = row.lt(rows_in) & col.lt(kd);
+            let idx = (row / 16) * 16 * kd + col * 16 + (row % 16) * 8;
+            match rs {
+                Some(rs) => rs.load_vec(select(ok, idx, num), 8, 16),
+                None => {
+                    let x = panel.load_vec(select(ok, idx, c_i32(0)), 8, 16);
+                    select(ok, x, splat(c_f32(0.0).cast(st), 8))
+                }
+            }
+        };
+        let b_rsrc = move || {
+            target
+                .is_amd()
+                .then(|| panel.rsrc_n((rows_in * kd).cast(I64)))
+        };
+        // Direct B: this lane's operand of N repetition j, atom K step kk of tile t, in the
+        // order [kk][j], each the concatenation of its 16-byte runs.
+        let (_, an, ak) = mma.atom().atom().shape();
+        let reps_n = cfg.tile_n / (PORTABLE_WAVES * an);
+        let ksteps = (bk / ak as i64) as u32;
+        let ws = target.wave_size() as i32;
+        let (b_n0, b_k0) = mma.atom().b().thr_coord(tid % ws);
+        let wave_n0 = (tid / ws) * (reps_n * an) as i32;
+        let load_frags = |t: Val| -> Vec<Val> {
+            let rs = b_rsrc();
+            let mut out = Vec::new();
+            for kk in 0..ksteps {
+                for j in 0..reps_n {
+                    let mut elems = Vec::new();
+                    for &v in runs.as_deref().unwrap_or(&[]) {
+                        let (r, c) = mma.atom().b().val_coord(v);
+                        let row = wave_n0 + b_n0.val() + (j * an) as i32 + r as i32;
+                        let col = t * bk as i32 + b_k0.val() + (kk * ak) as i32 + c as i32;
+                        elems.extend(b_chunk(rs, row, col).elems());
+                    }
+                    out.push(vec_of(&elems));
+                }
+            }
+            out
+        };
         let load_b = |t: Val| -> Vec<Val> {
             if let Some(cb) = &cb {
                 return cb.load(&gb.local_tile((bn, bk), (bx, t))).vals().to_vec();
             }
-            let num = rows_in * kd;
-            let rs = target.is_amd().then(|| panel.rsrc_n(num.cast(I64)));
+            let rs = b_rsrc();
             (0..per_thread)
                 .map(|i| {
                     let (nl, cl, g) = chunk(i);
-                    let col = t * bk as i32 + cl * 8;
-                    let ok = (g * 16).lt(rows_in) & col.lt(kd);
-                    let idx = g * 16 * kd + col * 16 + nl * 8;
-                    match rs {
-                        Some(rs) => rs.load_vec(select(ok, idx, num), 8, 16),
-                        None => {
-                            let x = panel.load_vec(select(ok, idx, c_i32(0)), 8, 16);
-                            select(ok, x, splat(c_f32(0.0).cast(st), 8))
-                        }
-                    }
+                    b_chunk(rs, g * 16 + nl, t * bk as i32 + cl * 8)
                 })
                 .collect()
         };
-        let store_b = |vals: Vec<Val>, dst: &SView| match &cb {
-            Some(cb) => {
+        let store_b = |vals: Vec<Val>, dst: Option<SView>| match (&cb, dst) {
+            (_, None) => {}
+            (Some(cb), Some(dst)) => {
                 let nv = vals.len() as i64;
                 cb.store(
                     &Frag::new(vals, flydsl_dsl::layout::Layout::col_major(nv).unwrap()),
-                    dst,
+                    &dst,
                 )
             }
-            None => {
+            (None, Some(dst)) => {
                 for (i, v) in vals.into_iter().enumerate() {
                     let (nl, cl, g) = chunk(i as i64);
                     dst.store(Idx::Dyn(g * 16 + nl), Idx::Dyn(cl * 8), v);
                 }
             }
         };
+        let b_stage = |t: Val| sb.map(|sb| sb.stage(stage(t)));
 
-        // Prologue: tiles 0 .. s-2 (lds_stage 2) or tile 0 (lds_stage 1) into LDS.
         // The scalar variant copies element by element in a run-time loop (global -> LDS,
         // one element in flight per thread): unrolled, its loads would not fit in registers.
         let direct = |t: Val| {
             let st_ = stage(t);
+            let sb = sb.expect("the scalar variant stages B in LDS");
             let tiles = [
                 (a_tile(t), sa.stage(st_), bm),
                 (gb.local_tile((bn, bk), (bx, t)), sb.stage(st_), bn),
@@ -193,6 +264,8 @@ pub fn build(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Ker
                 });
             }
         };
+        // Prologue: tiles 0 .. s-2 (lds_stage 2) or tile 0 (lds_stage 1) into LDS; with
+        // direct B, tile 0's B operands into registers.
         for t in 0..s.max(2) - 1 {
             let t = c_i32(t as i32);
             if scalar {
@@ -200,27 +273,42 @@ pub fn build(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Ker
                 continue;
             }
             let ra = ca.load(&a_tile(t));
-            let rb = load_b(t);
             ca.store(&ra, &sa.stage(stage(t)));
-            store_b(rb, &sb.stage(stage(t)));
+            if !direct_b {
+                let rb = load_b(t);
+                store_b(rb, b_stage(t));
+            }
         }
         barrier();
         let acc0 = mma.zero_acc();
-        let mma_step = |acc: Frag, t: Val| {
+        let n_acc = acc0.vals().len();
+        let mma_step = |acc: Frag, t: Val, bfr: &[Val]| {
             let mut acc = acc;
-            let (a_s, b_s) = (sa.stage(stage(t)), sb.stage(stage(t)));
-            for k0 in (0..bk).step_by(mma.atom_k() as usize) {
-                acc = thr.gemm(&acc, &thr.partition_a(&a_s, k0), &thr.partition_b(&b_s, k0));
+            let a_s = sa.stage(stage(t));
+            for (kk, k0) in (0..bk).step_by(mma.atom_k() as usize).enumerate() {
+                let a_f = thr.partition_a(&a_s, k0);
+                acc = match b_stage(t) {
+                    Some(b_s) => thr.gemm(&acc, &a_f, &thr.partition_b(&b_s, k0)),
+                    None => {
+                        let r = reps_n as usize;
+                        thr.gemm(&acc, &a_f, &bfr[kk * r..(kk + 1) * r])
+                    }
+                };
             }
             acc
         };
-        let acc = for_range(c_i32(0), k_tiles, c_i32(1), acc0.vals(), |t, carried| {
-            let acc = acc0.with_vals(carried.to_vec());
+        let mut init = acc0.vals().to_vec();
+        if direct_b {
+            init.extend(load_frags(c_i32(0)));
+        }
+        let acc = for_range(c_i32(0), k_tiles, c_i32(1), &init, |t, carried| {
+            let acc = acc0.with_vals(carried[..n_acc].to_vec());
+            let bfr = &carried[n_acc..];
             let next = t + (s.max(2) - 1) as i32;
             // The global loads of the next tile (zeros past K) are in flight while this
             // tile feeds the matrix atoms (the scalar variant copies after them) ...
             if scalar {
-                let acc = mma_step(acc, t);
+                let acc = mma_step(acc, t, bfr);
                 if s == 1 {
                     barrier();
                 }
@@ -228,8 +316,14 @@ pub fn build(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Ker
                 barrier();
                 return acc.vals().to_vec();
             }
-            let (ra, rb) = (ca.load(&a_tile(next)), load_b(next));
-            let acc = mma_step(acc, t);
+            let ra = ca.load(&a_tile(next));
+            // Direct B: the next tile's operands (t + 1: registers are not staged).
+            let (rb, next_frags) = if direct_b {
+                (Vec::new(), load_frags(t + 1))
+            } else {
+                (load_b(next), Vec::new())
+            };
+            let acc = mma_step(acc, t, bfr);
             if s == 1 {
                 // ... every wave is done with the only buffer before it is refilled.
                 barrier();
@@ -237,11 +331,13 @@ pub fn build(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Ker
             // ... then they land in the buffer the previous step read (ping-pong) or the
             // only one (single stage).
             ca.store(&ra, &sa.stage(stage(next)));
-            store_b(rb, &sb.stage(stage(next)));
+            store_b(rb, b_stage(next));
             barrier();
-            acc.vals().to_vec()
+            let mut out = acc.vals().to_vec();
+            out.extend(next_frags);
+            out
         });
-        let acc = acc0.with_vals(acc);
+        let acc = acc0.with_vals(acc[..n_acc].to_vec());
 
         // Epilogue (chosen at run time): bias and activation in f32, stores guarded.
         let gc = GTensor::new(c, m, n).local_tile((bm, bn), (by, bx));

@@ -121,8 +121,9 @@ pub struct TileConfig {
 pub const PORTABLE_WAVES: u32 = 4;
 
 /// The portable kernel's config table. The reference's preshuffle configs are 16x128x256
-/// and 64x256x128 with B read global -> registers; this kernel stages B through LDS as well,
-/// so its tiles take a shorter K step to fit 64 KiB of LDS (gfx942, gfx1201): 16x128x128
+/// and 64x256x128 with B read global -> registers; this kernel does that for preshuffled B
+/// on gfx950 and gfx1250 only and stages B through LDS elsewhere, so its tiles take a
+/// shorter K step to fit 64 KiB of LDS (gfx942, gfx1201): 16x128x128
 /// single-stage (small M, decode; 36 KiB) and 64x128x32 ping-pong (everything else; 24 KiB,
 /// two workgroups per CU on gfx942; 64x256 spills on the wave32 targets, whose 16x16 WMMA
 /// keeps 8 f32 per lane per atom).
