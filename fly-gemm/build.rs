@@ -13,6 +13,11 @@ mod wgmma;
 #[path = "kernels/wgmma_scaled.rs"]
 mod wgmma_scaled;
 
+// ---- portable GEMM (gemmport) ----
+#[path = "kernels/portable.rs"]
+mod portable;
+// ---- end portable GEMM ----
+
 use flydsl_build::glue::DispatchTable;
 /// The one dtype enum of the workspace (`src/table.rs` imports it from the crate root).
 pub use flydsl_build::ir::DType;
@@ -53,5 +58,23 @@ fn main() {
             }
         }
     }
+    // ---- portable GEMM (gemmport): every AMD target and sm90 (the fallback), per dtype,
+    // config and B read; the epilogue is a run-time argument ----
+    let mut tile = DispatchTable::new("PORTABLE", "PortableLaunchers");
+    for d in DTYPES {
+        for (ci, cfg) in table::PORTABLE_CONFIGS.into_iter().enumerate() {
+            for br in table::BRead::ALL {
+                if !table::has_variant(ci, br) {
+                    continue;
+                }
+                let name = table::portable_name(d, cfg, br);
+                b = b.kernel(&name, move |t| portable::build(t, d, cfg, br));
+                let key = table::portable_key(ci, br);
+                tile = tile.entry(&[d], format!("{key}usize"), &name);
+            }
+        }
+    }
+    b = b.table(tile);
+    // ---- end portable GEMM ----
     b.table(wg).table(sc).run_or_exit();
 }

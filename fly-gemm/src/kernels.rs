@@ -7,7 +7,7 @@ use flydsl_rt::{DeviceBuffer, Element, ElementMap, LaunchConfig, Launchers, Resu
 /// Generated variant tables (`GEMM_WGMMA_...`), launchers and the dispatch table.
 #[allow(missing_docs, dead_code, clippy::all)]
 pub(crate) mod generated {
-    use super::{ScaledLaunchers, WgmmaLaunchers};
+    use super::{PortableLaunchers, ScaledLaunchers, WgmmaLaunchers};
     include!(concat!(env!("OUT_DIR"), "/flydsl_kernels.rs"));
 }
 
@@ -35,7 +35,7 @@ pub(crate) fn wgmma<T: Element>(
     key: usize,
 ) -> Option<&'static flydsl_rt::Launcher<usize, WgmmaFn<T>>> {
     let t = generated::WGMMA.get::<T>();
-    t.binary_search_by_key(&key, |l| l.key).ok().map(|i| &t[i])
+    flydsl_rt::launcher(t, &key)
 }
 
 /// A scaled Hopper launcher:
@@ -65,5 +65,36 @@ pub(crate) fn wgmma_scaled<T: Element>(
     key: usize,
 ) -> Option<&'static flydsl_rt::Launcher<usize, ScaledFn<T>>> {
     let t = generated::WGMMA_SCALED.get::<T>();
-    t.binary_search_by_key(&key, |l| l.key).ok().map(|i| &t[i])
+    flydsl_rt::launcher(t, &key)
 }
+
+// ---- portable GEMM (gemmport) ----
+
+/// A portable-kernel launcher: `(stream, cfg, a, b, bias, c, m, n, k, epi)`.
+pub(crate) type PortableFn<T> = unsafe fn(
+    &Stream,
+    LaunchConfig,
+    &DeviceBuffer<T>,
+    &DeviceBuffer<T>,
+    &DeviceBuffer<T>,
+    &mut DeviceBuffer<T>,
+    i32,
+    i32,
+    i32,
+    i32,
+) -> Result<()>;
+
+/// Portable launchers of elements `T`, keyed by `table::portable_key`.
+pub(crate) struct PortableLaunchers;
+impl ElementMap for PortableLaunchers {
+    type Of<T: Element> = Launchers<usize, PortableFn<T>>;
+}
+
+/// The portable launcher of `key` for `T`, if this dtype has one.
+pub(crate) fn portable<T: Element>(
+    key: usize,
+) -> Option<&'static flydsl_rt::Launcher<usize, PortableFn<T>>> {
+    let t = generated::PORTABLE.get::<T>();
+    flydsl_rt::launcher(t, &key)
+}
+// ---- end portable GEMM ----

@@ -5,13 +5,16 @@
 //! The epilogues ([`Epilogue`]) add the bias and apply ReLU, SiLU or tanh-GELU in f32 before
 //! rounding.
 //!
-//! What exists so far: the NVIDIA Hopper kernel (sm_90a: TMA-fed multi-stage mbarrier
-//! pipeline into wgmma, 128 x 256 x 64 tiles; `kernels/wgmma.rs`), which also runs on the
-//! sm90 Sim, and its 8-bit form [`gemm_scaled`] (fp8 e4m3fn or int8 inputs with per-row
-//! `scale_a` and per-column `scale_b`, bf16 or f16 output; 128 x 256 x 128 tiles of k32
-//! wgmma; `kernels/wgmma_scaled.rs`) with the host quantization helpers
-//! ([`quantize_rows`], [`dequantize_rows`]). The preshuffled B layout and the AMD targets
-//! are not built yet: a call on a device without a kernel is a clear error.
+//! Kernels: the NVIDIA Hopper kernel (sm_90a: TMA-fed multi-stage mbarrier pipeline into
+//! wgmma, three tile configs picked by [`Tile::pick`]; `kernels/wgmma.rs`) and its 8-bit
+//! form [`gemm_scaled`] (fp8 e4m3fn or int8 inputs with per-row `scale_a` and per-column
+//! `scale_b`, bf16 or f16 output; k32 wgmma; `kernels/wgmma_scaled.rs`) with the host
+//! quantization helpers ([`quantize_rows`], [`dequantize_rows`]); and the portable tile-layer
+//! kernel (`kernels/portable.rs`, 16-bit) on gfx942, gfx950, gfx1201, gfx1250 and on sm90
+//! as the fallback for what wgmma refuses (`k % 8 != 0`, preshuffled B). B is plain
+//! row-major or in the reference's preshuffled layout ([`BLayout`], [`preshuffle_b`]).
+//! Every kernel also runs on the Sim of its target. Not built yet: 8-bit inputs on the AMD
+//! targets and 8-bit preshuffled B (clear errors).
 //!
 //! ```
 //! use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target};
@@ -23,7 +26,8 @@
 //! let b = DeviceBuffer::from_slice(&dev, &vec![bf16::from_f32(0.5); n * k])?;
 //! let bias = DeviceBuffer::from_slice(&dev, &[bf16::ONE, bf16::ZERO, bf16::from_f32(-8.0)])?;
 //! let mut c = DeviceBuffer::<bf16>::zeroed(&dev, m * n)?;
-//! gemm(&s, &a, &b, Some(&bias), &mut c, GemmArgs { m, n, k, epilogue: Epilogue::BiasRelu })?;
+//! let args = GemmArgs { m, n, k, epilogue: Epilogue::BiasRelu, ..Default::default() };
+//! gemm(&s, &a, &b, Some(&bias), &mut c, args)?;
 //! let c: Vec<f32> = c.to_vec()?.iter().map(|x| x.to_f32()).collect();
 //! assert_eq!(c, [5.0, 4.0, 0.0, 5.0, 4.0, 0.0]);
 //! # Ok::<(), flydsl_rt::Error>(())
@@ -37,6 +41,11 @@ pub mod table;
 pub use quant::{dequantize_rows, quantize_rows, quantize_rows_into, QuantElement};
 pub use scaled::{gemm_scaled, gemm_scaled_with};
 pub use table::{Epilogue, Quant, Tile};
+
+// ---- portable GEMM (gemmport): preshuffled B ----
+pub mod preshuffle;
+pub use preshuffle::{preshuffle_b, preshuffle_b_array, unpreshuffle_b, unpreshuffle_b_array};
+// ---- end portable GEMM ----
 
 use flydsl_rt::validate::Call;
 /// The workspace's dtype enum (the build script shares `table.rs` through it).
@@ -52,97 +61,116 @@ pub struct GemmArgs {
     pub m: usize,
     /// Rows of B, columns of C (>= 1).
     pub n: usize,
-    /// Columns of A and B (>= 1, a multiple of 8 for now).
+    /// Columns of A and B (>= 1).
     pub k: usize,
     /// The fused epilogue.
     pub epilogue: Epilogue,
+    /// How B is laid out in memory ([`BLayout::Plain`] by default).
+    pub b_layout: BLayout,
 }
 
-/// Largest `m`, `n` and `k`: the kernel computes tile coordinates and TMA coordinates in
-/// i32 (C offsets in i64), with room for one tile past the end.
-///
-/// ```
-/// assert!(fly_gemm::MAX_DIM as i64 + 256 <= i32::MAX as i64);
-/// ```
-pub const MAX_DIM: usize = i32::MAX as usize - 65536;
-
-/// `C = epilogue(A * B^T)` on `stream`: see the crate docs for the layouts. `bias` is
-/// required exactly when the epilogue has one ([`Epilogue::has_bias`]).
-///
-/// The tile config comes from [`Tile::pick`]: 128 x 256 when that makes at least
-/// [`table::FILL_TILES`] workgroups, else 128 x 128, else 64 x 64 (small M is memory-bound:
-/// more, smaller workgroups read B with more SMs); [`gemm_with_tile`] pins one.
-///
-/// Errors (before anything is written): a length other than `m * k` (A), `n * k` (B),
-/// `m * n` (C) or `n` (bias), a missing or unexpected bias, `n` or `k` of 0, `k` not a
-/// multiple of 8 (TMA row strides are 16-byte multiples: pad K with zeros), a dimension past
-/// [`MAX_DIM`], buffers on another device, a device this build has no kernel for.
-pub fn gemm<T: Element>(
-    stream: &Stream,
-    a: &DeviceBuffer<T>,
-    b: &DeviceBuffer<T>,
-    bias: Option<&DeviceBuffer<T>>,
-    c: &mut DeviceBuffer<T>,
-    args: GemmArgs,
-) -> Result<()> {
-    let tile = Tile::pick(args.m, args.n);
-    gemm_run("fly_gemm::gemm", stream, a, b, bias, c, args, tile)
+impl Default for GemmArgs {
+    /// `m = n = k = 0` (set them), no epilogue, plain B.
+    fn default() -> GemmArgs {
+        GemmArgs {
+            m: 0,
+            n: 0,
+            k: 0,
+            epilogue: Epilogue::None,
+            b_layout: BLayout::Plain,
+        }
+    }
 }
 
-/// [`gemm`] with a pinned tile config (one of [`table::TILES`]) instead of the
-/// dispatcher's ([`Tile::pick`]): for benchmarks and callers who tune their own shapes.
-/// Every config is correct at every shape [`gemm`] accepts.
-///
-/// Errors: those of [`gemm`], and a `tile` that is not in [`table::TILES`].
+// ---- portable GEMM (gemmport): B layouts, config pinning, dispatch ----
+
+/// How B (`n x k`) is laid out in memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum BLayout {
+    /// Row-major `[n, k]` (a linear layer's weight as stored).
+    #[default]
+    Plain,
+    /// The reference's preshuffled layout ([`preshuffle_b`]): needs `n % 16 == 0` and
+    /// `k * size_of::<T>() % 64 == 0`.
+    Preshuffled,
+}
+
+pub use table::{TileConfig, PORTABLE_CONFIGS};
+
+/// The portable kernel's config for a shape: the single-stage 16-row tile for `m <= 16`
+/// (decode), the 64 x 128 ping-pong tile otherwise.
 ///
 /// ```
-/// use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target};
-/// use fly_gemm::{gemm_with_tile, table::TILES, Epilogue, GemmArgs};
-/// let dev = Device::sim(Target::Sm90);
+/// assert_eq!(fly_gemm::default_config(1, 4096, 4096).tile_m, 16);
+/// assert_eq!(fly_gemm::default_config(1024, 4096, 4096).lds_stage, 2);
+/// ```
+pub fn default_config(m: usize, _n: usize, _k: usize) -> TileConfig {
+    if m <= 16 {
+        PORTABLE_CONFIGS[0]
+    } else {
+        PORTABLE_CONFIGS[1]
+    }
+}
+
+/// [`gemm`] on the portable tile-layer kernel with a pinned `config` (one of
+/// [`PORTABLE_CONFIGS`]), on every target (on sm90 too, where [`gemm`] would take the wgmma
+/// kernel). Same arguments and errors as [`gemm`], plus a config outside the table. With
+/// plain B and `k % 8 != 0` every config runs as the 64 x 128 x 32 one (the only one with
+/// a scalar-load variant).
+///
+/// ```
+/// use flydsl_rt::{half::f16, Device, DeviceBuffer, Target};
+/// use fly_gemm::{gemm_with, GemmArgs, PORTABLE_CONFIGS};
+/// let dev = Device::sim(Target::Gfx1201);
 /// let s = dev.stream()?;
-/// let (m, n, k) = (2, 16, 8);
-/// let a = DeviceBuffer::from_slice(&dev, &vec![bf16::ONE; m * k])?;
-/// let b = DeviceBuffer::from_slice(&dev, &vec![bf16::from_f32(0.5); n * k])?;
-/// let mut c = DeviceBuffer::<bf16>::zeroed(&dev, m * n)?;
-/// let args = GemmArgs { m, n, k, epilogue: Epilogue::None };
-/// gemm_with_tile(&s, &a, &b, None, &mut c, args, TILES[2])?;
-/// assert!(c.to_vec()?.iter().all(|x| x.to_f32() == 4.0));
+/// let (m, n, k) = (3, 16, 5);
+/// let a = DeviceBuffer::from_slice(&dev, &vec![f16::ONE; m * k])?;
+/// let b = DeviceBuffer::from_slice(&dev, &vec![f16::from_f32(0.5); n * k])?;
+/// let mut c = DeviceBuffer::<f16>::zeroed(&dev, m * n)?;
+/// let args = GemmArgs { m, n, k, ..Default::default() };
+/// gemm_with(&s, &a, &b, None, &mut c, args, PORTABLE_CONFIGS[1])?;
+/// assert!(c.to_vec()?.iter().all(|x| x.to_f32() == 2.5));
 /// # Ok::<(), flydsl_rt::Error>(())
 /// ```
-pub fn gemm_with_tile<T: Element>(
+pub fn gemm_with<T: Element>(
     stream: &Stream,
     a: &DeviceBuffer<T>,
     b: &DeviceBuffer<T>,
     bias: Option<&DeviceBuffer<T>>,
     c: &mut DeviceBuffer<T>,
     args: GemmArgs,
-    tile: Tile,
+    config: TileConfig,
 ) -> Result<()> {
-    let op = "fly_gemm::gemm_with_tile";
-    if !table::TILES.contains(&tile) {
-        return Err(Call::new(op).error(
-            "tile",
-            format_args!("{tile:?}"),
-            "not one of the built tile configs",
-            format_args!("pass one of fly_gemm::table::TILES: {:?}", table::TILES),
+    let call = Call::new("fly_gemm::gemm_with");
+    if config.index().is_none() {
+        return Err(call.error(
+            "config",
+            format_args!("{config:?}"),
+            "not a config of the portable kernel's table",
+            format_args!("pass one of fly_gemm::PORTABLE_CONFIGS: {PORTABLE_CONFIGS:?}"),
         ));
     }
-    gemm_run(op, stream, a, b, bias, c, args, tile)
+    check(&call, stream, a, b, bias, c, args)?;
+    portable(&call, stream, a, b, bias, c, args, config)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn gemm_run<T: Element>(
-    op: &'static str,
+/// The checks every entry point shares (before anything is written).
+fn check<T: Element>(
+    call: &Call<'_>,
     stream: &Stream,
     a: &DeviceBuffer<T>,
     b: &DeviceBuffer<T>,
     bias: Option<&DeviceBuffer<T>>,
-    c: &mut DeviceBuffer<T>,
+    c: &DeviceBuffer<T>,
     args: GemmArgs,
-    tile: Tile,
 ) -> Result<()> {
-    let call = Call::new(op);
-    let GemmArgs { m, n, k, epilogue } = args;
+    let GemmArgs {
+        m,
+        n,
+        k,
+        epilogue,
+        b_layout,
+    } = args;
     for (name, v) in [("m", m), ("n", n), ("k", k)] {
         call.at_most(name, v, MAX_DIM, "split the GEMM")?;
     }
@@ -155,19 +183,18 @@ fn gemm_run<T: Element>(
             "pass n >= 1 and k >= 1 (an empty batch is m = 0)",
         ));
     }
-    if !k.is_multiple_of(8) {
-        return Err(call.error(
-            "k",
-            k,
-            "k must be a multiple of 8 (TMA reads rows whose byte strides are multiples of 16)",
-            "pad A and B with zero columns up to the next multiple of 8",
-        ));
+    if b_layout == BLayout::Preshuffled {
+        preshuffle::check(call, n, k, std::mem::size_of::<T>())?;
     }
     let mk = call.product(m, k)?;
     let nk = call.product(n, k)?;
     let mn = call.product(m, n)?;
     call.buffer("a", a, stream, mk, "m * k")?;
-    call.buffer("b", b, stream, nk, "n * k")?;
+    let what = match b_layout {
+        BLayout::Plain => "n * k",
+        BLayout::Preshuffled => "n * k (preshuffled)",
+    };
+    call.buffer("b", b, stream, nk, what)?;
     call.buffer("c", c, stream, mn, "m * n")?;
     match (epilogue.has_bias(), bias) {
         (true, Some(bias)) => call.buffer("bias", bias, stream, n, "n")?,
@@ -189,6 +216,228 @@ fn gemm_run<T: Element>(
         }
         (false, None) => {}
     }
+    Ok(())
+}
+
+/// Launch the portable kernel (arguments checked by [`check`]).
+#[allow(clippy::too_many_arguments)]
+fn portable<T: Element>(
+    call: &Call<'_>,
+    stream: &Stream,
+    a: &DeviceBuffer<T>,
+    b: &DeviceBuffer<T>,
+    bias: Option<&DeviceBuffer<T>>,
+    c: &mut DeviceBuffer<T>,
+    args: GemmArgs,
+    config: TileConfig,
+) -> Result<()> {
+    let GemmArgs { m, n, k, .. } = args;
+    let target = stream.device().target();
+    let read = match args.b_layout {
+        BLayout::Preshuffled => table::BRead::Preshuffled,
+        BLayout::Plain if k.is_multiple_of(8) => table::BRead::Plain,
+        BLayout::Plain => table::BRead::PlainScalar,
+    };
+    // k % 8 != 0 with plain B: the scalar variant, which only the SCALAR_CONFIG tile has.
+    let ci = match config.index() {
+        Some(ci) if table::has_variant(ci, read) => ci,
+        _ => table::SCALAR_CONFIG,
+    };
+    let config = PORTABLE_CONFIGS[ci];
+    let key = table::portable_key(ci, read);
+    let Some(launcher) = kernels::portable::<T>(key) else {
+        return Err(call.error(
+            "T",
+            T::DTYPE,
+            "fly-gemm has kernels for bf16 and f16 only so far",
+            "convert A, B, bias and C to bf16 or f16",
+        ));
+    };
+    call.kernel(stream, launcher.kernel)?;
+    if m == 0 {
+        return Ok(());
+    }
+    let (tm, tn) = (config.tile_m as usize, config.tile_n as usize);
+    let lim = 1usize << 31;
+    if tm * k >= lim || tn * k >= lim || tm * n >= lim {
+        return Err(call.error(
+            "k, n",
+            format_args!("{k}, {n}"),
+            format_args!(
+                "one {tm} x {tn} tile's row panels (tile_m * k, tile_n * k, tile_m * n) \
+                 must stay below 2^31 elements"
+            ),
+            "split the GEMM along K or N",
+        ));
+    }
+    let threads = table::PORTABLE_WAVES * target.wave_size();
+    let (gm, gn) = (m.div_ceil(tm), n.div_ceil(tn));
+    // Grid x <= 2^31 - 1 (CUDA) with x * threads < 2^32 (HIP); y <= 65535 (CUDA).
+    let (gm, gn) = match (u32::try_from(gm), u32::try_from(gn)) {
+        (Ok(x), Ok(y)) if (x as u64) * (threads as u64) < 1 << 32 && y <= 65535 => (x, y),
+        _ => {
+            return Err(call.error(
+                "m, n",
+                format_args!("{m}, {n}"),
+                format_args!(
+                    "{gm} x {gn} tiles of {tm} x {tn}: at most 2^32 / {threads} along M, \
+                     65535 along N"
+                ),
+                "split the GEMM",
+            ))
+        }
+    };
+    let cfg = LaunchConfig::grid_2d([gm, gn], [threads, 1]);
+    // Without a bias the kernel never reads it: pass A (any T buffer will do).
+    let bias_buf: &DeviceBuffer<T> = bias.unwrap_or(a);
+    // SAFETY: the lengths were checked (A m * k, B n * k, C m * n, bias n or unread), the
+    // kernel guards every access against m, n, k (zeros past the edges, stores dropped),
+    // m, n, k fit in i32 (MAX_DIM) and one tile's row panels stay below 2^31 (checked above).
+    unsafe {
+        (launcher.launch)(
+            stream,
+            cfg,
+            a,
+            b,
+            bias_buf,
+            c,
+            m as i32,
+            n as i32,
+            k as i32,
+            args.epilogue.index() as i32,
+        )
+    }
+}
+// ---- end portable GEMM ----
+
+/// Largest `m`, `n` and `k`: the kernel computes tile coordinates and TMA coordinates in
+/// i32 (C offsets in i64), with room for one tile past the end.
+///
+/// ```
+/// assert!(fly_gemm::MAX_DIM as i64 + 256 <= i32::MAX as i64);
+/// ```
+pub const MAX_DIM: usize = i32::MAX as usize - 65536;
+
+/// `C = epilogue(A * B^T)` on `stream`: see the crate docs for the layouts. `bias` is
+/// required exactly when the epilogue has one ([`Epilogue::has_bias`]).
+///
+/// Dispatch: on sm90 with plain B and `k % 8 == 0`, the wgmma kernel with the tile config
+/// [`Tile::pick`] chooses (128 x 256 when that makes at least [`table::FILL_TILES`]
+/// workgroups, else 128 x 128, else 64 x 64; pin one with [`gemm_with_tile`]); everything
+/// else (the AMD targets, preshuffled B, other `k` on sm90) takes the portable tile-layer
+/// kernel with [`default_config`] (pin one with [`gemm_with`]).
+///
+/// Errors (before anything is written): a length other than `m * k` (A), `n * k` (B),
+/// `m * n` (C) or `n` (bias), a missing or unexpected bias, `n` or `k` of 0, preshuffled B
+/// with `n % 16 != 0` or `k * size_of::<T>() % 64 != 0`, a dimension past [`MAX_DIM`] (or a
+/// tile's row panel past 2^31 elements), buffers on another device, a dtype other than bf16
+/// and f16, a device this build has no kernel for.
+pub fn gemm<T: Element>(
+    stream: &Stream,
+    a: &DeviceBuffer<T>,
+    b: &DeviceBuffer<T>,
+    bias: Option<&DeviceBuffer<T>>,
+    c: &mut DeviceBuffer<T>,
+    args: GemmArgs,
+) -> Result<()> {
+    let call = Call::new("fly_gemm::gemm");
+    check(&call, stream, a, b, bias, c, args)?;
+    let GemmArgs {
+        m,
+        n,
+        k,
+        epilogue,
+        b_layout,
+    } = args;
+    let target = stream.device().target();
+    // ---- portable GEMM (gemmport): what the wgmma kernel does not take ----
+    let tile = Tile::pick(m, n);
+    let wgmma_takes = target == Target::Sm90
+        && b_layout == BLayout::Plain
+        && k.is_multiple_of(8)
+        && kernels::wgmma::<T>(table::key16(epilogue, tile)).is_some();
+    if !wgmma_takes {
+        return portable(&call, stream, a, b, bias, c, args, default_config(m, n, k));
+    }
+    // ---- end portable GEMM ----
+    wgmma(&call, stream, a, b, bias, c, args, tile)
+}
+
+/// [`gemm`] on the Hopper wgmma kernel with a pinned tile config (one of [`table::TILES`])
+/// instead of the dispatcher's ([`Tile::pick`]): for benchmarks and callers who tune their
+/// own shapes. Every config is correct at every shape it accepts.
+///
+/// Errors: those of [`gemm`], a `tile` that is not in [`table::TILES`], and what only the
+/// portable kernel takes (a target other than sm90, preshuffled B, `k % 8 != 0`).
+///
+/// ```
+/// use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target};
+/// use fly_gemm::{gemm_with_tile, table::TILES, GemmArgs};
+/// let dev = Device::sim(Target::Sm90);
+/// let s = dev.stream()?;
+/// let (m, n, k) = (2, 16, 8);
+/// let a = DeviceBuffer::from_slice(&dev, &vec![bf16::ONE; m * k])?;
+/// let b = DeviceBuffer::from_slice(&dev, &vec![bf16::from_f32(0.5); n * k])?;
+/// let mut c = DeviceBuffer::<bf16>::zeroed(&dev, m * n)?;
+/// let args = GemmArgs { m, n, k, ..Default::default() };
+/// gemm_with_tile(&s, &a, &b, None, &mut c, args, TILES[2])?;
+/// assert!(c.to_vec()?.iter().all(|x| x.to_f32() == 4.0));
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+pub fn gemm_with_tile<T: Element>(
+    stream: &Stream,
+    a: &DeviceBuffer<T>,
+    b: &DeviceBuffer<T>,
+    bias: Option<&DeviceBuffer<T>>,
+    c: &mut DeviceBuffer<T>,
+    args: GemmArgs,
+    tile: Tile,
+) -> Result<()> {
+    let call = Call::new("fly_gemm::gemm_with_tile");
+    if !table::TILES.contains(&tile) {
+        return Err(call.error(
+            "tile",
+            format_args!("{tile:?}"),
+            "not one of the built tile configs",
+            format_args!("pass one of fly_gemm::table::TILES: {:?}", table::TILES),
+        ));
+    }
+    check(&call, stream, a, b, bias, c, args)?;
+    if args.b_layout != BLayout::Plain {
+        return Err(call.error(
+            "args.b_layout",
+            format_args!("{:?}", args.b_layout),
+            "the wgmma kernel reads plain row-major B",
+            "pass BLayout::Plain, or call fly_gemm::gemm (it takes the portable kernel)",
+        ));
+    }
+    if !args.k.is_multiple_of(8) {
+        return Err(call.error(
+            "args.k",
+            args.k,
+            "the wgmma kernel needs k % 8 == 0 (TMA row strides are 16-byte multiples)",
+            "pad K with zeros, or call fly_gemm::gemm (it takes the portable kernel)",
+        ));
+    }
+    wgmma(&call, stream, a, b, bias, c, args, tile)
+}
+
+/// Launch the Hopper wgmma kernel of `tile` (arguments checked by [`check`]; plain B,
+/// `k % 8 == 0`).
+#[allow(clippy::too_many_arguments)]
+fn wgmma<T: Element>(
+    call: &Call<'_>,
+    stream: &Stream,
+    a: &DeviceBuffer<T>,
+    b: &DeviceBuffer<T>,
+    bias: Option<&DeviceBuffer<T>>,
+    c: &mut DeviceBuffer<T>,
+    args: GemmArgs,
+    tile: Tile,
+) -> Result<()> {
+    let GemmArgs {
+        m, n, k, epilogue, ..
+    } = args;
     let target = stream.device().target();
     let launcher = match kernels::wgmma::<T>(table::key16(epilogue, tile)) {
         Some(l) if target == Target::Sm90 => l,
@@ -196,8 +445,8 @@ fn gemm_run<T: Element>(
             return Err(call.error(
                 "stream",
                 format_args!("a {target} device with {} data", T::DTYPE),
-                "fly-gemm has kernels for bf16 and f16 on sm90 (and the sm90 Sim) only so far",
-                "run on an H100/H200 or on Device::sim(Target::Sm90)",
+                "the wgmma kernel exists for bf16 and f16 on sm90 (and the sm90 Sim)",
+                "run on an H100/H200 or on Device::sim(Target::Sm90), or call fly_gemm::gemm",
             ))
         }
     };
@@ -246,9 +495,10 @@ fn gemm_run<T: Element>(
     Ok(())
 }
 
-/// Every kernel of this crate with its name (for structural tests and inspection): the
-/// 16-bit kernels (bf16, f16 x 3 tile configs x 5 epilogues), then the 8-bit ones (bf16,
-/// f16 output x 3 tile configs x e4m3fn, i8 input x 5 epilogues).
+/// Every Hopper kernel of this crate with its name (for structural tests and inspection):
+/// the 16-bit kernels (bf16, f16 x 3 tile configs x 5 epilogues), then the 8-bit ones (bf16,
+/// f16 output x 3 tile configs x e4m3fn, i8 input x 5 epilogues); the portable kernels are
+/// [`portable_variants`].
 ///
 /// ```
 /// assert_eq!(fly_gemm::kernel_variants().len(), 90);
@@ -281,3 +531,26 @@ pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariant
     }
     v
 }
+
+// ---- portable GEMM (gemmport) ----
+/// Every portable-kernel variant with its name (for structural tests and inspection):
+/// per dtype, config and B read.
+///
+/// ```
+/// assert_eq!(fly_gemm::portable_variants().len(), 2 * 5);
+/// ```
+pub fn portable_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariants)> {
+    let g = &kernels::generated::PORTABLE;
+    let mut v: Vec<_> = g
+        .get::<flydsl_rt::half::bf16>()
+        .iter()
+        .map(|l| (l.kernel.name, l.kernel))
+        .collect();
+    v.extend(
+        g.get::<flydsl_rt::half::f16>()
+            .iter()
+            .map(|l| (l.kernel.name, l.kernel)),
+    );
+    v
+}
+// ---- end portable GEMM ----

@@ -41,7 +41,7 @@ use flydsl_rt::{
 /// let (a, b) = (up(&a)?, up(&b)?);
 /// let (sa, sb) = (DeviceBuffer::from_slice(&dev, &sa)?, DeviceBuffer::from_slice(&dev, &sb)?);
 /// let mut c = DeviceBuffer::<bf16>::zeroed(&dev, m * n)?;
-/// let args = GemmArgs { m, n, k, epilogue: Epilogue::None };
+/// let args = GemmArgs { m, n, k, epilogue: Epilogue::None, ..Default::default() };
 /// gemm_scaled(&s, &a, &b, &sa, &sb, None, &mut c, args)?;
 /// assert!(c.to_vec()?.iter().all(|x| x.to_f32() == 16.0)); // 16 * 0.5 * 2
 /// # Ok::<(), flydsl_rt::Error>(())
@@ -89,7 +89,7 @@ pub fn gemm_scaled<Q: QuantElement, T: Element>(
 /// let sa = DeviceBuffer::from_slice(&dev, &vec![0.5f32; m])?;
 /// let sb = DeviceBuffer::from_slice(&dev, &vec![0.25f32; n])?;
 /// let mut c = DeviceBuffer::<f16>::zeroed(&dev, m * n)?;
-/// let args = GemmArgs { m, n, k, epilogue: Epilogue::None };
+/// let args = GemmArgs { m, n, k, epilogue: Epilogue::None, ..Default::default() };
 /// gemm_scaled_with(&s, &a, &b, &sa, &sb, None, &mut c, args, TILES[2])?;
 /// assert!(c.to_vec()?.iter().all(|x| x.to_f32() == -8.0)); // 32 * -2 * 0.125
 /// # Ok::<(), flydsl_rt::Error>(())
@@ -132,7 +132,21 @@ fn run<Q: QuantElement, T: Element>(
     tile: Tile,
 ) -> Result<()> {
     let call = Call::new(op);
-    let GemmArgs { m, n, k, epilogue } = args;
+    let GemmArgs {
+        m,
+        n,
+        k,
+        epilogue,
+        b_layout,
+    } = args;
+    if b_layout != crate::BLayout::Plain {
+        return Err(call.error(
+            "args.b_layout",
+            format_args!("{b_layout:?}"),
+            "the 8-bit kernels read plain row-major B only so far",
+            "pass BLayout::Plain (unpreshuffle B with fly_gemm::unpreshuffle_b)",
+        ));
+    }
     for (name, v) in [("m", m), ("n", n), ("k", k)] {
         call.at_most(name, v, MAX_DIM, "split the GEMM")?;
     }

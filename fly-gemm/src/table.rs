@@ -216,3 +216,108 @@ pub const STAGES8: u32 = 4;
 /// assert!(fly_gemm::table::LDS_BYTES8 <= 227 * 1024);
 /// ```
 pub const LDS_BYTES8: u32 = STAGES8 * (BM + BN) * BK8 + 1024;
+
+// ---- portable GEMM (gemmport): the tile-layer kernel's configs and variants ----
+
+/// How the portable kernel reads B (one kernel variant each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BRead {
+    /// Plain row-major `[n, k]`, 128-bit vectors (needs `k % 8 == 0`: 16-byte rows).
+    Plain,
+    /// Plain row-major `[n, k]`, one element per access (any `k`; A is read the same way).
+    PlainScalar,
+    /// The preshuffled layout (`crate::preshuffle`), 128-bit vectors of one 16-byte chunk.
+    Preshuffled,
+}
+
+impl BRead {
+    /// Every variant, in key order.
+    pub const ALL: [BRead; 3] = [BRead::Plain, BRead::PlainScalar, BRead::Preshuffled];
+    /// Short name used in kernel names.
+    pub fn name(self) -> &'static str {
+        match self {
+            BRead::Plain => "plain",
+            BRead::PlainScalar => "plain_scalar",
+            BRead::Preshuffled => "preshuffled",
+        }
+    }
+}
+
+/// One tile configuration of the portable GEMM: a `tile_m x tile_n` block tile of C,
+/// `tile_k` of K per step (elements; a multiple of 32: whole 64-byte micro-steps of 16-bit
+/// data), `lds_stage` LDS buffers (1: single stage, 2: ping-pong). Four waves per
+/// workgroup, all along N (the reference's layout).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TileConfig {
+    /// Rows of C per workgroup (a multiple of 16).
+    pub tile_m: u32,
+    /// Columns of C per workgroup (a multiple of 64: four waves along N).
+    pub tile_n: u32,
+    /// K per pipeline step, in elements (a multiple of 32).
+    pub tile_k: u32,
+    /// LDS stages: 1 or 2.
+    pub lds_stage: u32,
+}
+
+/// Waves per workgroup of the portable kernel (all along N).
+pub const PORTABLE_WAVES: u32 = 4;
+
+/// The portable kernel's config table. The reference's preshuffle configs are 16x128x256
+/// and 64x256x128 with B read global -> registers; this kernel does that for preshuffled B
+/// on gfx950 and gfx1250 only and stages B through LDS elsewhere, so its tiles take a
+/// shorter K step to fit 64 KiB of LDS (gfx942, gfx1201): 16x128x128
+/// single-stage (small M, decode; 36 KiB) and 64x128x32 ping-pong (everything else; 24 KiB,
+/// two workgroups per CU on gfx942; 64x256 spills on the wave32 targets, whose 16x16 WMMA
+/// keeps 8 f32 per lane per atom).
+pub const PORTABLE_CONFIGS: [TileConfig; 2] = [
+    TileConfig {
+        tile_m: 16,
+        tile_n: 128,
+        tile_k: 128,
+        lds_stage: 1,
+    },
+    TileConfig {
+        tile_m: 64,
+        tile_n: 128,
+        tile_k: 32,
+        lds_stage: 2,
+    },
+];
+
+impl TileConfig {
+    /// LDS bytes of one launch (A and B tiles of 2-byte elements, every stage).
+    pub fn lds_bytes(&self) -> u32 {
+        (self.tile_m + self.tile_n) * self.tile_k * 2 * self.lds_stage
+    }
+    /// The config's index in [`PORTABLE_CONFIGS`], if it is one.
+    pub fn index(&self) -> Option<usize> {
+        PORTABLE_CONFIGS.iter().position(|c| c == self)
+    }
+    /// Short name used in kernel names, e.g. `16x128x128s1`.
+    pub fn name(&self) -> String {
+        format!(
+            "{}x{}x{}s{}",
+            self.tile_m, self.tile_n, self.tile_k, self.lds_stage
+        )
+    }
+}
+
+/// Config whose `PlainScalar` variant serves every `k % 8 != 0` with plain B: the scalar
+/// copies of the 16x128x128 tile would not fit in registers (they spill on wave32).
+pub const SCALAR_CONFIG: usize = 1;
+
+/// Whether config `config` has a kernel for the B read `b` (see [`SCALAR_CONFIG`]).
+pub fn has_variant(config: usize, b: BRead) -> bool {
+    b != BRead::PlainScalar || config == SCALAR_CONFIG
+}
+
+/// The portable kernel's dispatch key of (config index, B read).
+pub fn portable_key(config: usize, b: BRead) -> usize {
+    config * BRead::ALL.len() + BRead::ALL.iter().position(|&x| x == b).unwrap_or(0)
+}
+
+/// The portable kernel's name for `dt`, config and B read.
+pub fn portable_name(dt: DType, cfg: TileConfig, b: BRead) -> String {
+    format!("gemm_tile_{}_{}_{}", dt.name(), cfg.name(), b.name())
+}
+// ---- end portable GEMM ----

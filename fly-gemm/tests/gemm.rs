@@ -7,7 +7,7 @@
 //! bit. The activations use approximate exp2/rcp: they are checked to a tolerance.
 
 use fly_gemm::table::{Tile, TILES};
-use fly_gemm::{gemm, gemm_with_tile, Epilogue, GemmArgs};
+use fly_gemm::{gemm, gemm_with_tile, BLayout, Epilogue, GemmArgs};
 use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::{Backend, Device, DeviceBuffer, Element, Target};
 use flydsl_testutil::gemm::{gemm_ref, Act};
@@ -74,6 +74,7 @@ fn case_with<T: Element>(
         n,
         k,
         epilogue: epi,
+        ..Default::default()
     };
     let bias_arg = epi.has_bias().then_some(&dbias);
     match tile {
@@ -174,18 +175,34 @@ fn bad_arguments_are_errors_that_write_nothing() {
         m,
         n,
         k,
-        epilogue: Epilogue::None,
+        ..Default::default()
     };
     let other = Device::new_sim(Target::Sm90);
     let b_other = DeviceBuffer::<bf16>::zeroed(&other, n * k).unwrap();
     let cases: Vec<Case<'_>> = vec![
         (
-            "k not a multiple of 8",
-            GemmArgs { k: 12, ..ok },
+            "preshuffled B with k * 2 bytes % 64 != 0",
+            GemmArgs {
+                n: 16,
+                b_layout: BLayout::Preshuffled,
+                ..ok
+            },
             &a,
             &b,
             None,
             "`k`",
+        ),
+        (
+            "preshuffled B with n % 16 != 0",
+            GemmArgs {
+                k: 32,
+                b_layout: BLayout::Preshuffled,
+                ..ok
+            },
+            &a,
+            &b,
+            None,
+            "`n`",
         ),
         ("n = 0", GemmArgs { n: 0, ..ok }, &a, &b, None, "`n`"),
         ("short A", ok, &short, &b, None, "`a`"),
@@ -245,17 +262,48 @@ fn bad_arguments_are_errors_that_write_nothing() {
         .to_string();
     assert!(e.starts_with("fly_gemm::gemm_with_tile: `tile`"), "{e}");
     assert_eq!(c.to_vec().unwrap(), sentinel);
-    // A target without a kernel.
+    // What only the portable kernel takes, with a pinned wgmma tile.
+    for (what, args) in [
+        ("k % 8 != 0", GemmArgs { k: 12, ..ok }),
+        (
+            "preshuffled B",
+            GemmArgs {
+                n: 16,
+                k: 32,
+                b_layout: BLayout::Preshuffled,
+                ..ok
+            },
+        ),
+    ] {
+        let (a, b) = (
+            DeviceBuffer::<bf16>::zeroed(&dev, args.m * args.k).unwrap(),
+            DeviceBuffer::<bf16>::zeroed(&dev, args.n * args.k).unwrap(),
+        );
+        let mut c2 = DeviceBuffer::from_slice(&dev, &vec![bf16::ONE; args.m * args.n]).unwrap();
+        let e = gemm_with_tile(&s, &a, &b, None, &mut c2, args, TILES[0])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("fly_gemm::gemm_with_tile: `args."),
+            "{what}: {e}"
+        );
+        assert!(
+            c2.to_vec().unwrap().iter().all(|x| *x == bf16::ONE),
+            "{what}: C written"
+        );
+    }
+    // A dtype without a kernel (f32), on an AMD target.
     let amd = Device::new_sim(Target::Gfx942);
     let s2 = amd.stream().unwrap();
-    let a2 = DeviceBuffer::<bf16>::zeroed(&amd, m * k).unwrap();
-    let b2 = DeviceBuffer::<bf16>::zeroed(&amd, n * k).unwrap();
-    let mut c2 = DeviceBuffer::from_slice(&amd, &sentinel).unwrap();
+    let a2 = DeviceBuffer::<f32>::zeroed(&amd, m * k).unwrap();
+    let b2 = DeviceBuffer::<f32>::zeroed(&amd, n * k).unwrap();
+    let sentinel32 = vec![7.0f32; m * n];
+    let mut c2 = DeviceBuffer::from_slice(&amd, &sentinel32).unwrap();
     let e = gemm(&s2, &a2, &b2, None, &mut c2, ok)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("sm90"), "{e}");
-    assert_eq!(c2.to_vec().unwrap(), sentinel);
+    assert!(e.contains("`T`") && e.contains("bf16"), "{e}");
+    assert_eq!(c2.to_vec().unwrap(), sentinel32);
     // m = 0 is a no-op.
     let empty = DeviceBuffer::<bf16>::zeroed(&dev, 0).unwrap();
     let mut c0 = DeviceBuffer::<bf16>::zeroed(&dev, 0).unwrap();

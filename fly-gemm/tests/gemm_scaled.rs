@@ -106,6 +106,7 @@ fn case_with<Q: QuantElement + Default + Clone, T: Element>(
         n,
         k,
         epilogue: epi,
+        ..Default::default()
     };
     let bias_arg = epi.has_bias().then_some(&dbias);
     match tile {
@@ -228,6 +229,7 @@ fn bad_arguments_are_errors_that_write_nothing() {
         n,
         k,
         epilogue: Epilogue::None,
+        ..Default::default()
     };
     let bias_epi = GemmArgs {
         epilogue: Epilogue::BiasGelu,

@@ -86,6 +86,7 @@ fn main() -> Result<(), String> {
             n,
             k,
             epilogue: Epilogue::None,
+            ..Default::default()
         };
         let mut run = || gemm(&s, &da, &db, None, &mut dc, args);
         let ms = timer.median(&s, 3, 30, &mut run).map_err(e)?;
@@ -251,6 +252,7 @@ fn quant_one<Q: fly_gemm::QuantElement>(
                 n,
                 k,
                 epilogue: Epilogue::None,
+                ..Default::default()
             };
             let mut run = || gemm_scaled(s, &da, &db, &dsa, &dsb, None, &mut dc, args);
             let ms = timer.median(s, 3, 30, &mut run).map_err(e)?;
@@ -322,6 +324,7 @@ fn tile_sweep(
             n,
             k,
             epilogue: Epilogue::None,
+            ..Default::default()
         };
         let pick = Tile::pick(m, n);
         for tile in TILES {

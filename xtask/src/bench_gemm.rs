@@ -31,6 +31,7 @@ fn gemm<T: flydsl_rt::Element + Storage>(
         n,
         k,
         epilogue: fly_gemm::Epilogue::None,
+        ..Default::default()
     };
     let ms = c.timer.median(s, &mut || {
         fly_gemm::gemm(s, &a, &b, None, &mut out, args).map_err(e)

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 /// Arguments of `verify`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Family: softmax, softmax-bwd, rmsnorm, layernorm, mma.
+    /// Family: softmax, softmax-bwd, rmsnorm, layernorm, gemm.
     family: String,
     /// Shape `MxN` (`MxNxK` for mma).
     #[arg(long)]
@@ -21,6 +21,12 @@ pub struct Args {
     /// Element type: f32, f16, bf16.
     #[arg(long, default_value = "bf16")]
     dtype: String,
+    /// gemm: the fused epilogue (none, bias, bias-relu, bias-silu, bias-gelu).
+    #[arg(long, default_value = "none")]
+    epilogue: String,
+    /// gemm: pass B plain row-major instead of preshuffled.
+    #[arg(long)]
+    plain_b: bool,
     #[command(flatten)]
     dev: DeviceArgs,
 }
@@ -89,7 +95,12 @@ fn softmax<T: fly_softmax::Element + Storage>(
     }
 }
 
-fn dispatch(family: &str, s: &Stream, dt: Dtype, shape: &[usize]) -> R<Outcome> {
+fn dispatch(a: &Args, s: &Stream, dt: Dtype, shape: &[usize]) -> R<Outcome> {
+    let family = a.family.as_str();
+    if family == "gemm" {
+        let epi = crate::verify_gemm::parse_epilogue(&a.epilogue)?;
+        return crate::verify_gemm::run(s, dt, shape, epi, a.plain_b);
+    }
     let (m, n) = (shape[0], shape[1]);
     if family != "mma" && shape.len() != 2 {
         return Err(format!("{family} takes --shape MxN"));
@@ -102,7 +113,7 @@ fn dispatch(family: &str, s: &Stream, dt: Dtype, shape: &[usize]) -> R<Outcome> 
         }
         ("rmsnorm" | "layernorm", _) => crate::verify_norm::run(family, s, dt, m, n),
         _ => Err(format!(
-            "unknown family `{family}`: expected softmax, softmax-bwd, rmsnorm or layernorm"
+            "unknown family `{family}`: expected softmax, softmax-bwd, rmsnorm, layernorm or gemm"
         )),
     }
 }
@@ -112,7 +123,7 @@ pub fn run(a: Args) -> R<ExitCode> {
     let dt = parse_dtype(&a.dtype)?;
     let dev = pick(&a.dev)?;
     let s = dev.stream().map_err(e)?;
-    let o = dispatch(&a.family, &s, dt, &shape)?;
+    let o = dispatch(&a, &s, dt, &shape)?;
     println!(
         "{} {} {} on {}: max abs err {:.3e}, max rel err {:.3e}, tolerance {}",
         a.family,

@@ -1,0 +1,369 @@
+//! The portable GEMM: `C = epilogue(A * B^T)` with 16-bit inputs and f32 accumulation,
+//! described once over the tile layer (`flydsl_dsl::tile`) and built for every AMD target
+//! (MFMA on gfx942/gfx950, WMMA on gfx1201/gfx1250) and for sm_90 (`mma.sync`), where it is
+//! the fallback for what the wgmma kernel refuses (k % 8 != 0, preshuffled B).
+//!
+//! One workgroup computes one `tile_m x tile_n` tile of C with four waves along N
+//! (`TiledMma` of the target's native 16-bit atom). Per K step of `tile_k` (whole 64-byte
+//! micro-steps) A and B move global -> registers (128-bit, zeros past M, N, K) -> XOR-16
+//! swizzled LDS; with `lds_stage` 2 the loads of step t + 1 are in flight while step t feeds
+//! the matrix atoms out of the other buffer (one barrier per step); with `lds_stage` 1 the
+//! loads are in flight during the atoms and land after a barrier (two barriers per step).
+//! B is read plain (`[n, k]` row-major, by the same tiled copy as A) or preshuffled. Where
+//! the atom's B operand is whole 16-byte K chunks of one column (MFMA 16x16x32 on gfx950,
+//! WMMA 16x16x32 on gfx1250: [`direct_b_runs`]) preshuffled B goes global -> registers with
+//! no LDS (the reference's design; the next step's operands load during this step's atoms);
+//! elsewhere each thread moves whole 16-byte chunks of 16-row groups into LDS. The
+//! `PlainScalar` variant reads A and B one element at a time for any K (rows not 16-byte
+//! aligned). The epilogue is chosen at run time (`epi`, [`Epilogue::index`]) and applied in
+//! f32; stores outside C are dropped.
+//!
+//! Host side (`src/lib.rs`): grid `(ceil(m / tile_m), ceil(n / tile_n))`, `4 * wave` threads,
+//! no dynamic LDS; i32 index arithmetic inside a row panel: `tile_m * k`, `tile_n * k` and
+//! `tile_m * n` below 2^31 (panels start at i64 offsets).
+
+use crate::table::{portable_name, BRead, Epilogue, TileConfig, PORTABLE_WAVES};
+use crate::DType;
+use flydsl_dsl::ir::{Dim, Kernel, MmaAtom, ScalarType::*, Target};
+use flydsl_dsl::tile::*;
+use flydsl_dsl::*;
+
+/// The epilogue `epi` on one f32 accumulator `x` already holding the bias (if any).
+fn activate(epi: Epilogue, x: Val) -> Val {
+    let log2e = std::f32::consts::LOG2_E;
+    match epi {
+        Epilogue::None | Epilogue::Bias => x,
+        Epilogue::BiasRelu => x.max(0.0f32),
+        // x sigmoid(x) = x / (1 + 2^(-x log2 e)).
+        Epilogue::BiasSilu => x * ((x * -log2e).exp2() + 1.0f32).rcp(),
+        // 0.5 x (1 + tanh(u)) = x - x / (1 + e^(2u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+        Epilogue::BiasGelu => {
+            let u = (x + x * x * x * 0.044715f32) * (2.0f32 / std::f32::consts::PI).sqrt();
+            x - x * ((u * (2.0 * log2e)).exp2() + 1.0f32).rcp()
+        }
+    }
+}
+
+/// The tile-layer objects of one variant (checked before the kernel body is built).
+struct Plan {
+    mma: TiledMma,
+    copy_a: TiledCopy,
+    copy_b: Option<TiledCopy>,
+    lay_a: flydsl_dsl::layout::ComposedLayout,
+    lay_b: flydsl_dsl::layout::ComposedLayout,
+}
+
+fn plan(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Plan, TileError> {
+    let st = dt.scalar();
+    let atom = MmaAtom::native_16bit(target, dt == DType::BF16);
+    let (am, an, _) = atom.shape();
+    let reps = (cfg.tile_m / am, cfg.tile_n / (PORTABLE_WAVES * an));
+    let mma = TiledMma::new(atom, target, (1, PORTABLE_WAVES), reps)?;
+    let threads = mma.threads();
+    let (bm, bn, bk) = (cfg.tile_m as i64, cfg.tile_n as i64, cfg.tile_k as i64);
+    let copy_atom = match b {
+        BRead::PlainScalar => CopyAtom::Scalar,
+        _ => CopyAtom::best_global(target),
+    };
+    let copy_a = TiledCopy::new(copy_atom, st, threads, (bm, bk))?;
+    let copy_b = match b {
+        BRead::Preshuffled => None,
+        _ => Some(TiledCopy::new(copy_atom, st, threads, (bn, bk))?),
+    };
+    Ok(Plan {
+        mma,
+        copy_a,
+        copy_b,
+        lay_a: smem_xor16(bm, bk, st)?,
+        lay_b: smem_xor16(bn, bk, st)?,
+    })
+}
+
+/// Where preshuffled B can skip LDS: when each lane's B operand of the target's atom is
+/// whole 16-byte K chunks of one column (runs of 8 consecutive K starting at a multiple of
+/// 8, the atom 16 columns wide), every run is one chunk of the preshuffled layout, loaded
+/// straight from global memory into the operand registers (the reference's design). The
+/// value indices where the runs start; `None` for atoms whose lanes hold shorter K runs
+/// (MFMA 16x16x16 on gfx942, `mma.sync` on sm90), which stage B through LDS.
+fn direct_b_runs(mma: &TiledMma, target: Target) -> Option<Vec<i64>> {
+    let tv = mma.atom().b();
+    let (_, an, _) = mma.atom().atom().shape();
+    if an != 16 || tv.vals() % 8 != 0 {
+        return None;
+    }
+    let runs: Vec<i64> = (0..tv.vals()).step_by(8).collect();
+    for &v in &runs {
+        let (r, c) = tv.val_coord(v);
+        if c % 8 != 0 || (1..8).any(|u| tv.val_coord(v + u) != (r, c + u)) {
+            return None;
+        }
+    }
+    let lanes_aligned = (0..target.wave_size() as i64).all(|l| tv.thr_coord_lit(l).1 % 8 == 0);
+    lanes_aligned.then_some(runs)
+}
+
+/// The kernel for `dt` (bf16 or f16), `cfg` and the B read `b` on `target`.
+pub fn build(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Kernel, BuildError> {
+    let name = portable_name(dt, cfg, b);
+    let fail = |reason: String| BuildError::Invalid {
+        kernel: name.clone(),
+        target,
+        reason,
+    };
+    let p = plan(target, dt, cfg, b).map_err(|e| fail(e.to_string()))?;
+    if cfg.lds_stage == 0 || cfg.lds_stage > 2 || !cfg.tile_k.is_multiple_of(32) {
+        return Err(fail(format!("{cfg:?}: lds_stage 1 or 2, tile_k % 32 == 0")));
+    }
+    let st = dt.scalar();
+    let (bm, bn, bk) = (cfg.tile_m as i64, cfg.tile_n as i64, cfg.tile_k as i64);
+    let s = cfg.lds_stage;
+    let scalar = b == BRead::PlainScalar;
+    let runs = match b {
+        BRead::Preshuffled => direct_b_runs(&p.mma, target),
+        _ => None,
+    };
+    let direct_b = runs.is_some();
+    let mma = &p.mma;
+    let threads = mma.threads();
+    KernelBuilder::new(&name, target, threads).build(|k| {
+        let a = k.tensor("a", st);
+        let bt = k.tensor("b", st);
+        let bias = k.tensor("bias", st);
+        let c = k.tensor_mut("c", st);
+        let (m, n, kd) = (k.scalar("m", I32), k.scalar("n", I32), k.scalar("k", I32));
+        let epi = k.scalar("epi", I32);
+        let sa = STensor::new(
+            k.lds("a_tiles", st, STensor::elems(&p.lay_a, s) as u32),
+            p.lay_a.clone(),
+            s,
+        )
+        .unwrap();
+        // Preshuffled B straight to registers where the atom allows it: no LDS for B.
+        let sb_store = (!direct_b).then(|| {
+            STensor::new(
+                k.lds("b_tiles", st, STensor::elems(&p.lay_b, s) as u32),
+                p.lay_b.clone(),
+                s,
+            )
+            .unwrap()
+        });
+        let sb = sb_store.as_ref();
+        let tid = thread_id_x();
+        // M tiles along x (up to 2^31 - 1 of them), N tiles along y.
+        let (bx, by) = (block_id(Dim::Y), block_id_x());
+        let ga = GTensor::new(a, m, kd);
+        let a_tile = move |t: Val| ga.local_tile((bm, bk), (by, t));
+        let ca = p.copy_a.partition(tid);
+        let thr = mma.thr_slice(tid);
+        let k_tiles = (kd + (bk - 1) as i32) / bk as i32;
+        let stage = move |t: Val| if s == 1 { c_i32(0) } else { t % s as i32 };
+
+        // B: plain through the tiled copy, or preshuffled chunks.
+        let gb = GTensor::new(bt, n, kd);
+        let cb = p.copy_b.as_ref().map(|cb| cb.partition(tid));
+        // Preshuffled: this workgroup's tile_n rows are tile_n / 16 contiguous groups of
+        // 16 * k elements starting at element bx * tile_n * k. Thread `tid` moves the
+        // 16-byte chunks v = tid + i * threads: row 16 g + nl, chunk cl of the step.
+        let rows_in = (n - bx * bn as i32).min(bn as i32).max(0);
+        let panel = bt.offset((bx * bn as i32).cast(I64) * kd.cast(I64));
+        let kc = (bk / 8) as i32; // 16-byte chunks per row per step
+        let per_thread = (bn * bk / 8) / threads as i64;
+        let chunk = move |i: i64| {
+            let v = tid + (i * threads as i64) as i32;
+            (v % 16, (v / 16) % kc, v / (16 * kc))
+        };
+        // One preshuffled 16-byte chunk: row `nl` (of this workgroup's panel), columns
+        // `col .. col + 8` (col a multiple of 8); zeros past n and k.
+        let b_chunk = move |rs: Option<flydsl_dsl::Rsrc>, row: Val, col: Val| {
+            let num = rows_in * kd;
+            let ok = row.lt(rows_in) & col.lt(kd);
+            let idx = (row / 16) * 16 * kd + col * 16 + (row % 16) * 8;
+            match rs {
+                Some(rs) => rs.load_vec(select(ok, idx, num), 8, 16),
+                None => {
+                    let x = panel.load_vec(select(ok, idx, c_i32(0)), 8, 16);
+                    select(ok, x, splat(c_f32(0.0).cast(st), 8))
+                }
+            }
+        };
+        let b_rsrc = move || {
+            target
+                .is_amd()
+                .then(|| panel.rsrc_n((rows_in * kd).cast(I64)))
+        };
+        // Direct B: this lane's operand of N repetition j, atom K step kk of tile t, in the
+        // order [kk][j], each the concatenation of its 16-byte runs.
+        let (_, an, ak) = mma.atom().atom().shape();
+        let reps_n = cfg.tile_n / (PORTABLE_WAVES * an);
+        let ksteps = (bk / ak as i64) as u32;
+        let ws = target.wave_size() as i32;
+        let (b_n0, b_k0) = mma.atom().b().thr_coord(tid % ws);
+        let wave_n0 = (tid / ws) * (reps_n * an) as i32;
+        let load_frags = |t: Val| -> Vec<Val> {
+            let rs = b_rsrc();
+            let mut out = Vec::new();
+            for kk in 0..ksteps {
+                for j in 0..reps_n {
+                    let mut elems = Vec::new();
+                    for &v in runs.as_deref().unwrap_or(&[]) {
+                        let (r, c) = mma.atom().b().val_coord(v);
+                        let row = wave_n0 + b_n0.val() + (j * an) as i32 + r as i32;
+                        let col = t * bk as i32 + b_k0.val() + (kk * ak) as i32 + c as i32;
+                        elems.extend(b_chunk(rs, row, col).elems());
+                    }
+                    out.push(vec_of(&elems));
+                }
+            }
+            out
+        };
+        let load_b = |t: Val| -> Vec<Val> {
+            if let Some(cb) = &cb {
+                return cb.load(&gb.local_tile((bn, bk), (bx, t))).vals().to_vec();
+            }
+            let rs = b_rsrc();
+            (0..per_thread)
+                .map(|i| {
+                    let (nl, cl, g) = chunk(i);
+                    b_chunk(rs, g * 16 + nl, t * bk as i32 + cl * 8)
+                })
+                .collect()
+        };
+        let store_b = |vals: Vec<Val>, dst: Option<SView>| match (&cb, dst) {
+            (_, None) => {}
+            (Some(cb), Some(dst)) => {
+                let nv = vals.len() as i64;
+                cb.store(
+                    &Frag::new(vals, flydsl_dsl::layout::Layout::col_major(nv).unwrap()),
+                    &dst,
+                )
+            }
+            (None, Some(dst)) => {
+                for (i, v) in vals.into_iter().enumerate() {
+                    let (nl, cl, g) = chunk(i as i64);
+                    dst.store(Idx::Dyn(g * 16 + nl), Idx::Dyn(cl * 8), v);
+                }
+            }
+        };
+        let b_stage = |t: Val| sb.map(|sb| sb.stage(stage(t)));
+
+        // The scalar variant copies element by element in a run-time loop (global -> LDS,
+        // one element in flight per thread): unrolled, its loads would not fit in registers.
+        let direct = |t: Val| {
+            let st_ = stage(t);
+            let sb = sb.expect("the scalar variant stages B in LDS");
+            let tiles = [
+                (a_tile(t), sa.stage(st_), bm),
+                (gb.local_tile((bn, bk), (bx, t)), sb.stage(st_), bn),
+            ];
+            for (src, dst, rows) in tiles {
+                let count = (rows * bk / threads as i64) as i32;
+                for_range_(c_i32(0), c_i32(count), c_i32(1), |i| {
+                    let v = tid + i * threads as i32;
+                    let (r, col) = (Idx::Dyn(v / bk as i32), Idx::Dyn(v % bk as i32));
+                    dst.store(r, col, src.load(r, col, 1));
+                });
+            }
+        };
+        // Prologue: tiles 0 .. s-2 (lds_stage 2) or tile 0 (lds_stage 1) into LDS; with
+        // direct B, tile 0's B operands into registers.
+        for t in 0..s.max(2) - 1 {
+            let t = c_i32(t as i32);
+            if scalar {
+                direct(t);
+                continue;
+            }
+            let ra = ca.load(&a_tile(t));
+            ca.store(&ra, &sa.stage(stage(t)));
+            if !direct_b {
+                let rb = load_b(t);
+                store_b(rb, b_stage(t));
+            }
+        }
+        barrier();
+        let acc0 = mma.zero_acc();
+        let n_acc = acc0.vals().len();
+        let mma_step = |acc: Frag, t: Val, bfr: &[Val]| {
+            let mut acc = acc;
+            let a_s = sa.stage(stage(t));
+            for (kk, k0) in (0..bk).step_by(mma.atom_k() as usize).enumerate() {
+                let a_f = thr.partition_a(&a_s, k0);
+                acc = match b_stage(t) {
+                    Some(b_s) => thr.gemm(&acc, &a_f, &thr.partition_b(&b_s, k0)),
+                    None => {
+                        let r = reps_n as usize;
+                        thr.gemm(&acc, &a_f, &bfr[kk * r..(kk + 1) * r])
+                    }
+                };
+            }
+            acc
+        };
+        let mut init = acc0.vals().to_vec();
+        if direct_b {
+            init.extend(load_frags(c_i32(0)));
+        }
+        let acc = for_range(c_i32(0), k_tiles, c_i32(1), &init, |t, carried| {
+            let acc = acc0.with_vals(carried[..n_acc].to_vec());
+            let bfr = &carried[n_acc..];
+            let next = t + (s.max(2) - 1) as i32;
+            // The global loads of the next tile (zeros past K) are in flight while this
+            // tile feeds the matrix atoms (the scalar variant copies after them) ...
+            if scalar {
+                let acc = mma_step(acc, t, bfr);
+                if s == 1 {
+                    barrier();
+                }
+                direct(next);
+                barrier();
+                return acc.vals().to_vec();
+            }
+            let ra = ca.load(&a_tile(next));
+            // Direct B: the next tile's operands (t + 1: registers are not staged).
+            let (rb, next_frags) = if direct_b {
+                (Vec::new(), load_frags(t + 1))
+            } else {
+                (load_b(next), Vec::new())
+            };
+            let acc = mma_step(acc, t, bfr);
+            if s == 1 {
+                // ... every wave is done with the only buffer before it is refilled.
+                barrier();
+            }
+            // ... then they land in the buffer the previous step read (ping-pong) or the
+            // only one (single stage).
+            ca.store(&ra, &sa.stage(stage(next)));
+            store_b(rb, b_stage(next));
+            barrier();
+            let mut out = acc.vals().to_vec();
+            out.extend(next_frags);
+            out
+        });
+        let acc = acc0.with_vals(acc[..n_acc].to_vec());
+
+        // Epilogue (chosen at run time): bias and activation in f32, stores guarded.
+        let gc = GTensor::new(c, m, n).local_tile((bm, bn), (by, bx));
+        let gbias = GTensor::new(bias, c_i32(1), n).local_tile((1, bn), (c_i32(0), bx));
+        let (am, an, _) = mma.atom().atom().shape();
+        let (nc, reps_m, reps_n) = (
+            mma.atom().atom().frag_lanes(target.wave_size()).2,
+            cfg.tile_m / am,
+            cfg.tile_n / (PORTABLE_WAVES * an),
+        );
+        for e in Epilogue::ALL {
+            if_(epi.eq(e.index() as i32), || {
+                for j in 0..reps_n {
+                    for i in 0..reps_m {
+                        let f = acc.at(&[i as i64, j as i64]);
+                        for v in 0..nc {
+                            let (r, col) = thr.partition_c(i, j, v);
+                            let mut x = f.at(v);
+                            if e.has_bias() {
+                                x = x + gbias.load(Idx::Lit(0), col, 1).cast(F32);
+                            }
+                            gc.store(r, col, activate(e, x).cast(st));
+                        }
+                    }
+                }
+            });
+        }
+    })
+}

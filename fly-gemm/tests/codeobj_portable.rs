@@ -1,0 +1,126 @@
+//! Structural checks of the portable GEMM's code objects (built with `--features
+//! all-targets`): per AMD target valid ELF, kernarg layout equal to the launcher's, no
+//! scratch, LDS as declared and within the target's limit, the expected MFMA / WMMA count
+//! per K step, 128-bit buffer loads on the vector variants; `mma.sync` and no local memory
+//! in the sm90 PTX. Prints VGPR / AGPR / occupancy next to the reference's anchors
+//! (`amd-codeobject-anchors.md`, bf16 preshuffle GEMM, whose K step is longer: 16x128x256
+//! gfx942 128 VGPRs / 4 waves, gfx950 134 / 3; 64x256x128 gfx942 190 / 2, gfx950 256 / 2).
+
+use fly_gemm::{TileConfig, PORTABLE_CONFIGS};
+use flydsl_devtools::inspect::{count_instructions, disassemble};
+use flydsl_ir::codeobj::{check_kernarg_layout, occupancy, parse_hsaco};
+use flydsl_ir::{MmaAtom, Target};
+
+fn config_of(name: &str) -> TileConfig {
+    PORTABLE_CONFIGS
+        .into_iter()
+        .find(|c| name.contains(&format!("_{}_", c.name())))
+        .unwrap_or_else(|| panic!("{name}: no config in the name"))
+}
+
+/// Matrix atoms per wave per K step of `cfg` on `t`.
+fn atoms_per_step(t: Target, bf16: bool, cfg: TileConfig) -> usize {
+    let (am, an, ak) = MmaAtom::native_16bit(t, bf16).shape();
+    let reps = (cfg.tile_m / am) * (cfg.tile_n / (4 * an));
+    (reps * (cfg.tile_k / ak)) as usize
+}
+
+#[test]
+fn portable_code_objects_have_the_expected_structure() {
+    let mut seen = 0;
+    for (name, k) in fly_gemm::portable_variants() {
+        let cfg = config_of(name);
+        let bf16 = name.contains("bf16");
+        for v in k.variants {
+            let Some(code) = v.code else { continue };
+            seen += 1;
+            let t = v.target;
+            let ir = flydsl_ir::from_bytes(v.ir).unwrap();
+            let per_step = atoms_per_step(t, bf16, cfg);
+            if !t.is_amd() {
+                let text = std::str::from_utf8(code).unwrap();
+                let n = text.matches("mma.sync.aligned.m16n8k16").count();
+                assert!(
+                    n >= per_step && n.is_multiple_of(per_step),
+                    "{name} ({t}): {n} mma.sync, want a multiple of {per_step} per K step"
+                );
+                assert!(!text.contains(".local"), "{name}: local memory");
+                println!("{name} (sm90): {n} mma.sync ({per_step} per K step)");
+                continue;
+            }
+            let co = parse_hsaco(code).unwrap_or_else(|e| panic!("{name} ({t}): {e}"));
+            let meta = co
+                .kernel(name)
+                .unwrap_or_else(|| panic!("{name} ({t}): no metadata"));
+            check_kernarg_layout(meta, &ir.kernarg_layout())
+                .unwrap_or_else(|e| panic!("{name} ({t}): {e}"));
+            assert!(!meta.uses_scratch(), "{name} ({t}): scratch / spills");
+            assert_eq!(
+                meta.group_segment_fixed_size,
+                ir.lds_bytes(),
+                "{name} ({t}): LDS"
+            );
+            // Preshuffled B skips LDS where the atom's B operand is whole 16-byte K chunks
+            // (MFMA 16x16x32 on gfx950, the gfx12 WMMAs); then only A is staged.
+            let a_only = cfg.tile_m * cfg.tile_k * 2 * cfg.lds_stage;
+            let direct_b = name.ends_with("preshuffled") && ir.lds_bytes() == a_only;
+            assert!(
+                ir.lds_bytes() == cfg.lds_bytes() || direct_b,
+                "{name} ({t}): LDS {} is neither the config's A + B ({}) nor A only ({a_only})",
+                ir.lds_bytes(),
+                cfg.lds_bytes()
+            );
+            assert!(
+                ir.lds_bytes() <= t.max_lds_bytes(),
+                "{name} ({t}): {} bytes of LDS",
+                ir.lds_bytes()
+            );
+            let agpr = meta.agpr_count.unwrap_or(0);
+            let occ = occupancy(t, meta.vgpr_count, agpr, ir.lds_bytes(), 4);
+            assert!(occ >= 1, "{name} ({t}): does not fit");
+            let asm = match disassemble(code, t.mcpu()) {
+                Ok(a) => a,
+                Err(e) => {
+                    println!("skipped disassembly of {name} ({t}): {e}");
+                    continue;
+                }
+            };
+            let mma = if matches!(t, Target::Gfx942 | Target::Gfx950) {
+                "v_mfma"
+            } else {
+                "v_wmma"
+            };
+            let n = count_instructions(&asm, mma);
+            assert!(
+                n >= per_step && n.is_multiple_of(per_step),
+                "{name} ({t}): {n} {mma}, want a multiple of {per_step} per K step"
+            );
+            let ld128 = match t {
+                Target::Gfx942 | Target::Gfx950 => "buffer_load_dwordx4",
+                _ => "buffer_load_b128",
+            };
+            let loads = count_instructions(&asm, ld128);
+            if !name.ends_with("plain_scalar") {
+                assert!(loads >= 1, "{name} ({t}): no 128-bit buffer load");
+            }
+            println!(
+                "{name} ({t}): {} VGPR + {agpr} AGPR, {} B LDS, occupancy {occ} waves/SIMD, \
+                 {n} {mma} ({per_step} per K step), {loads} {ld128}{}",
+                meta.vgpr_count,
+                ir.lds_bytes(),
+                if direct_b {
+                    ", B global -> registers"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    if seen == 0 {
+        println!("no code objects in this build (build with --features all-targets)");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI builds every target: run with --all-features"
+        );
+    }
+}
