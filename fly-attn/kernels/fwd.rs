@@ -106,6 +106,11 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
     let lay_k = smem_xor16(bn, dpi, st).map_err(tfail)?;
     let lay_vt = smem_xor16(dpi, bn, st).map_err(tfail)?;
     let kv_elems = STensor::elems(&lay_k, 1).max(STensor::elems(&lay_vt, 1));
+    // RDNA WMMA: C holds a column per lane and A a row per lane with the source register
+    // depending on the lane, so the register re-layout costs 16 shuffles per element and
+    // LLVM spills; there P goes through a small LDS tile (each wave its own 16 rows).
+    let p_via_lds = matches!(target, Target::Gfx1201 | Target::Gfx1250);
+    let lay_p = smem_xor16(bm, bn, st).map_err(tfail)?;
     let i32_ = ScalarType::I32;
     let f32_ = ScalarType::F32;
     let i64_ = ScalarType::I64;
@@ -138,6 +143,10 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
         let sv_t = STensor::new(kv_mem, lay_vt.clone(), 1).unwrap();
         let zero = c_i32(0);
         let (s_q, s_k, s_vt) = (sq_t.stage(zero), sk_t.stage(zero), sv_t.stage(zero));
+        let sp_t = p_via_lds.then(|| {
+            let mem = k.lds("p_tile", st, STensor::elems(&lay_p, 1) as u32);
+            STensor::new(mem, lay_p.clone(), 1).unwrap()
+        });
 
         let tid = thread_id_x();
         let qt = block_id_x();
@@ -280,8 +289,18 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
                     p_frags.push(vec_of(&ps));
                 }
                 let mut p_a = Vec::new();
-                for strip in p_frags.chunks(relayout.c_atoms() as usize) {
-                    p_a.extend(c_to_a(&relayout, atom, strip));
+                if let Some(sp_t) = &sp_t {
+                    let s_p = sp_t.stage(zero);
+                    for (j, f) in p_frags.iter().enumerate() {
+                        for v in 0..nc as u32 {
+                            let (r, cc) = thr_s.partition_c(0, j as u32, v);
+                            s_p.store(r, cc, f.at(v).cast(st));
+                        }
+                    }
+                } else {
+                    for strip in p_frags.chunks(relayout.c_atoms() as usize) {
+                        p_a.extend(c_to_a(&relayout, atom, strip));
+                    }
                 }
                 // O *= alpha (per row), then O += P V once V^T is in LDS.
                 let scaled: Vec<Val> = o
@@ -298,6 +317,12 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
                     .collect();
                 let mut o = acc0.with_vals(scaled);
                 barrier();
+                if let Some(sp_t) = &sp_t {
+                    let s_p = sp_t.stage(zero);
+                    p_a = (0..bn / ak as i64)
+                        .flat_map(|kk| thr_o.partition_a(&s_p, kk * ak as i64))
+                        .collect();
+                }
                 for (kk, pa) in p_a.iter().enumerate() {
                     let k0 = kk as i64 * ak as i64;
                     o = thr_o.gemm(&o, std::slice::from_ref(pa), &thr_o.partition_b(&s_vt, k0));

@@ -109,3 +109,30 @@ pub fn check<T: Dt>(dev: &Device, s: &AttnShape, splits: Option<usize>, seed: u6
     assert_lse(&what, T::DTYPE.name(), &got.lse, &want.lse);
     got
 }
+
+/// The sm_90 CUDA device, or `None` after reporting why it cannot be used (no CUDA backend or
+/// device, or a build without the sm90 code objects) through `flydsl_testutil::gpu::skip`,
+/// which fails where `FLYDSL_REQUIRE_GPU` is set.
+pub fn cuda_sm90_device() -> Option<Device> {
+    use flydsl_rt::{Backend, Target};
+    use flydsl_testutil::gpu;
+    let dev = match Device::enumerate(Backend::Cuda) {
+        Ok(list) => list.into_iter().find(|d| d.target() == Target::Sm90),
+        Err(e) => {
+            gpu::skip(&format!("no CUDA device ({e})"));
+            return None;
+        }
+    };
+    let Some(dev) = dev else {
+        gpu::skip("no sm90 CUDA device");
+        return None;
+    };
+    let built = fly_attn::kernel_variants()
+        .iter()
+        .all(|(_, k)| k.built_targets().any(|t| t == Target::Sm90));
+    if !built {
+        gpu::skip("this build has no sm90 code objects (build with --features sm90)");
+        return None;
+    }
+    Some(dev)
+}
