@@ -12,6 +12,8 @@ mod fwd;
 use flydsl_build::glue::DispatchTable;
 /// The one dtype enum of the workspace (`src/table.rs` imports it from the crate root).
 pub use flydsl_build::ir::DType;
+/// The target enum (`src/table.rs` imports it from the crate root).
+pub use flydsl_build::ir::Target;
 use table::{combine_name, fwd_name, COMBINE_THREADS, DTYPES, HEAD_TILES};
 
 fn main() {

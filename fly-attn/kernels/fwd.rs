@@ -27,9 +27,10 @@
 //! rows are i32), sequence lengths and `total_q * heads_q` below 2^31; base offsets of a
 //! sequence and head are i64.
 
-use crate::table::{BM, BN, WAVES};
+use crate::table::{o_passes, BM, BN, WAVES};
 use crate::DType;
 use flydsl_dsl::ir::{Dim, Kernel, ScalarType, Target};
+use flydsl_dsl::layout::{ComposedLayout, Swizzle};
 use flydsl_dsl::tile::*;
 use flydsl_dsl::*;
 
@@ -81,10 +82,13 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
     let atom = ir::MmaAtom::native_16bit(target, dt == DType::BF16);
     let (am, an, ak) = atom.shape();
     let (bm, bn, dpi) = (BM as i64, BN as i64, dp as i64);
+    // O columns per workgroup: all of them, or a 1/passes share (grid x covers the passes).
+    let passes = o_passes(target, dp);
+    let dpo = dpi / passes as i64;
     // S = Q K^T: waves along M, each one atom row by all BN keys.
     let mma_s = TiledMma::new(atom, target, (WAVES, 1), (1, BN as u32 / an)).map_err(tfail)?;
     // O = P V: the same waves, all DP columns.
-    let mma_o = TiledMma::new(atom, target, (WAVES, 1), (1, dp as u32 / an)).map_err(tfail)?;
+    let mma_o = TiledMma::new(atom, target, (WAVES, 1), (1, dpo as u32 / an)).map_err(tfail)?;
     if mma_s.tile_m() != bm || am * WAVES != BM as u32 {
         return Err(fail(format!("atom M {am} x {WAVES} waves != BM {BM}")));
     }
@@ -102,15 +106,36 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
     let copy_atom = CopyAtom::best_global(target);
     let copy_q = TiledCopy::new(copy_atom, st, threads, (bm, dpi)).map_err(tfail)?;
     let copy_kv = TiledCopy::new(copy_atom, st, threads, (bn, dpi)).map_err(tfail)?;
-    let lay_q = smem_xor16(bm, dpi, st).map_err(tfail)?;
-    let lay_k = smem_xor16(bn, dpi, st).map_err(tfail)?;
-    let lay_vt = smem_xor16(dpi, bn, st).map_err(tfail)?;
+    let copy_v = TiledCopy::new(copy_atom, st, threads, (bn, dpo)).map_err(tfail)?;
+    // V^T and P are written element by element: unswizzled rows padded by 16 bytes (bank
+    // spread, 16-byte aligned vectors), so every address is one base plus a constant.
+    // (No padding where it would not fit the target's LDS: sm90's 48 KiB at D = 256.)
+    let es = st.size_bytes() as i64;
+    let fits = (bm * dpi + dpo * (bn + 8) + bm * (bn + 8)) * es <= target.max_lds_bytes() as i64;
+    let pad = if fits { 8 } else { 0 };
+    let padded = |rows: i64, cols: i64| -> Result<ComposedLayout, BuildError> {
+        let l = flydsl_dsl::layout::Layout::new((rows, cols), (cols + pad, 1))
+            .map_err(|e| fail(e.to_string()))?;
+        Ok(ComposedLayout::new(Swizzle::identity(), l))
+    };
+    let lay_vt = padded(dpo, bn)?;
+    // gfx1201 (256 VGPRs): the XOR-swizzled Q and K tiles cost one live address register
+    // per fragment read across the key loop (and spilled at D >= 128); there they are
+    // padded rows too (base + constant offsets). Elsewhere the XOR-16 swizzle.
+    let (lay_q, lay_k) = if target == Target::Gfx1201 {
+        (padded(bm, dpi)?, padded(bn, dpi)?)
+    } else {
+        (
+            smem_xor16(bm, dpi, st).map_err(tfail)?,
+            smem_xor16(bn, dpi, st).map_err(tfail)?,
+        )
+    };
     let kv_elems = STensor::elems(&lay_k, 1).max(STensor::elems(&lay_vt, 1));
     // RDNA WMMA: C holds a column per lane and A a row per lane with the source register
     // depending on the lane, so the register re-layout costs 16 shuffles per element and
     // LLVM spills; there P goes through a small LDS tile (each wave its own 16 rows).
     let p_via_lds = matches!(target, Target::Gfx1201 | Target::Gfx1250);
-    let lay_p = smem_xor16(bm, bn, st).map_err(tfail)?;
+    let lay_p = padded(bm, bn)?;
     let i32_ = ScalarType::I32;
     let f32_ = ScalarType::F32;
     let i64_ = ScalarType::I64;
@@ -149,7 +174,9 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
         });
 
         let tid = thread_id_x();
-        let qt = block_id_x();
+        let qt = block_id_x() / passes as i32;
+        let pass = block_id_x() % passes as i32;
+        // This pass's O columns: [o_col, o_col + dpo) of head_dim.
         let h = block_id(Dim::Y);
         let bz = block_id(Dim::Z);
         let b = bz / splits;
@@ -174,7 +201,9 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
             let kv_base = head_base(kv_start, ldkv, hk);
             let gq = GTensor::strided(q.offset(q_base), sq, d, ldq);
             let gk = GTensor::strided(kt.offset(kv_base), skv, d, ldkv);
-            let gv = GTensor::strided(vt.offset(kv_base), skv, d, ldkv);
+            let o_col = pass * dpo as i32;
+            let o_cols = (d - o_col).max(0);
+            let gv = GTensor::strided(vt.offset(kv_base + o_col.cast(i64_)), skv, o_cols, ldkv);
             // Keys this q tile can see, its key tiles and this split's share of them.
             let shift = skv - sq;
             let causal_end = (q0 + BM as i32 + shift).min(skv).max(0);
@@ -187,7 +216,8 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
             let (cq, ckv) = (copy_q.partition(tid), copy_kv.partition(tid));
             copy(&cq, &gq.local_tile((bm, dpi), (qt, zero)), &s_q);
             let k_tile = |t: Val| gk.local_tile((bn, dpi), (t, zero));
-            let v_tile = |t: Val| gv.local_tile((bn, dpi), (t, zero));
+            let v_tile = |t: Val| gv.local_tile((bn, dpo), (t, zero));
+            let cv = copy_v.partition(tid);
             // K tile t into registers, or zeros past this split's tiles: a tile past the
             // sequence must not even form its address (the pointer engine reads element 0 of
             // the tile for masked vectors).
@@ -205,25 +235,37 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
                 );
                 Frag::new(vals, frag_layout.clone())
             };
-            let rk0 = load_k(t_begin);
+            // Register prefetch (K of tile t + 1 and V of tile t in flight during the MMAs)
+            // everywhere but gfx1201, whose 256 VGPRs cannot hold them next to O at D >= 128:
+            // there each tile is loaded when it is needed.
+            let prefetch = target != Target::Gfx1201;
+            let rk0: Vec<Val> = if prefetch {
+                load_k(t_begin).vals().to_vec()
+            } else {
+                vec![]
+            };
             let thr_s = mma_s.thr_slice(tid);
             let thr_o = mma_o.thr_slice(tid);
             let acc0 = mma_o.zero_acc();
             let n_o = acc0.vals().len();
-            let n_k = rk0.vals().len();
+            let n_k = rk0.len();
             let neg_inf = c_f32(f32::NEG_INFINITY);
             let mut init: Vec<Val> = acc0.vals().to_vec();
             init.extend((0..ngroups).map(|_| neg_inf)); // m (exp2 domain, max of seen logits)
             init.extend((0..ngroups).map(|_| c_f32(0.0))); // l (this lane's partial sum)
-            init.extend(rk0.vals().iter().copied());
+            init.extend(rk0.iter().copied());
             let fin = for_range(t_begin, t_end, c_i32(1), &init, |t, c| {
                 let o = acc0.with_vals(c[..n_o].to_vec());
                 let m_old = &c[n_o..n_o + ngroups];
                 let l_old = &c[n_o + ngroups..n_o + 2 * ngroups];
-                let rk = rk0.with_vals(c[n_o + 2 * ngroups..].to_vec());
+                let rk = if prefetch {
+                    Frag::new(c[n_o + 2 * ngroups..].to_vec(), frag_layout.clone())
+                } else {
+                    ckv.load(&k_tile(t))
+                };
                 ckv.store(&rk, &s_k);
                 barrier();
-                let rv = ckv.load(&v_tile(t));
+                let rv_early = prefetch.then(|| cv.load(&v_tile(t)));
                 let mut s = mma_s.zero_acc();
                 for k0 in (0..dpi).step_by(ak as usize) {
                     s = thr_s.gemm(
@@ -231,19 +273,28 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
                         &thr_s.partition_a(&s_q, k0),
                         &thr_s.partition_b(&s_k, k0),
                     );
+                    if !prefetch {
+                        // gfx1201: keep LLVM from issuing every step's LDS reads up front.
+                        flydsl_dsl::sched_barrier(0);
+                    }
                 }
                 barrier();
+                let rv = rv_early.unwrap_or_else(|| cv.load(&v_tile(t)));
                 // V tile t, transposed into the buffer K just left: V^T[d][key].
-                let (vr0, vc0) = copy_kv.tv().thr_coord(tid);
+                let (vr0, vc0) = copy_v.tv().thr_coord(tid);
                 for (a, &vec) in rv.vals().iter().enumerate() {
-                    let (r, cc) = copy_kv.tv().val_coord(a as i64 * vec.lanes() as i64);
+                    let (r, cc) = copy_v.tv().val_coord(a as i64 * vec.lanes() as i64);
                     for e in 0..vec.lanes() {
                         let row = Idx::Dyn(vc0.val() + (cc + e as i64) as i32);
                         let col = Idx::Dyn(vr0.val() + r as i32);
                         s_vt.store(row, col, vec.at(e));
                     }
                 }
-                let rk_next = load_k(t + 1);
+                let rk_next = if prefetch {
+                    load_k(t + 1).vals().to_vec()
+                } else {
+                    vec![]
+                };
                 // Online softmax of S in registers.
                 let n_s = BN / an as usize;
                 let mut p_elems: Vec<Vec<Val>> = Vec::with_capacity(n_s);
@@ -326,12 +377,15 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
                 for (kk, pa) in p_a.iter().enumerate() {
                     let k0 = kk as i64 * ak as i64;
                     o = thr_o.gemm(&o, std::slice::from_ref(pa), &thr_o.partition_b(&s_vt, k0));
+                    if !prefetch {
+                        flydsl_dsl::sched_barrier(0);
+                    }
                 }
                 barrier();
                 let mut next = o.vals().to_vec();
                 next.extend(m_new);
                 next.extend(l_new);
-                next.extend(rk_next.vals().iter().copied());
+                next.extend(rk_next);
                 next
             });
             debug_assert_eq!(fin.len(), n_o + 2 * ngroups + n_k);
@@ -374,21 +428,22 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
                 || {
                     let ws_base = (sp.cast(i64_) * total_q.cast(i64_) + q_start.cast(i64_))
                         * ldq.cast(i64_)
-                        + (h * d).cast(i64_);
-                    let gw = GTensor::strided(ws_o.offset(ws_base), sq, d, ldq);
-                    thr_o.store_c(&o, &gw.local_tile((bm, dpi), (qt, zero)), f32_);
+                        + (h * d + o_col).cast(i64_);
+                    let gw = GTensor::strided(ws_o.offset(ws_base), sq, o_cols, ldq);
+                    thr_o.store_c(&o, &gw.local_tile((bm, dpo), (qt, zero)), f32_);
                     let lbase =
                         (sp * heads_q + h).cast(i64_) * total_q.cast(i64_) + q_start.cast(i64_);
                     let lt = ws_lse.offset(lbase);
                     for g in 0..ngroups {
                         let qi = q0 + group_rows[g];
-                        if_(writer & qi.lt(sq), || lt.store(qi, lse_g[g]));
+                        if_(writer & pass.eq(0) & qi.lt(sq), || lt.store(qi, lse_g[g]));
                     }
                     vec![]
                 },
                 || {
-                    let go = GTensor::strided(out.offset(q_base), sq, d, ldq);
-                    thr_o.store_c(&o, &go.local_tile((bm, dpi), (qt, zero)), st);
+                    let go =
+                        GTensor::strided(out.offset(q_base + o_col.cast(i64_)), sq, o_cols, ldq);
+                    thr_o.store_c(&o, &go.local_tile((bm, dpo), (qt, zero)), st);
                     // LSE: dense [B, Hq, Sq], varlen [Hq, total_q].
                     let lbase = select(
                         is_var,
@@ -398,7 +453,7 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
                     let lt = lse.offset(lbase);
                     for g in 0..ngroups {
                         let qi = q0 + group_rows[g];
-                        if_(write_lse.ne(0) & writer & qi.lt(sq), || {
+                        if_(write_lse.ne(0) & pass.eq(0) & writer & qi.lt(sq), || {
                             lt.store(qi, lse_g[g])
                         });
                     }

@@ -639,7 +639,8 @@ unsafe fn launch<T: Element>(
     let dev = stream.device();
     let fwd = kernels::forward::<T>(p.head_tile).ok_or_else(|| no_kernel::<T>(call, stream))?;
     let threads = WAVES * dev.wave_size();
-    let q_tiles = p.max_sq.div_ceil(BM);
+    let q_tiles =
+        p.max_sq.div_ceil(BM) * crate::table::o_passes(dev.target(), p.head_tile) as usize;
     let z = p.batch * p.splits;
     let (gx, gy, gz) = (
         u32::try_from(q_tiles),

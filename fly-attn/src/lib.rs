@@ -55,6 +55,8 @@ pub use api::{
 };
 /// The workspace's dtype enum (the build script shares `table.rs` through it).
 pub use flydsl_rt::DType;
+/// The target enum (`table.rs` names it from the crate root).
+pub use flydsl_rt::Target;
 
 /// Every kernel of this crate with its name (for structural tests and inspection).
 ///

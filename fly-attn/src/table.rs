@@ -2,7 +2,7 @@
 //! head-dimension variants and the kernel names. Included by `build.rs` with `#[path]`, so
 //! it depends on nothing but `crate::DType`.
 
-use crate::DType;
+use crate::{DType, Target};
 
 /// The dtypes with a kernel: q, k, v and out share it.
 pub const DTYPES: [DType; 2] = [DType::BF16, DType::F16];
@@ -42,3 +42,15 @@ pub const COMBINE_THREADS: u32 = 64;
 
 /// Most key splits (the combine kernel's per-split loop and the workspace bound).
 pub const MAX_SPLITS: usize = 64;
+
+/// Workgroups that share one query tile's output columns: 2 for the 256-column tile on
+/// gfx1201 (its 256 VGPRs cannot hold a 16 x 256 f32 accumulator per wave next to the
+/// rest: each pass recomputes S and keeps half of O), else 1. The grid's x extent is
+/// `q tiles * passes`.
+pub fn o_passes(target: Target, dp: usize) -> u32 {
+    if target == Target::Gfx1201 && dp > 128 {
+        2
+    } else {
+        1
+    }
+}
