@@ -94,7 +94,7 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
     }
     let relayout = c_to_a_map(atom, target).map_err(tfail)?;
     let l = (relayout.c_atoms() * an) as usize;
-    if BN % l != 0 || BN % ak as usize != 0 {
+    if !BN.is_multiple_of(l) || !BN.is_multiple_of(ak as usize) {
         return Err(fail(format!(
             "BN {BN} is not a multiple of the re-layout strip {l}"
         )));

@@ -10,7 +10,9 @@ use crate::verify_outcome::{Outcome, R};
 use fly_attn::{flash_attn_fwd, flash_attn_varlen_fwd, AttnArgs, CuSeqlens, VarlenArgs};
 use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::{DeviceBuffer, Element, Stream};
-use flydsl_testutil::attn::{attn_ref, check_out, lse_atol, lse_err, AttnShape};
+use flydsl_testutil::attn::{
+    attn_ref, check_out, lse_atol, lse_err, AttnShape, MIN_COSINE, OUT_ATOL,
+};
 use flydsl_testutil::compare::{cast_vec, widen, Storage};
 use flydsl_testutil::rng::Rng;
 
@@ -139,7 +141,7 @@ fn case<T: Element + Storage>(s: &Stream, o: &AttnOpts, dtname: &str) -> R<Outco
             rep.max_abs, rep.max_at, rep.min_cos, rep.min_row, rep.non_finite
         ))
     };
-    let mut tol = format!("max abs < 1e-2, row cosine > 0.99");
+    let mut tol = format!("max abs < {OUT_ATOL}, row cosine > {MIN_COSINE}");
     if o.lse {
         let gl: Vec<f64> = lse
             .to_vec()
