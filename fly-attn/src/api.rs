@@ -642,12 +642,20 @@ unsafe fn launch<T: Element>(
     let q_tiles =
         p.max_sq.div_ceil(BM) * crate::table::o_passes(dev.target(), p.head_tile) as usize;
     let z = p.batch * p.splits;
+    if p.heads_q > 65535 {
+        return Err(call.error(
+            "heads_q",
+            p.heads_q,
+            "the grid's y extent (one workgroup row per query head) must be at most 65535",
+            "split the heads over several calls",
+        ));
+    }
     let (gx, gy, gz) = (
         u32::try_from(q_tiles),
-        u32::try_from(p.heads_q),
+        p.heads_q as u32,
         u32::try_from(z).ok().filter(|&z| z <= 65535),
     );
-    let (Ok(gx), Ok(gy), Some(gz)) = (gx, gy, gz) else {
+    let (Ok(gx), Some(gz)) = (gx, gz) else {
         return Err(call.error(
             "batch * num_kv_splits",
             z,

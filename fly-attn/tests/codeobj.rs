@@ -72,3 +72,21 @@ fn built_code_objects_have_the_matrix_atoms_and_no_scratch() {
         );
     }
 }
+
+#[test]
+fn sequence_and_head_bases_are_64_bit() {
+    // The q/k/v/out bases (sequence start * row length + head * dim) and the workspace
+    // offsets are i64 products: offsets past 2^31 elements stay exact.
+    for (name, k) in fly_attn::kernel_variants() {
+        for t in Target::ALL {
+            let ir = flydsl_ir::from_bytes(k.for_target(t).unwrap().ir).unwrap();
+            let llvm = flydsl_codegen::lower(&ir).expect("lowers");
+            let n = llvm.matches("mul i64").count();
+            let want = if name.starts_with("attn_fwd") { 4 } else { 2 };
+            assert!(
+                n >= want,
+                "{name} on {t}: {n} i64 multiplies, want >= {want}"
+            );
+        }
+    }
+}

@@ -180,3 +180,70 @@ fn the_comparison_catches_a_wrong_mask() {
     assert!(wrong::<bf16>(&Device::sim(Target::Sm90)));
     assert!(wrong::<f16>(&Device::sim(Target::Gfx1201)));
 }
+
+#[test]
+fn unchecked_entry_points_match_the_checked_ones() {
+    use fly_attn::{
+        flash_attn_fwd_unchecked, flash_attn_varlen_fwd_unchecked, AttnArgs, CuSeqlens, VarlenArgs,
+    };
+    use flydsl_rt::DeviceBuffer;
+    let dev = Device::sim(Target::Gfx950);
+    let st = dev.stream().unwrap();
+    let var = AttnShape::varlen(&[17, 0, 40], &[5, 9, 33], 2, 1, 64, true);
+    let (q, k, v) = inputs::<bf16>(&var, 91, 1.0);
+    let safe = run(&dev, &var, &q, &k, &v, Some(2)).unwrap();
+    let up = |x: &[bf16]| DeviceBuffer::from_slice(&dev, x).unwrap();
+    let (qd, kd, vd) = (up(&q), up(&k), up(&v));
+    let (cq, ck) = var.cu_seqlens.clone().unwrap();
+    let (cqd, ckd) = (
+        DeviceBuffer::from_slice(&dev, &cq).unwrap(),
+        DeviceBuffer::from_slice(&dev, &ck).unwrap(),
+    );
+    let mut out = DeviceBuffer::<bf16>::zeroed(&dev, var.q_len()).unwrap();
+    let mut lse = DeviceBuffer::<f32>::zeroed(&dev, var.lse_len()).unwrap();
+    let a = VarlenArgs {
+        max_seqlen_q: 40,
+        max_seqlen_kv: 33,
+        heads_q: 2,
+        heads_kv: 1,
+        head_dim: 64,
+        causal: true,
+        softmax_scale: None,
+        num_kv_splits: Some(2),
+    };
+    // SAFETY: the buffers and offsets describe `var` exactly.
+    unsafe {
+        flash_attn_varlen_fwd_unchecked(
+            &st,
+            &qd,
+            &kd,
+            &vd,
+            &mut out,
+            Some(&mut lse),
+            CuSeqlens::Device(&cqd),
+            CuSeqlens::Device(&ckd),
+            &a,
+        )
+        .unwrap()
+    };
+    assert_eq!(widen(&out.to_vec().unwrap()), safe.out);
+    let lse: Vec<f64> = lse.to_vec().unwrap().into_iter().map(f64::from).collect();
+    assert_eq!(lse, safe.lse);
+
+    let dense = AttnShape::dense(2, 33, 17, 2, 2, 128, false);
+    let (q, k, v) = inputs::<f16>(&dense, 92, 1.0);
+    let safe = run(&dev, &dense, &q, &k, &v, Some(1)).unwrap();
+    let up = |x: &[f16]| DeviceBuffer::from_slice(&dev, x).unwrap();
+    let mut out = DeviceBuffer::<f16>::zeroed(&dev, dense.q_len()).unwrap();
+    let a = AttnArgs {
+        seqlen_q: 33,
+        seqlen_kv: 17,
+        num_kv_splits: Some(1),
+        ..AttnArgs::new(2, 33, 2, 128)
+    };
+    // SAFETY: the buffers hold the shapes' elements.
+    unsafe {
+        flash_attn_fwd_unchecked(&st, &up(&q), &up(&k), &up(&v), &mut out, None, &a).unwrap()
+    };
+    assert_eq!(widen(&out.to_vec().unwrap()), safe.out);
+}
