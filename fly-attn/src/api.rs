@@ -151,7 +151,30 @@ pub fn flash_attn_fwd<T: Element>(
     lse: Option<&mut DeviceBuffer<f32>>,
     args: &AttnArgs,
 ) -> Result<()> {
-    let call = Call::new("fly_attn::flash_attn_fwd");
+    flash_attn_fwd_as(
+        Call::new("fly_attn::flash_attn_fwd"),
+        stream,
+        q,
+        k,
+        v,
+        out,
+        lse,
+        args,
+    )
+}
+
+/// [`flash_attn_fwd`] for the public function `call` names.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn flash_attn_fwd_as<T: Element>(
+    call: Call<'_>,
+    stream: &Stream,
+    q: &DeviceBuffer<T>,
+    k: &DeviceBuffer<T>,
+    v: &DeviceBuffer<T>,
+    out: &mut DeviceBuffer<T>,
+    lse: Option<&mut DeviceBuffer<f32>>,
+    args: &AttnArgs,
+) -> Result<()> {
     let plan = dense_plan::<T>(call, stream, args)?;
     let nq = call.product(plan.total_q, plan.heads_q * plan.head_dim)?;
     let nkv = call.product(args.batch * args.seqlen_kv, plan.heads_kv * plan.head_dim)?;

@@ -45,6 +45,7 @@
 //! ```
 
 mod api;
+mod array;
 pub mod dispatch;
 mod kernels;
 pub mod table;
@@ -53,6 +54,7 @@ pub use api::{
     flash_attn_fwd, flash_attn_fwd_unchecked, flash_attn_varlen_fwd,
     flash_attn_varlen_fwd_unchecked, AttnArgs, CuSeqlens, VarlenArgs, MAX_ROWS,
 };
+pub use array::{flash_attn_array, AttnOptions};
 /// The workspace's dtype enum (the build script shares `table.rs` through it).
 pub use flydsl_rt::DType;
 /// The target enum (`table.rs` names it from the crate root).

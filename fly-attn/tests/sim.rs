@@ -247,3 +247,38 @@ fn unchecked_entry_points_match_the_checked_ones() {
     };
     assert_eq!(widen(&out.to_vec().unwrap()), safe.out);
 }
+
+#[test]
+fn ndarray_convenience_takes_any_layout() {
+    use fly_attn::{flash_attn_array, AttnOptions};
+    use ndarray::{Array4, ShapeBuilder};
+    let dev = Device::sim(Target::Gfx1250);
+    let st = dev.stream().unwrap();
+    let s = AttnShape::dense(2, 17, 33, 2, 1, 64, true);
+    let (q, k, v) = inputs::<bf16>(&s, 101, 1.0);
+    let want = run(&dev, &s, &q, &k, &v, Some(1)).unwrap();
+    // q as a column-major array: a non-contiguous (for row-major) view of the same values.
+    let qa = Array4::from_shape_vec((2, 17, 2, 64), q.clone()).unwrap();
+    let mut qf = Array4::from_elem((2, 17, 2, 64).f(), bf16::ZERO);
+    qf.assign(&qa);
+    let ka = Array4::from_shape_vec((2, 33, 1, 64), k).unwrap();
+    let va = Array4::from_shape_vec((2, 33, 1, 64), v).unwrap();
+    let opts = AttnOptions {
+        causal: true,
+        num_kv_splits: Some(1),
+        ..AttnOptions::default()
+    };
+    let (out, lse) = flash_attn_array(&st, qf.view(), ka.view(), va.view(), opts).unwrap();
+    assert_eq!(widen(&out.iter().copied().collect::<Vec<_>>()), want.out);
+    assert_eq!(
+        lse.iter().map(|&x| f64::from(x)).collect::<Vec<_>>(),
+        want.lse
+    );
+    let e = flash_attn_array(&st, qf.view(), ka.view(), qf.view(), opts)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("fly_attn::flash_attn_array") && e.contains("`v`"),
+        "{e}"
+    );
+}
