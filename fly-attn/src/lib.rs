@@ -19,6 +19,8 @@
 //! - Split-K over the keys ([`AttnArgs::num_kv_splits`], automatic when the batch x heads
 //!   x query tiles cannot fill the device: [`dispatch::auto_splits`]): partial results go
 //!   to an f32 workspace and a combine kernel merges them by their LSEs.
+//! - `*_unchecked` entry points skip the buffer-length (and device offset) checks;
+//!   [`flash_attn_array`] takes `ndarray` views of any layout.
 //!
 //! The kernel (`kernels/fwd.rs`) is one tile-layer description with the target's native
 //! 16-bit matrix atom; [`dispatch::family`] is where a target-specific family (the Hopper
