@@ -1,5 +1,82 @@
-//! fly-attn: FlashAttention forward kernels.
+//! fly-attn: FlashAttention forward for 16-bit inputs (bf16, f16) with f32 softmax and
+//! accumulation, on gfx942, gfx950, gfx1201, gfx1250 and sm90 (and their Sims).
 //!
-//! Not implemented yet. This crate will hold FlashAttention forward (MHA/GQA/MQA, causal,
-//! varlen, split-K, LSE, fp8 descale; see `shared/facts/kernels.md`). It exists now so that
-//! the workspace layout, features and CI are in place.
+//! - Dense BSHD ([`flash_attn_fwd`]): q `[batch, seqlen_q, heads_q, head_dim]`, k and v
+//!   `[batch, seqlen_kv, heads_kv, head_dim]`, out like q; LSE f32 `[batch, heads_q,
+//!   seqlen_q]`.
+//! - Packed varlen ([`flash_attn_varlen_fwd`]): q `[total_q, heads_q, head_dim]`, k and v
+//!   `[total_kv, heads_kv, head_dim]` with i32 cumulative offsets (host slices or device
+//!   buffers, [`CuSeqlens`]); LSE f32 `[heads_q, total_q]`. Zero-length sequences allowed.
+//! - MHA, GQA and MQA (`heads_q % heads_kv == 0`: query head `h` reads kv head
+//!   `h / (heads_q / heads_kv)`); any sequence lengths, `seqlen_q != seqlen_kv` both ways.
+//! - Causal masking is bottom-right aligned: key `j` is visible to query `i` iff
+//!   `j <= i + seqlen_kv - seqlen_q`. A query that sees no key (causal with `seqlen_q >
+//!   seqlen_kv`, or an empty key sequence) gives zeros and LSE `-inf`; the running max
+//!   never subtracts `-inf` from `-inf`, so no NaN.
+//! - Softmax scale defaults to `1 / sqrt(head_dim)`; head dims: every multiple of 32 up to
+//!   256 (compiled tiles 64, 128 and 256: smaller dims run the next tile with zero-padded
+//!   columns, [`table::head_tile`]).
+//! - Split-K over the keys ([`AttnArgs::num_kv_splits`], automatic when the batch x heads
+//!   x query tiles cannot fill the device: [`dispatch::auto_splits`]): partial results go
+//!   to an f32 workspace and a combine kernel merges them by their LSEs.
+//! - `*_unchecked` entry points skip the buffer-length (and device offset) checks;
+//!   [`flash_attn_array`] takes `ndarray` views of any layout.
+//!
+//! The kernel (`kernels/fwd.rs`) is one tile-layer description with the target's native
+//! 16-bit matrix atom; [`dispatch::family`] is where a target-specific family (the Hopper
+//! wgmma kernel, to come) takes over. fp8 inputs are not supported yet (a clear error:
+//! only bf16 and f16 have kernels).
+//!
+//! ```
+//! use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target};
+//! use fly_attn::{flash_attn_fwd, AttnArgs};
+//! let dev = Device::sim(Target::Sm90);
+//! let s = dev.stream()?;
+//! let mut a = AttnArgs::new(1, 2, 1, 32);
+//! a.causal = true;
+//! let q = DeviceBuffer::from_slice(&dev, &vec![bf16::ZERO; 2 * 32])?;
+//! let v: Vec<bf16> = (0..2 * 32).map(|i| bf16::from_f32((i / 32) as f32)).collect();
+//! let v = DeviceBuffer::from_slice(&dev, &v)?;
+//! let mut out = DeviceBuffer::<bf16>::zeroed(&dev, 2 * 32)?;
+//! let mut lse = DeviceBuffer::<f32>::zeroed(&dev, 2)?;
+//! flash_attn_fwd(&s, &q, &q, &v, &mut out, Some(&mut lse), &a)?;
+//! let out = out.to_vec()?;
+//! assert_eq!((out[0].to_f32(), out[32].to_f32()), (0.0, 0.5)); // row 0 sees key 0 only
+//! assert!((lse.to_vec()?[1] - 2f32.ln()).abs() < 1e-5);
+//! # Ok::<(), flydsl_rt::Error>(())
+//! ```
+
+mod api;
+mod array;
+pub mod dispatch;
+mod kernels;
+pub mod table;
+
+pub use api::{
+    flash_attn_fwd, flash_attn_fwd_unchecked, flash_attn_varlen_fwd,
+    flash_attn_varlen_fwd_unchecked, AttnArgs, CuSeqlens, VarlenArgs, MAX_ROWS,
+};
+pub use array::{flash_attn_array, AttnOptions};
+/// The workspace's dtype enum (the build script shares `table.rs` through it).
+pub use flydsl_rt::DType;
+/// The target enum (`table.rs` names it from the crate root).
+pub use flydsl_rt::Target;
+
+/// Every kernel of this crate with its name (for structural tests and inspection).
+///
+/// ```
+/// assert_eq!(fly_attn::kernel_variants().len(), 8);
+/// ```
+pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariants)> {
+    use flydsl_rt::half::{bf16, f16};
+    let g = &kernels::generated::FORWARD;
+    let c = &kernels::generated::COMBINE;
+    g.get::<bf16>()
+        .iter()
+        .map(|l| l.kernel)
+        .chain(g.get::<f16>().iter().map(|l| l.kernel))
+        .chain(c.get::<bf16>().iter().map(|l| l.kernel))
+        .chain(c.get::<f16>().iter().map(|l| l.kernel))
+        .map(|k| (k.name, k))
+        .collect()
+}

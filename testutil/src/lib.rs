@@ -3,6 +3,7 @@
 //! inputs, comparison helpers that report the worst element, and the gating of GPU tests
 //! (`FLYDSL_REQUIRE_GPU`).
 
+pub mod attn;
 pub mod compare;
 pub mod gemm;
 pub mod gpu;

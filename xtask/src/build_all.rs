@@ -25,7 +25,7 @@ pub struct Args {
 }
 
 /// The kernel crates (the `flydsl-tests` crate holds the generator's proof kernels).
-const CRATES: [&str; 3] = ["flydsl-tests", "fly-norm", "fly-softmax"];
+const CRATES: [&str; 4] = ["flydsl-tests", "fly-norm", "fly-softmax", "fly-attn"];
 
 /// One row of a build script's report.
 struct Row {

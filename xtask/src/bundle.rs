@@ -100,8 +100,10 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             "flydsl-rt",
             "-p",
             "fly-gemm",
+            "-p",
+            "fly-attn",
             "--features",
-            "fly-norm/sm90,fly-softmax/sm90,flydsl-tests/sm90,fly-gemm/sm90",
+            "fly-norm/sm90,fly-softmax/sm90,flydsl-tests/sm90,fly-gemm/sm90,fly-attn/sm90",
         ],
         true,
     )?;

@@ -15,6 +15,7 @@ mod devsel;
 mod elem;
 mod timing;
 mod verify;
+mod verify_attn;
 mod verify_gemm;
 mod verify_norm;
 mod verify_outcome;

@@ -1,6 +1,8 @@
 //! `cargo xtask verify <family> --shape MxN[xK] --dtype bf16 --backend sim|cuda|hip
 //! [--target gfx942]`: run one kernel on one shape against the CPU reference; print max
 //! abs / rel error, the tolerance and PASS/FAIL (the exit code follows).
+//! `cargo xtask verify attention --batch B --seqlen-q SQ ... --dtype bf16|f16` checks one
+//! fly-attn call (`verify_attn`; no `--shape`).
 
 use crate::devsel::{pick, DeviceArgs};
 use crate::elem::{inputs, parse_dtype, parse_shape, Dtype};
@@ -13,11 +15,11 @@ use std::process::ExitCode;
 /// Arguments of `verify`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Family: softmax, softmax-bwd, rmsnorm, layernorm, gemm.
+    /// Family: softmax, softmax-bwd, rmsnorm, layernorm, gemm, attention.
     family: String,
-    /// Shape `MxN` (`MxNxK` for mma).
+    /// Shape `MxN` (`MxNxK` for gemm; attention takes its own options instead).
     #[arg(long)]
-    shape: String,
+    shape: Option<String>,
     /// Element type: f32, f16, bf16.
     #[arg(long, default_value = "bf16")]
     dtype: String,
@@ -29,6 +31,8 @@ pub struct Args {
     plain_b: bool,
     #[command(flatten)]
     dev: DeviceArgs,
+    #[command(flatten)]
+    attn: crate::verify_attn::AttnOpts,
 }
 
 fn e(x: flydsl_rt::Error) -> String {
@@ -113,26 +117,44 @@ fn dispatch(a: &Args, s: &Stream, dt: Dtype, shape: &[usize]) -> R<Outcome> {
         }
         ("rmsnorm" | "layernorm", _) => crate::verify_norm::run(family, s, dt, m, n),
         _ => Err(format!(
-            "unknown family `{family}`: expected softmax, softmax-bwd, rmsnorm, layernorm or gemm"
+            "unknown family `{family}`: expected softmax, softmax-bwd, rmsnorm, layernorm, gemm or attention"
         )),
     }
 }
 
 pub fn run(a: Args) -> R<ExitCode> {
-    let shape = parse_shape(&a.shape)?;
-    let dt = parse_dtype(&a.dtype)?;
-    let dev = pick(&a.dev)?;
-    let s = dev.stream().map_err(e)?;
-    let o = dispatch(&a, &s, dt, &shape)?;
+    let (o, shape_desc, dtname) = if a.family == "attention" {
+        if a.dtype == "fp8" {
+            return Err(
+                "attention --dtype fp8: fp8 attention (e4m3fn with descales) is not \
+                        implemented yet; use bf16 or f16"
+                    .into(),
+            );
+        }
+        let dt = parse_dtype(&a.dtype).ok();
+        let dev = pick(&a.dev)?;
+        let s = dev.stream().map_err(e)?;
+        let o = crate::verify_attn::run(&s, &a.dtype, dt, &a.attn)?;
+        (
+            o,
+            format!("{:?} on {}", a.attn, dev.name()),
+            a.dtype.clone(),
+        )
+    } else {
+        let sh = a
+            .shape
+            .clone()
+            .ok_or("--shape MxN is required for this family")?;
+        let shape = parse_shape(&sh)?;
+        let dt = parse_dtype(&a.dtype)?;
+        let dev = pick(&a.dev)?;
+        let s = dev.stream().map_err(e)?;
+        let o = dispatch(&a, &s, dt, &shape)?;
+        (o, format!("{sh} on {}", dev.name()), dt.name().to_string())
+    };
     println!(
-        "{} {} {} on {}: max abs err {:.3e}, max rel err {:.3e}, tolerance {}",
-        a.family,
-        dt.name(),
-        a.shape,
-        dev.name(),
-        o.max_abs,
-        o.max_rel,
-        o.tolerance
+        "{} {} {}: max abs err {:.3e}, max rel err {:.3e}, tolerance {}",
+        a.family, dtname, shape_desc, o.max_abs, o.max_rel, o.tolerance
     );
     match o.pass {
         Ok(()) => {

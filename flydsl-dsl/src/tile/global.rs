@@ -13,6 +13,7 @@ pub struct GTensor {
     t: Tensor,
     rows: Val,
     cols: Val,
+    ld: Val,
 }
 
 /// Where a tile's elements are read from and written to.
@@ -58,7 +59,30 @@ impl GTensor {
     /// }
     /// ```
     pub fn new(t: Tensor, rows: Val, cols: Val) -> GTensor {
-        GTensor { t, rows, cols }
+        GTensor {
+            t,
+            rows,
+            cols,
+            ld: cols,
+        }
+    }
+    /// A `rows x cols` matrix whose rows start `ld` elements apart (`ld >= cols`, i32): one
+    /// head of a `[seq, heads, dim]` tensor is `strided(t.offset(h * dim), seq, dim, heads *
+    /// dim)`. Columns past `cols` are outside the matrix (loads read 0, stores are dropped).
+    ///
+    /// ```
+    /// use flydsl_dsl::*;
+    /// use flydsl_dsl::tile::GTensor;
+    /// use flydsl_dsl::ir::{ScalarType::{F32, I32}, Target};
+    /// KernelBuilder::new("k", Target::Gfx942, 64).build(|k| {
+    ///     let x = k.tensor("x", F32);
+    ///     let (m, n) = (k.scalar("m", I32), k.scalar("n", I32));
+    ///     let g = GTensor::strided(x, m, n, n * 4);
+    ///     let _ = g.local_tile((16, 4), (block_id_x(), c_i32(0))).load(0.into(), 1.into(), 1);
+    /// }).unwrap();
+    /// ```
+    pub fn strided(t: Tensor, rows: Val, cols: Val, ld: Val) -> GTensor {
+        GTensor { t, rows, cols, ld }
     }
     /// The element type.
     pub fn elem(&self) -> flydsl_ir::ScalarType {
@@ -71,11 +95,11 @@ impl GTensor {
     pub fn local_tile(&self, shape: (i64, i64), (ti, tj): (Val, Val)) -> GTile {
         let row0 = ti * shape.0 as i32;
         let col0 = tj * shape.1 as i32;
-        let base = self.t.offset(row0.cast(I64) * self.cols.cast(I64));
+        let base = self.t.offset(row0.cast(I64) * self.ld.cast(I64));
         let rows_left = self.rows - row0;
         let engine = if target().is_amd() {
             let in_rows = rows_left.min(shape.0 as i32).max(0);
-            let num = in_rows * self.cols;
+            let num = in_rows * self.ld;
             Engine::Buf(base.rsrc_n(num.cast(I64)), num)
         } else {
             Engine::Ptr(base)
@@ -83,7 +107,7 @@ impl GTensor {
         GTile {
             engine,
             col0,
-            ld: self.cols,
+            ld: self.ld,
             rows_left,
             cols_left: self.cols - col0,
             shape,

@@ -1,0 +1,771 @@
+//! The public entry points: validation, dispatch, workspace and launches.
+
+use crate::dispatch::{self, Family};
+use crate::kernels;
+use crate::table::{BM, COMBINE_THREADS, MAX_SPLITS, WAVES};
+use flydsl_rt::validate::Call;
+use flydsl_rt::{DeviceBuffer, Element, LaunchConfig, Result, Stream};
+
+/// The shape and options of one dense [`flash_attn_fwd`] call (layouts in the crate docs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AttnArgs {
+    /// Sequences (0 is a no-op).
+    pub batch: usize,
+    /// Queries per sequence (0 is a no-op).
+    pub seqlen_q: usize,
+    /// Keys per sequence (>= 1).
+    pub seqlen_kv: usize,
+    /// Query heads (a multiple of `heads_kv`).
+    pub heads_q: usize,
+    /// Key/value heads (>= 1).
+    pub heads_kv: usize,
+    /// Head dimension: a multiple of 32, at most 256.
+    pub head_dim: usize,
+    /// Bottom-right aligned causal mask: key `j` is visible to query `i` iff
+    /// `j <= i + seqlen_kv - seqlen_q`.
+    pub causal: bool,
+    /// Softmax scale; `None` is `1 / sqrt(head_dim)`.
+    pub softmax_scale: Option<f32>,
+    /// Splits of the key sequence (1 ..= 64); `None` picks one from the device's size
+    /// ([`crate::dispatch::auto_splits`]).
+    pub num_kv_splits: Option<usize>,
+}
+
+impl AttnArgs {
+    /// Non-causal MHA of `batch x seqlen x heads x head_dim` with defaults.
+    ///
+    /// ```
+    /// let a = fly_attn::AttnArgs::new(2, 128, 8, 64);
+    /// assert_eq!((a.seqlen_q, a.seqlen_kv, a.heads_kv, a.causal), (128, 128, 8, false));
+    /// ```
+    pub fn new(batch: usize, seqlen: usize, heads: usize, head_dim: usize) -> AttnArgs {
+        AttnArgs {
+            batch,
+            seqlen_q: seqlen,
+            seqlen_kv: seqlen,
+            heads_q: heads,
+            heads_kv: heads,
+            head_dim,
+            causal: false,
+            softmax_scale: None,
+            num_kv_splits: None,
+        }
+    }
+}
+
+/// The shape and options of one [`flash_attn_varlen_fwd`] call; the batch is
+/// `cu_seqlens_q.len() - 1`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VarlenArgs {
+    /// The longest query sequence (bounds the grid; every sequence must fit in it).
+    pub max_seqlen_q: usize,
+    /// The longest key sequence.
+    pub max_seqlen_kv: usize,
+    /// Query heads (a multiple of `heads_kv`).
+    pub heads_q: usize,
+    /// Key/value heads.
+    pub heads_kv: usize,
+    /// Head dimension: a multiple of 32, at most 256.
+    pub head_dim: usize,
+    /// Bottom-right aligned causal mask, per sequence.
+    pub causal: bool,
+    /// Softmax scale; `None` is `1 / sqrt(head_dim)`.
+    pub softmax_scale: Option<f32>,
+    /// Splits of the key sequence; `None` picks one.
+    pub num_kv_splits: Option<usize>,
+}
+
+/// Cumulative sequence offsets (`batch + 1` non-decreasing i32 values starting at 0):
+/// host data is validated completely; a device buffer is read back and validated by the
+/// safe functions (a synchronizing copy) and trusted by the `_unchecked` ones.
+#[derive(Clone, Copy, Debug)]
+pub enum CuSeqlens<'a> {
+    /// Offsets in host memory (copied to the device per call).
+    Host(&'a [i32]),
+    /// Offsets already on the stream's device.
+    Device(&'a DeviceBuffer<i32>),
+}
+
+impl CuSeqlens<'_> {
+    fn len(&self) -> usize {
+        match self {
+            CuSeqlens::Host(s) => s.len(),
+            CuSeqlens::Device(b) => b.len(),
+        }
+    }
+}
+
+/// Largest sequence length, head count product and total rows: the kernel's index
+/// arithmetic is i32 inside one tile's rows (`64 * heads * head_dim`) and for sequence
+/// positions; sequence and head bases are i64.
+pub const MAX_ROWS: usize = i32::MAX as usize - 2 * BM;
+
+/// The resolved launch of one call (after validation).
+struct Plan {
+    batch: usize,
+    max_sq: usize,
+    seqlen_q: usize,
+    seqlen_kv: usize,
+    heads_q: usize,
+    heads_kv: usize,
+    head_dim: usize,
+    head_tile: usize,
+    total_q: usize,
+    varlen: bool,
+    causal: bool,
+    splits: usize,
+    scale: f32,
+}
+
+/// Dense FlashAttention forward on `stream`: q `[batch, seqlen_q, heads_q, head_dim]`,
+/// k and v `[batch, seqlen_kv, heads_kv, head_dim]`, out like q, optional LSE (f32
+/// `[batch, heads_q, seqlen_q]`, natural log, scale folded in, `-inf` for fully masked
+/// rows, whose output is zeros). Any `seqlen_q` and `seqlen_kv`; MHA, GQA and MQA.
+///
+/// Errors (before anything is written): buffer lengths other than the shapes say, head
+/// counts that do not divide, a head dim that is not a multiple of 32 in 32 ..= 256, a
+/// non-finite or non-positive scale, splits outside 1 ..= 64, shapes past [`MAX_ROWS`] or
+/// the i32 tile bound, buffers on another device, a device without a kernel.
+///
+/// ```
+/// use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target};
+/// use fly_attn::{flash_attn_fwd, AttnArgs};
+/// let dev = Device::sim(Target::Gfx942);
+/// let s = dev.stream()?;
+/// let a = AttnArgs::new(1, 3, 1, 32);
+/// let q = DeviceBuffer::from_slice(&dev, &vec![bf16::ZERO; 3 * 32])?;
+/// let v: Vec<bf16> = (0..3 * 32).map(|i| bf16::from_f32((i / 32) as f32)).collect();
+/// let v = DeviceBuffer::from_slice(&dev, &v)?;
+/// let mut out = DeviceBuffer::<bf16>::zeroed(&dev, 3 * 32)?;
+/// // q = 0: uniform attention over the 3 keys, so every output is mean(0, 1, 2) = 1.
+/// flash_attn_fwd(&s, &q, &q, &v, &mut out, None, &a)?;
+/// assert!(out.to_vec()?.iter().all(|x| x.to_f32() == 1.0));
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+pub fn flash_attn_fwd<T: Element>(
+    stream: &Stream,
+    q: &DeviceBuffer<T>,
+    k: &DeviceBuffer<T>,
+    v: &DeviceBuffer<T>,
+    out: &mut DeviceBuffer<T>,
+    lse: Option<&mut DeviceBuffer<f32>>,
+    args: &AttnArgs,
+) -> Result<()> {
+    flash_attn_fwd_as(
+        Call::new("fly_attn::flash_attn_fwd"),
+        stream,
+        q,
+        k,
+        v,
+        out,
+        lse,
+        args,
+    )
+}
+
+/// [`flash_attn_fwd`] for the public function `call` names.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn flash_attn_fwd_as<T: Element>(
+    call: Call<'_>,
+    stream: &Stream,
+    q: &DeviceBuffer<T>,
+    k: &DeviceBuffer<T>,
+    v: &DeviceBuffer<T>,
+    out: &mut DeviceBuffer<T>,
+    lse: Option<&mut DeviceBuffer<f32>>,
+    args: &AttnArgs,
+) -> Result<()> {
+    let plan = dense_plan::<T>(call, stream, args)?;
+    let nq = call.product(plan.total_q, plan.heads_q * plan.head_dim)?;
+    let nkv = call.product(args.batch * args.seqlen_kv, plan.heads_kv * plan.head_dim)?;
+    call.buffer("q", q, stream, nq, "batch * seqlen_q * heads_q * head_dim")?;
+    call.buffer(
+        "k",
+        k,
+        stream,
+        nkv,
+        "batch * seqlen_kv * heads_kv * head_dim",
+    )?;
+    call.buffer(
+        "v",
+        v,
+        stream,
+        nkv,
+        "batch * seqlen_kv * heads_kv * head_dim",
+    )?;
+    call.buffer(
+        "out",
+        out,
+        stream,
+        nq,
+        "batch * seqlen_q * heads_q * head_dim",
+    )?;
+    if let Some(l) = lse.as_deref() {
+        call.buffer(
+            "lse",
+            l,
+            stream,
+            plan.total_q * plan.heads_q,
+            "batch * heads_q * seqlen_q",
+        )?;
+    }
+    // SAFETY: every buffer holds exactly the elements its shape says (checked above).
+    unsafe { launch(call, stream, q, k, v, out, lse, None, &plan) }
+}
+
+/// [`flash_attn_fwd`] without the buffer-length checks (shapes and options are still
+/// checked).
+///
+/// # Safety
+/// q, k, v, out and the LSE must hold at least the elements of their shapes; otherwise the
+/// kernel reads or writes out of bounds on GPUs (the Sim reports it).
+pub unsafe fn flash_attn_fwd_unchecked<T: Element>(
+    stream: &Stream,
+    q: &DeviceBuffer<T>,
+    k: &DeviceBuffer<T>,
+    v: &DeviceBuffer<T>,
+    out: &mut DeviceBuffer<T>,
+    lse: Option<&mut DeviceBuffer<f32>>,
+    args: &AttnArgs,
+) -> Result<()> {
+    let call = Call::new("fly_attn::flash_attn_fwd_unchecked");
+    let plan = dense_plan::<T>(call, stream, args)?;
+    // SAFETY: forwarded from this function's contract.
+    unsafe { launch(call, stream, q, k, v, out, lse, None, &plan) }
+}
+
+/// Packed varlen FlashAttention forward: q `[total_q, heads_q, head_dim]`, k and v
+/// `[total_kv, heads_kv, head_dim]`, out like q, optional LSE f32 `[heads_q, total_q]`;
+/// sequence `b` is q rows `cu_seqlens_q[b] .. cu_seqlens_q[b + 1]` and kv rows
+/// `cu_seqlens_kv[b] .. cu_seqlens_kv[b + 1]` (zero-length sequences allowed: a query with
+/// no keys gives zeros and LSE `-inf`). `total_q = cu_seqlens_q[batch]`.
+///
+/// Errors (before anything is written): everything [`flash_attn_fwd`] checks, offsets that
+/// do not start at 0, decrease, or end elsewhere than at the tensors' row counts, a
+/// sequence longer than `max_seqlen_*`, the two offset arrays of different lengths.
+///
+/// ```
+/// use flydsl_rt::{half::f16, Device, DeviceBuffer, Target};
+/// use fly_attn::{flash_attn_varlen_fwd, CuSeqlens, VarlenArgs};
+/// let dev = Device::sim(Target::Gfx1201);
+/// let s = dev.stream()?;
+/// let a = VarlenArgs { max_seqlen_q: 2, max_seqlen_kv: 2, heads_q: 1, heads_kv: 1,
+///     head_dim: 32, causal: false, softmax_scale: None, num_kv_splits: None };
+/// let x = DeviceBuffer::from_slice(&dev, &vec![f16::ONE; 2 * 32])?;
+/// let mut out = DeviceBuffer::<f16>::zeroed(&dev, 2 * 32)?;
+/// // Two sequences: 2 queries on 0 keys (zeros), then 0 queries on 2 keys.
+/// let (cq, ck) = ([0, 2, 2], [0, 0, 2]);
+/// flash_attn_varlen_fwd(&s, &x, &x, &x, &mut out, None, CuSeqlens::Host(&cq), CuSeqlens::Host(&ck), &a)?;
+/// assert!(out.to_vec()?.iter().all(|x| x.to_f32() == 0.0));
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn flash_attn_varlen_fwd<T: Element>(
+    stream: &Stream,
+    q: &DeviceBuffer<T>,
+    k: &DeviceBuffer<T>,
+    v: &DeviceBuffer<T>,
+    out: &mut DeviceBuffer<T>,
+    lse: Option<&mut DeviceBuffer<f32>>,
+    cu_seqlens_q: CuSeqlens<'_>,
+    cu_seqlens_kv: CuSeqlens<'_>,
+    args: &VarlenArgs,
+) -> Result<()> {
+    let call = Call::new("fly_attn::flash_attn_varlen_fwd");
+    let row_q = args.heads_q.saturating_mul(args.head_dim).max(1);
+    let row_kv = args.heads_kv.saturating_mul(args.head_dim).max(1);
+    let host = |c: CuSeqlens<'_>| -> Result<Vec<i32>> {
+        match c {
+            CuSeqlens::Host(s) => Ok(s.to_vec()),
+            CuSeqlens::Device(b) => {
+                call.device("cu_seqlens", b, stream)?;
+                b.to_vec()
+            }
+        }
+    };
+    let (cq, ck) = (host(cu_seqlens_q)?, host(cu_seqlens_kv)?);
+    check_cu(
+        call,
+        "cu_seqlens_q",
+        &cq,
+        q.len() / row_q,
+        args.max_seqlen_q,
+    )?;
+    check_cu(
+        call,
+        "cu_seqlens_kv",
+        &ck,
+        k.len() / row_kv,
+        args.max_seqlen_kv,
+    )?;
+    let plan = varlen_plan::<T>(call, stream, args, &cu_seqlens_q, &cu_seqlens_kv, &cq)?;
+    let total_kv = *ck.last().unwrap_or(&0) as usize;
+    let nq = call.product(plan.total_q, row_q)?;
+    let nkv = call.product(total_kv, row_kv)?;
+    call.buffer(
+        "q",
+        q,
+        stream,
+        nq,
+        "cu_seqlens_q[batch] * heads_q * head_dim",
+    )?;
+    call.buffer(
+        "k",
+        k,
+        stream,
+        nkv,
+        "cu_seqlens_kv[batch] * heads_kv * head_dim",
+    )?;
+    call.buffer(
+        "v",
+        v,
+        stream,
+        nkv,
+        "cu_seqlens_kv[batch] * heads_kv * head_dim",
+    )?;
+    call.buffer(
+        "out",
+        out,
+        stream,
+        nq,
+        "cu_seqlens_q[batch] * heads_q * head_dim",
+    )?;
+    if let Some(l) = lse.as_deref() {
+        call.buffer(
+            "lse",
+            l,
+            stream,
+            plan.total_q * plan.heads_q,
+            "heads_q * total_q",
+        )?;
+    }
+    let cu = (
+        DeviceBuffer::from_slice(stream.device(), &cq)?,
+        DeviceBuffer::from_slice(stream.device(), &ck)?,
+    );
+    // SAFETY: the offsets were validated against the tensors' row counts and the maximum
+    // lengths; every buffer holds exactly its shape's elements.
+    unsafe { launch(call, stream, q, k, v, out, lse, Some((&cu.0, &cu.1)), &plan) }
+}
+
+/// [`flash_attn_varlen_fwd`] trusting device offsets and buffer lengths (host offsets are
+/// still validated; shapes and options are checked).
+///
+/// # Safety
+/// Device offsets must satisfy what [`flash_attn_varlen_fwd`] checks, and the buffers must
+/// hold their shapes' elements with `total_q` = `cu_seqlens_q[batch]`, which a device
+/// buffer `cu_seqlens_q` cannot tell the host: pass host offsets for q, or q's row count
+/// is taken as `q.len() / (heads_q * head_dim)`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn flash_attn_varlen_fwd_unchecked<T: Element>(
+    stream: &Stream,
+    q: &DeviceBuffer<T>,
+    k: &DeviceBuffer<T>,
+    v: &DeviceBuffer<T>,
+    out: &mut DeviceBuffer<T>,
+    lse: Option<&mut DeviceBuffer<f32>>,
+    cu_seqlens_q: CuSeqlens<'_>,
+    cu_seqlens_kv: CuSeqlens<'_>,
+    args: &VarlenArgs,
+) -> Result<()> {
+    let call = Call::new("fly_attn::flash_attn_varlen_fwd_unchecked");
+    let row_q = args.heads_q.saturating_mul(args.head_dim).max(1);
+    let cq = match cu_seqlens_q {
+        CuSeqlens::Host(s) => {
+            check_cu(call, "cu_seqlens_q", s, usize::MAX, args.max_seqlen_q)?;
+            s.to_vec()
+        }
+        CuSeqlens::Device(_) => vec![0, (q.len() / row_q) as i32],
+    };
+    if let CuSeqlens::Host(s) = cu_seqlens_kv {
+        check_cu(call, "cu_seqlens_kv", s, usize::MAX, args.max_seqlen_kv)?;
+    }
+    let plan = varlen_plan::<T>(call, stream, args, &cu_seqlens_q, &cu_seqlens_kv, &cq)?;
+    let dev_cu = |c: CuSeqlens<'_>| -> Result<Option<DeviceBuffer<i32>>> {
+        match c {
+            CuSeqlens::Host(s) => Ok(Some(DeviceBuffer::from_slice(stream.device(), s)?)),
+            CuSeqlens::Device(b) => {
+                call.device("cu_seqlens", b, stream)?;
+                Ok(None)
+            }
+        }
+    };
+    let (oq, ok) = (dev_cu(cu_seqlens_q)?, dev_cu(cu_seqlens_kv)?);
+    let bq = match (&oq, cu_seqlens_q) {
+        (Some(b), _) => b,
+        (None, CuSeqlens::Device(b)) => b,
+        (None, CuSeqlens::Host(_)) => unreachable!("host offsets are copied"),
+    };
+    let bk = match (&ok, cu_seqlens_kv) {
+        (Some(b), _) => b,
+        (None, CuSeqlens::Device(b)) => b,
+        (None, CuSeqlens::Host(_)) => unreachable!("host offsets are copied"),
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { launch(call, stream, q, k, v, out, lse, Some((bq, bk)), &plan) }
+}
+
+/// Offsets start at 0, never decrease, end at `rows` (unless `rows` is `usize::MAX`) and
+/// no sequence is longer than `max_len`.
+fn check_cu(call: Call<'_>, arg: &str, cu: &[i32], rows: usize, max_len: usize) -> Result<()> {
+    if cu.len() < 2 {
+        return Err(call.error(
+            arg,
+            format_args!("{cu:?}"),
+            "needs batch + 1 >= 2 offsets",
+            "pass [0, len_0, len_0 + len_1, ...]",
+        ));
+    }
+    if cu[0] != 0 {
+        return Err(call.error(
+            arg,
+            format_args!("[{}, ..]", cu[0]),
+            "the first offset must be 0",
+            "start the cumulative lengths at 0",
+        ));
+    }
+    for (b, w) in cu.windows(2).enumerate() {
+        if w[1] < w[0] {
+            return Err(call.error(
+                arg,
+                format_args!("[{b}] = {}, [{}] = {}", w[0], b + 1, w[1]),
+                "offsets must not decrease (lengths are differences of neighbours)",
+                "pass cumulative sums of non-negative lengths",
+            ));
+        }
+        let len = (w[1] - w[0]) as usize;
+        if len > max_len {
+            return Err(call.error(
+                arg,
+                format_args!("sequence {b} of length {len}"),
+                format_args!("longer than the max length {max_len}"),
+                "pass max_seqlen_* >= every sequence length",
+            ));
+        }
+    }
+    let last = cu[cu.len() - 1] as usize;
+    if rows != usize::MAX && last != rows {
+        return Err(call.error(
+            arg,
+            format_args!("[.., {last}]"),
+            format_args!("the last offset must equal the tensor's {rows} rows"),
+            "pass offsets ending at the packed row count (or tensors of that many rows)",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks shared by both layouts; returns (head tile, splits, scale).
+#[allow(clippy::too_many_arguments)]
+fn common<T: Element>(
+    call: Call<'_>,
+    stream: &Stream,
+    heads_q: usize,
+    heads_kv: usize,
+    head_dim: usize,
+    scale: Option<f32>,
+    splits: Option<usize>,
+    batch: usize,
+    max_sq: usize,
+    max_skv: usize,
+) -> Result<(usize, usize, f32)> {
+    if heads_kv == 0 || heads_q == 0 || !heads_q.is_multiple_of(heads_kv) {
+        return Err(call.error(
+            "heads_q, heads_kv",
+            format_args!("{heads_q}, {heads_kv}"),
+            "heads_q must be a positive multiple of heads_kv >= 1 (MHA, GQA, MQA)",
+            "pass head counts with heads_q % heads_kv == 0",
+        ));
+    }
+    let dev = stream.device();
+    let fam = dispatch::family(dev.target(), T::DTYPE, head_dim).ok_or_else(|| {
+        call.error(
+            "head_dim",
+            head_dim,
+            "head_dim must be a multiple of 32 in 32 ..= 256",
+            "pad the head dimension with zeros up to the next multiple of 32",
+        )
+    })?;
+    let Family::Portable { head_tile } = fam;
+    call.at_most(
+        "heads_q * head_dim",
+        heads_q * head_dim,
+        (i32::MAX as usize) / BM,
+        "use fewer heads per call",
+    )?;
+    for (n, v) in [
+        ("batch", batch),
+        ("seqlen_q", max_sq),
+        ("seqlen_kv", max_skv),
+    ] {
+        call.at_most(n, v, MAX_ROWS, "split the call")?;
+    }
+    let scale = match scale {
+        None => 1.0 / (head_dim as f32).sqrt(),
+        Some(s) if s.is_finite() && s > 0.0 => s,
+        Some(s) => {
+            return Err(call.error(
+                "softmax_scale",
+                s,
+                "the scale must be finite and > 0",
+                "pass None for 1 / sqrt(head_dim), or a positive scale",
+            ))
+        }
+    };
+    let splits = match splits {
+        Some(n) if (1..=MAX_SPLITS).contains(&n) => n,
+        Some(n) => {
+            return Err(call.error(
+                "num_kv_splits",
+                n,
+                format_args!("splits must be in 1 ..= {MAX_SPLITS}"),
+                "pass None for the automatic choice, or 1 ..= 64",
+            ))
+        }
+        None => dispatch::auto_splits_on(dev, batch, heads_q, max_sq, max_skv),
+    };
+    let fwd = kernels::forward::<T>(head_tile).ok_or_else(|| no_kernel::<T>(call, stream))?;
+    call.kernel(stream, fwd.kernel)?;
+    if splits > 1 {
+        let c = kernels::combine::<T>().ok_or_else(|| no_kernel::<T>(call, stream))?;
+        call.kernel(stream, c.kernel)?;
+    }
+    Ok((head_tile, splits, scale))
+}
+
+fn no_kernel<T: Element>(call: Call<'_>, stream: &Stream) -> flydsl_rt::Error {
+    call.error(
+        "q",
+        format_args!("{} data on {}", T::DTYPE, stream.device().target()),
+        "fly-attn has kernels for bf16 and f16 (fp8 is not supported yet)",
+        "convert q, k and v to bf16 or f16",
+    )
+}
+
+fn dense_plan<T: Element>(call: Call<'_>, stream: &Stream, a: &AttnArgs) -> Result<Plan> {
+    if a.seqlen_kv == 0 && a.batch * a.seqlen_q > 0 {
+        return Err(call.error(
+            "seqlen_kv",
+            0,
+            "every query needs keys in the dense layout",
+            "pass seqlen_kv >= 1 (varlen allows empty sequences)",
+        ));
+    }
+    let (head_tile, splits, scale) = common::<T>(
+        call,
+        stream,
+        a.heads_q,
+        a.heads_kv,
+        a.head_dim,
+        a.softmax_scale,
+        a.num_kv_splits,
+        a.batch,
+        a.seqlen_q,
+        a.seqlen_kv,
+    )?;
+    let total_q = call.product(a.batch, a.seqlen_q)?;
+    call.at_most(
+        "batch * seqlen_q * heads_q",
+        total_q.saturating_mul(a.heads_q),
+        i32::MAX as usize,
+        "split the batch",
+    )?;
+    Ok(Plan {
+        batch: a.batch,
+        max_sq: a.seqlen_q,
+        seqlen_q: a.seqlen_q,
+        seqlen_kv: a.seqlen_kv,
+        heads_q: a.heads_q,
+        heads_kv: a.heads_kv,
+        head_dim: a.head_dim,
+        head_tile,
+        total_q,
+        varlen: false,
+        causal: a.causal,
+        splits,
+        scale,
+    })
+}
+
+fn varlen_plan<T: Element>(
+    call: Call<'_>,
+    stream: &Stream,
+    a: &VarlenArgs,
+    cq: &CuSeqlens<'_>,
+    ck: &CuSeqlens<'_>,
+    host_q: &[i32],
+) -> Result<Plan> {
+    if cq.len() != ck.len() || cq.len() < 2 {
+        return Err(call.error(
+            "cu_seqlens_q, cu_seqlens_kv",
+            format_args!("{} and {} offsets", cq.len(), ck.len()),
+            "both need batch + 1 >= 2 offsets",
+            "pass one offset per sequence boundary for q and for kv",
+        ));
+    }
+    let batch = cq.len() - 1;
+    let (head_tile, splits, scale) = common::<T>(
+        call,
+        stream,
+        a.heads_q,
+        a.heads_kv,
+        a.head_dim,
+        a.softmax_scale,
+        a.num_kv_splits,
+        batch,
+        a.max_seqlen_q,
+        a.max_seqlen_kv,
+    )?;
+    let total_q = *host_q.last().unwrap_or(&0) as usize;
+    call.at_most(
+        "total_q * heads_q",
+        total_q.saturating_mul(a.heads_q),
+        i32::MAX as usize,
+        "split the batch",
+    )?;
+    Ok(Plan {
+        batch,
+        max_sq: a.max_seqlen_q,
+        seqlen_q: 0,
+        seqlen_kv: 0,
+        heads_q: a.heads_q,
+        heads_kv: a.heads_kv,
+        head_dim: a.head_dim,
+        head_tile,
+        total_q,
+        varlen: true,
+        causal: a.causal,
+        splits,
+        scale,
+    })
+}
+
+/// Launch the forward (and the combine with several splits).
+///
+/// # Safety
+/// The buffers hold their shapes' elements; `cu` (varlen) holds valid offsets.
+#[allow(clippy::too_many_arguments)]
+unsafe fn launch<T: Element>(
+    call: Call<'_>,
+    stream: &Stream,
+    q: &DeviceBuffer<T>,
+    k: &DeviceBuffer<T>,
+    v: &DeviceBuffer<T>,
+    out: &mut DeviceBuffer<T>,
+    lse: Option<&mut DeviceBuffer<f32>>,
+    cu: Option<(&DeviceBuffer<i32>, &DeviceBuffer<i32>)>,
+    p: &Plan,
+) -> Result<()> {
+    if p.batch == 0 || p.max_sq == 0 || p.total_q == 0 {
+        return Ok(());
+    }
+    let dev = stream.device();
+    let fwd = kernels::forward::<T>(p.head_tile).ok_or_else(|| no_kernel::<T>(call, stream))?;
+    let threads = WAVES * dev.wave_size();
+    let q_tiles =
+        p.max_sq.div_ceil(BM) * crate::table::o_passes(dev.target(), p.head_tile) as usize;
+    let z = p.batch * p.splits;
+    if p.heads_q > 65535 {
+        return Err(call.error(
+            "heads_q",
+            p.heads_q,
+            "the grid's y extent (one workgroup row per query head) must be at most 65535",
+            "split the heads over several calls",
+        ));
+    }
+    let (gx, gy, gz) = (
+        u32::try_from(q_tiles),
+        p.heads_q as u32,
+        u32::try_from(z).ok().filter(|&z| z <= 65535),
+    );
+    let (Ok(gx), Some(gz)) = (gx, gz) else {
+        return Err(call.error(
+            "batch * num_kv_splits",
+            z,
+            "the grid's z extent (batch x splits) must be at most 65535",
+            "split the batch or use fewer splits",
+        ));
+    };
+    let cfg = LaunchConfig {
+        grid: [gx, gy, gz],
+        ..LaunchConfig::linear(1, threads)
+    };
+    let i = |x: usize| x as i32;
+    let dummy_i = DeviceBuffer::<i32>::zeroed(dev, 2)?;
+    let (cu_q, cu_kv) = cu.unwrap_or((&dummy_i, &dummy_i));
+    let mut dummy_lse = DeviceBuffer::<f32>::zeroed(dev, 1)?;
+    let write_lse = lse.is_some();
+    let lse = match lse {
+        Some(l) => l,
+        None => &mut dummy_lse,
+    };
+    let scale_log2 = p.scale * std::f32::consts::LOG2_E;
+    let rows = p.total_q * p.heads_q;
+    let (mut ws_o, mut ws_lse) = if p.splits > 1 {
+        (
+            DeviceBuffer::<f32>::zeroed(dev, p.splits * rows * p.head_dim)?,
+            DeviceBuffer::<f32>::zeroed(dev, p.splits * rows)?,
+        )
+    } else {
+        (
+            DeviceBuffer::<f32>::zeroed(dev, 1)?,
+            DeviceBuffer::<f32>::zeroed(dev, 1)?,
+        )
+    };
+    // SAFETY: the caller guarantees the buffer sizes and offsets; the workspace holds
+    // splits * total_q * heads_q * (head_dim + 1) values; the kernel guards rows past each
+    // sequence, columns past head_dim and heads past heads_q (grid y is heads_q).
+    unsafe {
+        (fwd.launch)(
+            stream,
+            cfg,
+            q,
+            k,
+            v,
+            out,
+            lse,
+            &mut ws_o,
+            &mut ws_lse,
+            cu_q,
+            cu_kv,
+            i(p.seqlen_q),
+            i(p.seqlen_kv),
+            i(p.heads_q),
+            i(p.heads_kv),
+            i(p.head_dim),
+            i(p.total_q),
+            i32::from(p.varlen),
+            i32::from(p.causal),
+            i32::from(write_lse),
+            i(p.splits),
+            scale_log2,
+        )
+    }?;
+    if p.splits > 1 {
+        let c = kernels::combine::<T>().ok_or_else(|| no_kernel::<T>(call, stream))?;
+        let cfg = LaunchConfig {
+            grid: [p.total_q as u32, gy, 1],
+            ..LaunchConfig::linear(1, COMBINE_THREADS)
+        };
+        // SAFETY: the workspace was written for every (split, row, head) by the forward
+        // launch above on the same stream; out and lse hold total_q * heads_q rows.
+        unsafe {
+            (c.launch)(
+                stream,
+                cfg,
+                &ws_o,
+                &ws_lse,
+                out,
+                lse,
+                i(p.seqlen_q),
+                i(p.heads_q),
+                i(p.head_dim),
+                i(p.total_q),
+                i32::from(p.varlen),
+                i32::from(write_lse),
+                i(p.splits),
+            )
+        }?;
+    }
+    Ok(())
+}

@@ -1,0 +1,83 @@
+//! The kernels this crate's build script generated: variant tables, typed launchers and the
+//! typed dispatch tables `FORWARD` (per dtype, keyed by head tile) and `COMBINE` (per
+//! dtype, one entry keyed 0).
+
+use flydsl_rt::{DeviceBuffer, Element, ElementMap, LaunchConfig, Launchers, Result, Stream};
+
+/// Generated variant tables, launchers and dispatch tables.
+#[allow(missing_docs, dead_code, clippy::all)]
+pub(crate) mod generated {
+    use super::{CombineLaunchers, ForwardLaunchers};
+    include!(concat!(env!("OUT_DIR"), "/flydsl_kernels.rs"));
+}
+
+/// A forward launcher: `(stream, cfg, q, k, v, out, lse, ws_o, ws_lse, cu_q, cu_kv,
+/// seqlen_q, seqlen_kv, heads_q, heads_kv, head_dim, total_q, varlen, causal, write_lse,
+/// splits, scale_log2)` (see `kernels/fwd.rs`).
+pub(crate) type ForwardFn<T> = unsafe fn(
+    &Stream,
+    LaunchConfig,
+    &DeviceBuffer<T>,
+    &DeviceBuffer<T>,
+    &DeviceBuffer<T>,
+    &mut DeviceBuffer<T>,
+    &mut DeviceBuffer<f32>,
+    &mut DeviceBuffer<f32>,
+    &mut DeviceBuffer<f32>,
+    &DeviceBuffer<i32>,
+    &DeviceBuffer<i32>,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    f32,
+) -> Result<()>;
+
+/// A combine launcher: `(stream, cfg, ws_o, ws_lse, out, lse, seqlen_q, heads_q, head_dim,
+/// total_q, varlen, write_lse, splits)`.
+pub(crate) type CombineFn<T> = unsafe fn(
+    &Stream,
+    LaunchConfig,
+    &DeviceBuffer<f32>,
+    &DeviceBuffer<f32>,
+    &mut DeviceBuffer<T>,
+    &mut DeviceBuffer<f32>,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+) -> Result<()>;
+
+/// Forward launchers of elements `T`, keyed by head tile.
+pub(crate) struct ForwardLaunchers;
+impl ElementMap for ForwardLaunchers {
+    type Of<T: Element> = Launchers<usize, ForwardFn<T>>;
+}
+
+/// Combine launchers of elements `T` (one, keyed 0).
+pub(crate) struct CombineLaunchers;
+impl ElementMap for CombineLaunchers {
+    type Of<T: Element> = Launchers<usize, CombineFn<T>>;
+}
+
+/// The forward launcher of head tile `dp` for `T`.
+pub(crate) fn forward<T: Element>(
+    dp: usize,
+) -> Option<&'static flydsl_rt::Launcher<usize, ForwardFn<T>>> {
+    let t = generated::FORWARD.get::<T>();
+    t.binary_search_by_key(&dp, |l| l.key).ok().map(|i| &t[i])
+}
+
+/// The combine launcher for `T`.
+pub(crate) fn combine<T: Element>() -> Option<&'static flydsl_rt::Launcher<usize, CombineFn<T>>> {
+    generated::COMBINE.get::<T>().first()
+}

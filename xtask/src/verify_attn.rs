@@ -1,0 +1,181 @@
+//! `cargo xtask verify attention --batch B --seqlen-q SQ --seqlen-kv SKV --heads HQ
+//! --kv-heads HKV --head-dim D [--causal] [--splits N] [--varlen L1,L2,...] [--lse]
+//! --dtype bf16|f16`: one fly-attn call against the f64 reference of
+//! `flydsl_testutil::attn` (max abs error, every row's cosine, LSE atol). With `--varlen`
+//! the lengths are the per-sequence lengths, used for q and kv (`--batch` and the seqlens
+//! are then ignored). fp8 is not supported yet (a clear error).
+
+use crate::elem::Dtype;
+use crate::verify_outcome::{Outcome, R};
+use fly_attn::{flash_attn_fwd, flash_attn_varlen_fwd, AttnArgs, CuSeqlens, VarlenArgs};
+use flydsl_rt::half::{bf16, f16};
+use flydsl_rt::{DeviceBuffer, Element, Stream};
+use flydsl_testutil::attn::{
+    attn_ref, check_out, lse_atol, lse_err, AttnShape, MIN_COSINE, OUT_ATOL,
+};
+use flydsl_testutil::compare::{cast_vec, widen, Storage};
+use flydsl_testutil::rng::Rng;
+
+/// The attention options of `verify`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct AttnOpts {
+    /// Sequences (dense).
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
+    /// Queries per sequence (dense).
+    #[arg(long, default_value_t = 128)]
+    seqlen_q: usize,
+    /// Keys per sequence (dense).
+    #[arg(long, default_value_t = 128)]
+    seqlen_kv: usize,
+    /// Query heads.
+    #[arg(long, default_value_t = 1)]
+    heads: usize,
+    /// Key/value heads (defaults to --heads).
+    #[arg(long)]
+    kv_heads: Option<usize>,
+    /// Head dimension (a multiple of 32 up to 256).
+    #[arg(long, default_value_t = 64)]
+    head_dim: usize,
+    /// Bottom-right aligned causal mask.
+    #[arg(long)]
+    causal: bool,
+    /// Key splits (default: automatic).
+    #[arg(long)]
+    splits: Option<usize>,
+    /// Packed varlen: per-sequence lengths, used for q and kv (e.g. `17,0,65`).
+    #[arg(long)]
+    varlen: Option<String>,
+    /// Also compare the LSE.
+    #[arg(long)]
+    lse: bool,
+}
+
+fn e(x: flydsl_rt::Error) -> String {
+    x.to_string()
+}
+
+fn case<T: Element + Storage>(s: &Stream, o: &AttnOpts, dtname: &str) -> R<Outcome> {
+    let dev = s.device();
+    let hkv = o.kv_heads.unwrap_or(o.heads);
+    let shape = match &o.varlen {
+        Some(l) => {
+            let lens: Vec<usize> = l
+                .split(',')
+                .map(|x| x.trim().parse::<usize>())
+                .collect::<Result<_, _>>()
+                .map_err(|_| format!("--varlen `{l}`: expected comma-separated lengths"))?;
+            AttnShape::varlen(&lens, &lens, o.heads, hkv, o.head_dim, o.causal)
+        }
+        None => AttnShape::dense(
+            o.batch,
+            o.seqlen_q,
+            o.seqlen_kv,
+            o.heads,
+            hkv,
+            o.head_dim,
+            o.causal,
+        ),
+    };
+    let mut r = Rng::new(31);
+    let mut g = |n: usize| -> Vec<T> { cast_vec(&r.randn(n)) };
+    let (q, k, v) = (g(shape.q_len()), g(shape.kv_len()), g(shape.kv_len()));
+    let up = |x: &[T]| DeviceBuffer::from_slice(dev, x).map_err(e);
+    let (qd, kd, vd) = (up(&q)?, up(&k)?, up(&v)?);
+    let mut out = DeviceBuffer::<T>::zeroed(dev, shape.q_len()).map_err(e)?;
+    let mut lse = DeviceBuffer::<f32>::zeroed(dev, shape.lse_len()).map_err(e)?;
+    let lse_arg = if o.lse { Some(&mut lse) } else { None };
+    match &shape.cu_seqlens {
+        None => {
+            let a = AttnArgs {
+                batch: o.batch,
+                seqlen_q: o.seqlen_q,
+                seqlen_kv: o.seqlen_kv,
+                heads_q: o.heads,
+                heads_kv: hkv,
+                head_dim: o.head_dim,
+                causal: o.causal,
+                softmax_scale: None,
+                num_kv_splits: o.splits,
+            };
+            flash_attn_fwd(s, &qd, &kd, &vd, &mut out, lse_arg, &a).map_err(e)?;
+        }
+        Some((cq, ck)) => {
+            let a = VarlenArgs {
+                max_seqlen_q: shape.seqlen_q,
+                max_seqlen_kv: shape.seqlen_kv,
+                heads_q: o.heads,
+                heads_kv: hkv,
+                head_dim: o.head_dim,
+                causal: o.causal,
+                softmax_scale: None,
+                num_kv_splits: o.splits,
+            };
+            flash_attn_varlen_fwd(
+                s,
+                &qd,
+                &kd,
+                &vd,
+                &mut out,
+                lse_arg,
+                CuSeqlens::Host(cq),
+                CuSeqlens::Host(ck),
+                &a,
+            )
+            .map_err(e)?;
+        }
+    }
+    let want = attn_ref(&shape, &widen(&q), &widen(&k), &widen(&v));
+    let got = widen(&out.to_vec().map_err(e)?);
+    let rep = check_out(&got, &want.out, o.head_dim);
+    let peak = want
+        .out
+        .iter()
+        .fold(0f64, |a, &b| a.max(b.abs()))
+        .max(f64::MIN_POSITIVE);
+    let mut pass = if rep.pass() {
+        Ok(())
+    } else {
+        Err(format!(
+            "max abs {:.3e} at {}, min row cosine {:.5} at row {}, {} non-finite",
+            rep.max_abs, rep.max_at, rep.min_cos, rep.min_row, rep.non_finite
+        ))
+    };
+    let mut tol = format!("max abs < {OUT_ATOL}, row cosine > {MIN_COSINE}");
+    if o.lse {
+        let gl: Vec<f64> = lse
+            .to_vec()
+            .map_err(e)?
+            .into_iter()
+            .map(f64::from)
+            .collect();
+        let (le, at) = lse_err(&gl, &want.lse);
+        tol.push_str(&format!(
+            ", LSE atol {} (LSE err {le:.3e})",
+            lse_atol(dtname)
+        ));
+        if le > lse_atol(dtname) && pass.is_ok() {
+            pass = Err(format!("LSE error {le:.3e} at {at}"));
+        }
+    }
+    Ok(Outcome {
+        max_abs: rep.max_abs,
+        max_rel: rep.max_abs / peak,
+        tolerance: tol,
+        pass,
+    })
+}
+
+/// Run the attention check with `dtype` (`fp8` is rejected).
+pub fn run(s: &Stream, dtype: &str, dt: Option<Dtype>, o: &AttnOpts) -> R<Outcome> {
+    match (dtype, dt) {
+        ("fp8", _) => Err(
+            "attention --dtype fp8: fp8 attention (e4m3fn with descales) is not implemented \
+             yet; use bf16 or f16"
+                .into(),
+        ),
+        (_, Some(Dtype::BF16)) => case::<bf16>(s, o, "bf16"),
+        (_, Some(Dtype::F16)) => case::<f16>(s, o, "f16"),
+        _ => Err(format!("attention --dtype {dtype}: expected bf16 or f16")),
+    }
+}
