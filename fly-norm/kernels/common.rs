@@ -194,11 +194,16 @@ impl RowMath {
     }
     /// The row's `(mean, rstd)` from the row scaled by `sc = 2^(128 - E)`, `E` the biased
     /// exponent of its largest |x| (clamped to 1..=254): the scaled values are at most 4, so
-    /// no sum can overflow. Then `mean = mean' / sc` and `rstd = sc / sqrt(var' + eps * sc^2)`
-    /// (capped at `1 / sqrt(eps)`, which it cannot exceed, for when `eps * sc^2` underflows
-    /// and `var'` is 0). A row with a NaN or an infinity keeps `orig` after the first pass.
-    /// Three passes over `share` (LayerNorm; RMSNorm two), each with a reduction.
-    pub fn rescaled(&self, share: &Share, orig: (Val, Val)) -> (Val, Val) {
+    /// no sum can overflow. LayerNorm sums the scaled deviations `d = x * sc - shift * sc`
+    /// from `shift` (an element of the row, as [`RowMath::shifted_stats`]: `x * sc` and
+    /// `shift * sc` are exact, so `d` is `(x - shift) * sc` rounded once), and takes
+    /// `mean = shift + c / sc` with `c = sum(d) / n`, `var' = sum(d^2) / n - c^2`; RMSNorm
+    /// sums the scaled squares. Then `rstd = sc / sqrt(var' + eps * sc^2)` (capped at
+    /// `1 / sqrt(eps)`, which it cannot exceed, for when `eps * sc^2` underflows and `var'` is
+    /// 0). A row with a NaN or an infinity keeps `orig` after the first pass. Two passes over
+    /// `share`, each with one reduction (so that the block reductions' regions keep
+    /// alternating: see `fwd.rs`).
+    pub fn rescaled(&self, share: &Share, shift: Val, orig: (Val, Val)) -> (Val, Val) {
         use ScalarType::{F32, I32};
         let fold = share.fold;
         let reduce = share.reduce;
@@ -224,18 +229,15 @@ impl RowMath {
                 vec![zero, rstd_of(ss * self.inv_n)]
             }
             Norm::Layer => {
-                let s = fold(&[zero], &|a, x, _| {
-                    vec![a[0] + hsum(x * splat(sc, x.lanes()))]
-                })[0];
-                let mean = reduce(&[(s, Op::Sum)])[0] * self.inv_n;
+                let ss = shift * sc;
                 let part = fold(&[zero, zero], &|a, x, k| {
                     let l = x.lanes();
-                    let d = x.fma(splat(sc * k, l), splat(-(mean * k), l));
+                    let d = x.fma(splat(sc, l), splat(-(ss * k), l));
                     vec![a[0] + hsum(d), a[1] + hsum(d * d)]
                 });
                 let tot = reduce(&[(part[0], Op::Sum), (part[1], Op::Sum)]);
-                let (mean, var) = self.corrected(mean, tot[0], tot[1]);
-                vec![(mean * 0.5f32) * unsc, rstd_of(var)]
+                let (c, var) = self.corrected(zero, tot[0], tot[1]);
+                vec![shift + (c * 0.5f32) * unsc, rstd_of(var)]
             }
         };
         let r = if_else(bad, || vec![orig.0, orig.1], scaled);
