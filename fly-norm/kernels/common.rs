@@ -67,14 +67,16 @@ pub struct Share<'a> {
 ///   infinite (squares past f32's range: |x| above about `1.8e19 / sqrt(n)`), the row's
 ///   statistics are recomputed from the row scaled by a power of two that brings its
 ///   largest |x| into [2, 4) ([`RowMath::rescaled`]). The test costs the common case one
-///   compare and a uniform branch per row; the recomputation reads the row again (on the
-///   register-resident paths each lane reads the whole row itself, so that the branch
-///   needs no cross-lane operation and may diverge between the rows of a wave, and then
-///   its own vectors again, so that no register holds them across the branch). A row
-///   with a NaN skips it on the vectorised paths and RMSNorm's generic path (its outputs
-///   are NaN either way); LayerNorm's generic path cannot tell NaN from overflow after the
-///   merge, so such rows pay the fallback's first pass. A row with an infinity keeps its
-///   non-finite statistics.
+///   compare and a uniform branch per row. The recomputation takes two passes, each with
+///   one reduction: on the fast path over the registers the row already lives in (its
+///   branch is uniform over the block, so it reduces across the block); on the multi-row
+///   path each lane reads the whole row itself from memory, so that the branch needs no
+///   cross-lane operation and may diverge between the rows of a wave, and then its own
+///   vectors again, so that no register holds them across the branch; on the generic path
+///   over the thread's elements in memory. A row with a NaN skips it on the vectorised
+///   paths and RMSNorm's generic path (its outputs are NaN either way); LayerNorm's generic
+///   path cannot tell NaN from overflow after the merge, so such rows pay the fallback's
+///   first pass. A row with an infinity keeps its non-finite statistics.
 /// - What remains: `x - mean` in f32 overflows when |x - mean| passes f32's maximum (as in
 ///   any f32 implementation), and `eps` below the smallest normal f32 is flushed to 0.
 #[derive(Clone, Copy, Debug)]

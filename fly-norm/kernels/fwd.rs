@@ -144,20 +144,33 @@ struct RowCtx {
 
 /// A tensor's accesses on the vectorised paths, at element indices of a view: through a
 /// buffer resource over its first `n` elements (out-of-range loads read 0, stores are
-/// dropped), or, when the caller knows every index in range (`plain`), as plain pointer
-/// accesses. On sm_90 a resource access is a 64-bit compare, a branch and (loads) zeroing
-/// moves around the access, several instructions a vector in a kernel that is close to
-/// issue-bound (`bench/fly-norm-registers.md`); AMD's buffer instructions check for free.
+/// dropped), or, where the caller knows every index in range, as plain pointer accesses
+/// ([`Plain`]). On sm_90 a resource access is a 64-bit compare, a branch and (loads)
+/// zeroing moves around the access, several instructions a vector in a kernel that is
+/// close to issue-bound (`bench/fly-norm-registers.md`); AMD's buffer instructions check
+/// for free.
 #[derive(Clone, Copy)]
 struct Access {
     view: Tensor,
     rsrc: Rsrc,
-    plain: bool,
+    plain: Plain,
+}
+
+/// Which of an [`Access`]'s accesses are plain.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Plain {
+    /// None: all checked.
+    No,
+    /// The loads (the multi-row path's rows past `m` read row `m - 1` and drop their
+    /// stores).
+    Loads,
+    /// Loads and stores.
+    All,
 }
 
 impl Access {
     /// `t` from element `base` on, `n` (i64) elements long; `plain` as above.
-    fn new(t: Tensor, base: Val, n: Val, plain: bool) -> Access {
+    fn new(t: Tensor, base: Val, n: Val, plain: Plain) -> Access {
         let view = t.offset(base);
         Access {
             view,
@@ -172,8 +185,8 @@ impl Access {
         let al = piece * self.view.elem().size_bytes();
         match (self.plain, hint) {
             (_, true) => self.rsrc.load_vec_keep_l2(i, lanes, al),
-            (false, false) => load_vec(self.rsrc, i, lanes),
-            (true, false) => {
+            (Plain::No, false) => load_vec(self.rsrc, i, lanes),
+            (_, false) => {
                 let parts: Vec<Val> = (0..lanes / piece)
                     .flat_map(|k| {
                         let at = if k == 0 { i } else { i + (k * piece) as i32 };
@@ -186,7 +199,7 @@ impl Access {
     }
     /// Store `v` (at most 128 bits, aligned to `align` bytes) at `i`.
     fn store(&self, i: Val, v: Val, align: u32) {
-        if self.plain {
+        if self.plain == Plain::All {
             self.view.store_aligned(i, v, align, false)
         } else {
             self.rsrc.store_aligned(i, v, align, false)
@@ -223,7 +236,7 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
         .collect();
     let inrange: Vec<Val> = idx.iter().map(|&i| i.lt(p.n)).collect();
     // The weights' accesses (whole tensors), checked and plain.
-    let weights = [false, true].map(|plain| {
+    let weights = [Plain::No, Plain::All].map(|plain| {
         let w = |t: Tensor| Access::new(t, c_i32(0), t.len(), plain);
         (w(p.gamma), w(p.beta))
     });
@@ -246,10 +259,11 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
         })
     };
 
-    // `plain`: every tile of every lane lies inside the row (the fast path's rows of at
-    // least `bdim * tiles * vec` elements on NVIDIA, a uniform branch around the row loop),
-    // so that the row's accesses need no bounds checks ([`Access`]).
-    let row_body = |cx: RowCtx, parity: Val, plain: bool| {
+    // `plain`: every tile of every lane lies inside the row (rows of at least
+    // `stride * tiles * vec` elements on NVIDIA, a uniform branch around the row loop), so
+    // that the row's accesses need no bounds checks ([`Access`]); the multi-row path's
+    // stores stay checked (its rows past `m` drop theirs).
+    let row_body = |cx: RowCtx, parity: Val, plain: Plain| {
         let access = |t: Tensor| Access::new(t, cx.base, cx.nrow, plain);
         let xs = row_loads(access(p.x));
         let xin = if_else(
@@ -329,23 +343,30 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
         };
         // Rows whose sums overflowed ([`RowMath::rescaled`]).
         let (mean, rstd, xin) = match shape {
-            // One row per block: `over` is uniform over the block, so the fallback works on
-            // the registers the row already lives in (widened again inside the branch, so
-            // that the common case keeps only the packed row across it), with block
-            // reductions in rounds 1 and 2 and a barrier after them.
-            Shape::Block(_) => {
+            // One row per block on NVIDIA: `over` is uniform over the block, so the fallback
+            // works on the registers the row already lives in, with block reductions in
+            // rounds 1 and 2 and a barrier after them. Each pass widens the packed row again
+            // through its own opaque zero (`m` and `n` are non-negative), so that LLVM neither
+            // keeps a widened copy across the first reduction nor shares one with the
+            // common case (hoisting it above the branch). AMD keeps the memory fallback
+            // below: there the register one costs up to 20 VGPRs (gfx950 bf16 t4: 73 -> 93).
+            Shape::Block(_) if lean => {
                 let r = if_else(
                     over,
                     || {
-                        // Its own opaque zero (`m` and `n` are non-negative), so that
-                        // LLVM neither shares these widened copies with the common case's
-                        // nor hoists them above the branch.
-                        let xs = if packed {
-                            rewiden(&xin, (p.m | p.n) >> 31)
-                        } else {
-                            xf.clone()
-                        };
+                        let pass = std::cell::Cell::new(0);
                         let regs = |init: &[Val], f: Step| -> Vec<Val> {
+                            pass.set(pass.get() + 1);
+                            let opaque_zero = if pass.get() == 1 {
+                                (p.m | p.n) >> 31
+                            } else {
+                                (p.m ^ p.n) >> 31
+                            };
+                            let xs = if packed {
+                                rewiden(&xin, opaque_zero)
+                            } else {
+                                xf.clone()
+                            };
                             xs.iter()
                                 .zip(&inrange)
                                 .fold(init.to_vec(), |acc, (&x, &ok)| {
@@ -371,17 +392,19 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
                 );
                 (r[0], r[1], xin)
             }
-            // Groups of lanes per row: the branch may diverge between the rows of a wave, so
-            // each lane takes the statistics from its own pass over the whole row in memory
-            // (no cross-lane operation), rows of at most `MAX_BLOCK * tiles * vec` elements.
-            // 4-byte plain loads: registers are allocated for the whole kernel, so this
-            // rarely taken loop keeps to a few (16-byte loads cost the light multi-row
-            // kernels up to 25 VGPRs), and a pointer takes half the SGPRs of a buffer
-            // resource. Rows past `m` never take this branch (their sums are 0). The branch
+            // Groups of lanes per row (and AMD's fast path): the branch may diverge between
+            // the rows of a wave, so each lane takes the statistics from its own pass over
+            // the whole row in memory (no cross-lane operation), rows of at most
+            // `MAX_BLOCK * tiles * vec` elements. 4-byte plain loads: registers are
+            // allocated for the whole kernel, so this rarely taken loop keeps to a few
+            // (16-byte loads cost the light multi-row kernels up to 25 VGPRs), and a pointer
+            // takes half the SGPRs of a buffer resource. The multi-row path's rows past `m`
+            // read zeros (checked loads) or row `m - 1` (plain loads, which may take this
+            // branch too), and store nothing. The branch
             // returns the statistics and the row's vectors: the rare branch reads them again
             // (residual_out, which this lane stored, when adding), so that the registers
             // holding them are not live across its loops.
-            Shape::Rows => {
+            _ => {
                 let fb = 4 / fam.dt.bytes();
                 let row_fold = |init: &[Val], f: Step| -> Vec<Val> {
                     let xt = p.x.offset(cx.base);
@@ -434,7 +457,7 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
         // The weights are read per row after the reductions (L1 hits after the first rows of
         // an SM), so that they are not live across their barriers: the gammas, then the betas
         // (LayerNorm) of tiles `ts`, each index plus `off` when given.
-        let (gr, br) = weights[usize::from(plain)];
+        let (gr, br) = weights[usize::from(plain != Plain::No)];
         let load_w = |ts: std::ops::Range<usize>, off: Option<Val>| {
             let at = |t: usize| off.map_or(idx[t], |o| idx[t] + o);
             let g: Vec<Val> = ts.clone().map(|t| gr.load(at(t), vec, false)).collect();
@@ -532,9 +555,15 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
     // while `row < m` and the multi-row path's `(m + rpb - 1) / rpb` and `rb * rpb + group`
     // stay below `m + 256`: all below 2^31 for `m <= MAX_ROWS`. Element indices within a
     // row are below `MAX_BLOCK * tiles * vec` (the path's row capacity).
+    // gamma is `n` long (the launcher checks), and so is LayerNorm's beta when given;
+    // without one the checked loop reads it as zeros.
+    let beta_ok = match fam.norm {
+        Norm::Layer => p.beta.len().gt(0i64),
+        Norm::Rms => c_i32(1).ne(0),
+    };
     match shape {
         Shape::Block(_) => {
-            let rows = |plain: bool| {
+            let rows = |plain: Plain| {
                 for_range(block_id_x(), p.m, grid_dim_x(), &[c_i32(0)], |row, c| {
                     let base = row.cast(I64) * n64;
                     let cx = RowCtx {
@@ -555,39 +584,45 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
             };
             // Rows that every lane's tiles lie in: lane `j`'s last tile ends at element
             // `(bdim * (tiles - 1) + j + 1) * vec <= bdim * tiles * vec` (at most
-            // `MAX_BLOCK * 8 * 8`: no i32 overflow). gamma is `n` long (the launcher
-            // checks), and so is LayerNorm's beta when given; without one the checked
-            // loop reads it as zeros. AMD's buffer accesses check for free: one loop.
+            // `MAX_BLOCK * 8 * 8`: no i32 overflow), `beta_ok` as above. AMD's buffer
+            // accesses check for free: one loop.
             if lean {
-                let beta_ok = match fam.norm {
-                    Norm::Layer => p.beta.len().gt(0i64),
-                    Norm::Rms => c_i32(1).ne(0),
-                };
                 let full = (bdim * (tiles * vec) as i32).le(p.n) & beta_ok;
-                if_else(full, || rows(true), || rows(false));
+                if_else(full, || rows(Plain::All), || rows(Plain::No));
             } else {
-                rows(false);
+                rows(Plain::No);
             }
         }
         Shape::Rows => {
             let rpb = bdim / p.lanes;
             let group = tid / p.lanes;
             let nblocks = (p.m + rpb - 1) / rpb;
-            for_range_(block_id_x(), nblocks, grid_dim_x(), |rb| {
-                let row = rb * rpb + group;
-                let valid = row.lt(p.m);
-                let rowc = row.min(p.m - 1);
-                let base = rowc.cast(I64) * n64;
-                let nrow = select(valid, n64, c_i64(0));
-                let cx = RowCtx {
-                    row,
-                    valid,
-                    base,
-                    nrow,
-                    first: j.eq(0),
-                };
-                row_body(cx, c_i32(0), false);
-            });
+            let rows = |plain: Plain| {
+                for_range_(block_id_x(), nblocks, grid_dim_x(), |rb| {
+                    let row = rb * rpb + group;
+                    let valid = row.lt(p.m);
+                    let rowc = row.min(p.m - 1);
+                    let base = rowc.cast(I64) * n64;
+                    let nrow = select(valid, n64, c_i64(0));
+                    let cx = RowCtx {
+                        row,
+                        valid,
+                        base,
+                        nrow,
+                        first: j.eq(0),
+                    };
+                    row_body(cx, c_i32(0), plain);
+                });
+                vec![]
+            };
+            // As the fast path's, with `lanes` lanes a row; rows past `m` read row `m - 1`
+            // (`rowc`), in range.
+            if lean {
+                let full = (p.lanes * (tiles * vec) as i32).le(p.n) & beta_ok;
+                if_else(full, || rows(Plain::Loads), || rows(Plain::No));
+            } else {
+                rows(Plain::No);
+            }
         }
     }
 }
