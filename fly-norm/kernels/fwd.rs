@@ -362,16 +362,15 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
                             } else {
                                 (p.m ^ p.n) >> 31
                             };
-                            let xs = if packed {
-                                rewiden(&xin, opaque_zero)
-                            } else {
-                                xf.clone()
-                            };
-                            xs.iter()
-                                .zip(&inrange)
-                                .fold(init.to_vec(), |acc, (&x, &ok)| {
-                                    f(&acc, x, select(ok, c_f32(1.0), c_f32(0.0)))
-                                })
+                            // Tile by tile: one widened tile live at a time.
+                            (0..xin.len()).fold(init.to_vec(), |acc, t| {
+                                let x = if packed {
+                                    wide(opaque(xin[t], opaque_zero))
+                                } else {
+                                    xf[t]
+                                };
+                                f(&acc, x, select(inrange[t], c_f32(1.0), c_f32(0.0)))
+                            })
                         };
                         let round = std::cell::Cell::new(0);
                         let block = |v: &[(Val, Op)]| {
