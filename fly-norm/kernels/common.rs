@@ -67,14 +67,16 @@ pub struct Share<'a> {
 ///   infinite (squares past f32's range: |x| above about `1.8e19 / sqrt(n)`), the row's
 ///   statistics are recomputed from the row scaled by a power of two that brings its
 ///   largest |x| into [2, 4) ([`RowMath::rescaled`]). The test costs the common case one
-///   compare and a uniform branch per row; the recomputation reads the row again (on the
-///   register-resident paths each lane reads the whole row itself, so that the branch
-///   needs no cross-lane operation and may diverge between the rows of a wave, and then
-///   its own vectors again, so that no register holds them across the branch). A row
-///   with a NaN skips it on the vectorised paths and RMSNorm's generic path (its outputs
-///   are NaN either way); LayerNorm's generic path cannot tell NaN from overflow after the
-///   merge, so such rows pay the fallback's first pass. A row with an infinity keeps its
-///   non-finite statistics.
+///   compare and a uniform branch per row. The recomputation takes two passes, each with
+///   one reduction: on the fast path over the registers the row already lives in (its
+///   branch is uniform over the block, so it reduces across the block); on the multi-row
+///   path each lane reads the whole row itself from memory, so that the branch needs no
+///   cross-lane operation and may diverge between the rows of a wave, and then its own
+///   vectors again, so that no register holds them across the branch; on the generic path
+///   over the thread's elements in memory. A row with a NaN skips it on the vectorised
+///   paths and RMSNorm's generic path (its outputs are NaN either way); LayerNorm's generic
+///   path cannot tell NaN from overflow after the merge, so such rows pay the fallback's
+///   first pass. A row with an infinity keeps its non-finite statistics.
 /// - What remains: `x - mean` in f32 overflows when |x - mean| passes f32's maximum (as in
 ///   any f32 implementation), and `eps` below the smallest normal f32 is flushed to 0.
 #[derive(Clone, Copy, Debug)]
@@ -194,11 +196,16 @@ impl RowMath {
     }
     /// The row's `(mean, rstd)` from the row scaled by `sc = 2^(128 - E)`, `E` the biased
     /// exponent of its largest |x| (clamped to 1..=254): the scaled values are at most 4, so
-    /// no sum can overflow. Then `mean = mean' / sc` and `rstd = sc / sqrt(var' + eps * sc^2)`
-    /// (capped at `1 / sqrt(eps)`, which it cannot exceed, for when `eps * sc^2` underflows
-    /// and `var'` is 0). A row with a NaN or an infinity keeps `orig` after the first pass.
-    /// Three passes over `share` (LayerNorm; RMSNorm two), each with a reduction.
-    pub fn rescaled(&self, share: &Share, orig: (Val, Val)) -> (Val, Val) {
+    /// no sum can overflow. LayerNorm sums the scaled deviations `d = x * sc - shift * sc`
+    /// from `shift` (an element of the row, as [`RowMath::shifted_stats`]: `x * sc` and
+    /// `shift * sc` are exact, so `d` is `(x - shift) * sc` rounded once), and takes
+    /// `mean = shift + c / sc` with `c = sum(d) / n`, `var' = sum(d^2) / n - c^2`; RMSNorm
+    /// sums the scaled squares. Then `rstd = sc / sqrt(var' + eps * sc^2)` (capped at
+    /// `1 / sqrt(eps)`, which it cannot exceed, for when `eps * sc^2` underflows and `var'` is
+    /// 0). A row with a NaN or an infinity keeps `orig` after the first pass. Two passes over
+    /// `share`, each with one reduction (so that the block reductions' regions keep
+    /// alternating: see `fwd.rs`).
+    pub fn rescaled(&self, share: &Share, shift: Val, orig: (Val, Val)) -> (Val, Val) {
         use ScalarType::{F32, I32};
         let fold = share.fold;
         let reduce = share.reduce;
@@ -224,18 +231,15 @@ impl RowMath {
                 vec![zero, rstd_of(ss * self.inv_n)]
             }
             Norm::Layer => {
-                let s = fold(&[zero], &|a, x, _| {
-                    vec![a[0] + hsum(x * splat(sc, x.lanes()))]
-                })[0];
-                let mean = reduce(&[(s, Op::Sum)])[0] * self.inv_n;
+                let ss = shift * sc;
                 let part = fold(&[zero, zero], &|a, x, k| {
                     let l = x.lanes();
-                    let d = x.fma(splat(sc * k, l), splat(-(mean * k), l));
+                    let d = x.fma(splat(sc, l), splat(-(ss * k), l));
                     vec![a[0] + hsum(d), a[1] + hsum(d * d)]
                 });
                 let tot = reduce(&[(part[0], Op::Sum), (part[1], Op::Sum)]);
-                let (mean, var) = self.corrected(mean, tot[0], tot[1]);
-                vec![(mean * 0.5f32) * unsc, rstd_of(var)]
+                let (c, var) = self.corrected(zero, tot[0], tot[1]);
+                vec![shift + (c * 0.5f32) * unsc, rstd_of(var)]
             }
         };
         let r = if_else(bad, || vec![orig.0, orig.1], scaled);

@@ -142,6 +142,71 @@ struct RowCtx {
     first: Val,
 }
 
+/// A tensor's accesses on the vectorised paths, at element indices of a view: through a
+/// buffer resource over its first `n` elements (out-of-range loads read 0, stores are
+/// dropped), or, where the caller knows every index in range, as plain pointer accesses
+/// ([`Plain`]). On sm_90 a resource access is a 64-bit compare, a branch and (loads)
+/// zeroing moves around the access, several instructions a vector in a kernel that is
+/// close to issue-bound (`bench/fly-norm-registers.md`); AMD's buffer instructions check
+/// for free.
+#[derive(Clone, Copy)]
+struct Access {
+    view: Tensor,
+    rsrc: Rsrc,
+    plain: Plain,
+}
+
+/// Which of an [`Access`]'s accesses are plain.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Plain {
+    /// None: all checked.
+    No,
+    /// The loads (the multi-row path's rows past `m` read row `m - 1` and drop their
+    /// stores).
+    Loads,
+    /// Loads and stores.
+    All,
+}
+
+impl Access {
+    /// `t` from element `base` on, `n` (i64) elements long; `plain` as above.
+    fn new(t: Tensor, base: Val, n: Val, plain: Plain) -> Access {
+        let view = t.offset(base);
+        Access {
+            view,
+            rsrc: view.rsrc_n(n),
+            plain,
+        }
+    }
+    /// `lanes` elements at `i` in 128-bit pieces, each aligned to its size
+    /// ([`load_vec`]), with the keep-in-L2 hint when `hint` (checked then).
+    fn load(&self, i: Val, lanes: u32, hint: bool) -> Val {
+        let piece = (16 / self.view.elem().size_bytes()).min(lanes);
+        let al = piece * self.view.elem().size_bytes();
+        match (self.plain, hint) {
+            (_, true) => self.rsrc.load_vec_keep_l2(i, lanes, al),
+            (Plain::No, false) => load_vec(self.rsrc, i, lanes),
+            (_, false) => {
+                let parts: Vec<Val> = (0..lanes / piece)
+                    .flat_map(|k| {
+                        let at = if k == 0 { i } else { i + (k * piece) as i32 };
+                        self.view.load_vec(at, piece, al).elems()
+                    })
+                    .collect();
+                vec_of(&parts)
+            }
+        }
+    }
+    /// Store `v` (at most 128 bits, aligned to `align` bytes) at `i`.
+    fn store(&self, i: Val, v: Val, align: u32) {
+        if self.plain == Plain::All {
+            self.view.store_aligned(i, v, align, false)
+        } else {
+            self.rsrc.store_aligned(i, v, align, false)
+        }
+    }
+}
+
 /// The register-resident vectorised paths (fast and multi-row).
 fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape, target: Target) {
     let dt = fam.dt.scalar();
@@ -170,7 +235,11 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
         .map(|t| (stride * t as i32 + j) * vec as i32)
         .collect();
     let inrange: Vec<Val> = idx.iter().map(|&i| i.lt(p.n)).collect();
-    let (gr, br) = (p.gamma.rsrc(), p.beta.rsrc());
+    // The weights' accesses (whole tensors), checked and plain.
+    let weights = [Plain::No, Plain::All].map(|plain| {
+        let w = |t: Tensor| Access::new(t, c_i32(0), t.len(), plain);
+        (w(p.gamma), w(p.beta))
+    });
     let smooth = p.q.map(|(_, _, xs)| (xs.len().gt(0i64), xs.rsrc()));
     let xsv: Vec<Val> = match smooth {
         Some((_, r)) => idx.iter().map(|&i| load_vec(r, i, vec)).collect(),
@@ -184,35 +253,30 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
 
     // The row's vectors of `r`, with the keep-in-L2 hint when `keep_l2` is set.
     let keep_l2 = p.keep_l2.ne(0);
-    let row_loads = |r: Rsrc| -> Vec<Val> {
+    let row_loads = |r: Access| -> Vec<Val> {
         keep_l2_if(keep_l2, |hint| {
-            idx.iter()
-                .map(|&i| {
-                    if hint {
-                        r.load_vec_keep_l2(i, vec, 16)
-                    } else {
-                        r.load_vec(i, vec, 16)
-                    }
-                })
-                .collect()
+            idx.iter().map(|&i| r.load(i, vec, hint)).collect()
         })
     };
 
-    let row_body = |cx: RowCtx, parity: Val| {
-        let xr = p.x.offset(cx.base).rsrc_n(cx.nrow);
-        let xs = row_loads(xr);
+    // `plain`: every tile of every lane lies inside the row (rows of at least
+    // `stride * tiles * vec` elements on NVIDIA, a uniform branch around the row loop), so
+    // that the row's accesses need no bounds checks ([`Access`]); the multi-row path's
+    // stores stay checked (its rows past `m` drop theirs).
+    let row_body = |cx: RowCtx, parity: Val, plain: Plain| {
+        let access = |t: Tensor| Access::new(t, cx.base, cx.nrow, plain);
+        let xs = row_loads(access(p.x));
         let xin = if_else(
             has_res,
             || {
-                let rr = p.res.offset(cx.base).rsrc_n(cx.nrow);
-                let ror = p.res_out.offset(cx.base).rsrc_n(cx.nrow);
-                let rs = row_loads(rr);
+                let ror = access(p.res_out);
+                let rs = row_loads(access(p.res));
                 xs.iter()
                     .zip(&rs)
                     .zip(&idx)
                     .map(|((&x, &r), &i)| {
                         let s = (wide(x) + wide(r)).cast(dt);
-                        ror.store_aligned(i, s, 16, false);
+                        ror.store(i, s, 16);
                         s
                     })
                     .collect()
@@ -277,59 +341,113 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
                 (mean, rstd, over, shift, zero)
             }
         };
-        // Rows whose sums overflowed: statistics from this lane's own pass over the whole
-        // row in memory (no cross-lane operation, so the branch may diverge between the
-        // multi-row path's rows), rows of at most `MAX_BLOCK * tiles * vec` elements.
-        // 4-byte plain loads: registers are allocated for the whole kernel, so this rarely
-        // taken loop keeps to a few (16-byte loads cost the light multi-row kernels up to 25
-        // VGPRs), and a pointer takes half the SGPRs of a buffer resource. The multi-row
-        // path's rows past `m` never take this branch (their sums are 0).
-        let fb = 4 / fam.dt.bytes();
-        let row_fold = |init: &[Val], f: Step| -> Vec<Val> {
-            let xt = p.x.offset(cx.base);
-            for_range(c_i32(0), p.n, c_i32(fb as i32), init, |i, acc| {
-                let x = xt.load_vec(i, fb, 4);
-                let v = if_else(
-                    has_res,
+        // Rows whose sums overflowed ([`RowMath::rescaled`]).
+        let (mean, rstd, xin) = match shape {
+            // One row per block on NVIDIA: `over` is uniform over the block, so the fallback
+            // works on the registers the row already lives in, with block reductions in
+            // rounds 1 and 2 and a barrier after them. Each pass widens the packed row again
+            // through its own opaque zero (`m` and `n` are non-negative), so that LLVM neither
+            // keeps a widened copy across the first reduction nor shares one with the
+            // common case (hoisting it above the branch). AMD keeps the memory fallback
+            // below: there the register one costs up to 20 VGPRs (gfx950 bf16 t4: 73 -> 93).
+            Shape::Block(_) if lean => {
+                let r = if_else(
+                    over,
                     || {
-                        let rt = p.res.offset(cx.base);
-                        vec![(wide(x) + wide(rt.load_vec(i, fb, 4))).cast(dt)]
+                        let pass = std::cell::Cell::new(0);
+                        let regs = |init: &[Val], f: Step| -> Vec<Val> {
+                            pass.set(pass.get() + 1);
+                            let opaque_zero = if pass.get() == 1 {
+                                (p.m | p.n) >> 31
+                            } else {
+                                (p.m ^ p.n) >> 31
+                            };
+                            // Tile by tile: one widened tile live at a time.
+                            (0..xin.len()).fold(init.to_vec(), |acc, t| {
+                                let x = if packed {
+                                    wide(opaque(xin[t], opaque_zero))
+                                } else {
+                                    xf[t]
+                                };
+                                f(&acc, x, select(inrange[t], c_f32(1.0), c_f32(0.0)))
+                            })
+                        };
+                        let round = std::cell::Cell::new(0);
+                        let block = |v: &[(Val, Op)]| {
+                            round.set(round.get() + 1);
+                            reduce(v.to_vec(), round.get())
+                        };
+                        let share = Share {
+                            fold: &regs,
+                            reduce: &block,
+                        };
+                        let (m, s) = math.rescaled(&share, shift, (mean, rstd));
+                        // A row with a NaN or an infinity stops after round 1: the barrier
+                        // frees both regions for the reductions that follow.
+                        barrier();
+                        vec![m, s]
                     },
-                    || vec![x],
-                )[0];
-                f(acc, wide(v), c_f32(1.0))
-            })
-        };
-        let own = |v: &[(Val, Op)]| v.iter().map(|&(x, _)| x).collect::<Vec<_>>();
-        let share = Share {
-            fold: &row_fold,
-            reduce: &own,
-        };
-        // The branch returns the statistics and the row's vectors: the rare branch reads
-        // them again (residual_out, which this lane stored, when adding), so that the
-        // registers holding them are not live across its loops.
-        let tiles_n = xin.len();
-        let r = if_else(
-            over,
-            || {
-                let (m, s) = math.rescaled(&share, (mean, rstd));
-                let again = if_else(
-                    has_res,
-                    || {
-                        let ror = p.res_out.offset(cx.base).rsrc_n(cx.nrow);
-                        idx.iter().map(|&i| ror.load_vec(i, vec, 16)).collect()
-                    },
-                    || {
-                        let xr = p.x.offset(cx.base).rsrc_n(cx.nrow);
-                        idx.iter().map(|&i| xr.load_vec(i, vec, 16)).collect()
-                    },
+                    || vec![mean, rstd],
                 );
-                [vec![m, s], again].concat()
-            },
-            || [vec![mean, rstd], xin.clone()].concat(),
-        );
-        let (mean, rstd) = (r[0], r[1]);
-        let xin: Vec<Val> = r[2..2 + tiles_n].to_vec();
+                (r[0], r[1], xin)
+            }
+            // Groups of lanes per row (and AMD's fast path): the branch may diverge between
+            // the rows of a wave, so each lane takes the statistics from its own pass over
+            // the whole row in memory (no cross-lane operation), rows of at most
+            // `MAX_BLOCK * tiles * vec` elements. 4-byte plain loads: registers are
+            // allocated for the whole kernel, so this rarely taken loop keeps to a few
+            // (16-byte loads cost the light multi-row kernels up to 25 VGPRs), and a pointer
+            // takes half the SGPRs of a buffer resource. The multi-row path's rows past `m`
+            // read zeros (checked loads) or row `m - 1` (plain loads, which may take this
+            // branch too), and store nothing. The branch
+            // returns the statistics and the row's vectors: the rare branch reads them again
+            // (residual_out, which this lane stored, when adding), so that the registers
+            // holding them are not live across its loops.
+            _ => {
+                let fb = 4 / fam.dt.bytes();
+                let row_fold = |init: &[Val], f: Step| -> Vec<Val> {
+                    let xt = p.x.offset(cx.base);
+                    for_range(c_i32(0), p.n, c_i32(fb as i32), init, |i, acc| {
+                        let x = xt.load_vec(i, fb, 4);
+                        let v = if_else(
+                            has_res,
+                            || {
+                                let rt = p.res.offset(cx.base);
+                                vec![(wide(x) + wide(rt.load_vec(i, fb, 4))).cast(dt)]
+                            },
+                            || vec![x],
+                        )[0];
+                        f(acc, wide(v), c_f32(1.0))
+                    })
+                };
+                let own = |v: &[(Val, Op)]| v.iter().map(|&(x, _)| x).collect::<Vec<_>>();
+                let share = Share {
+                    fold: &row_fold,
+                    reduce: &own,
+                };
+                let tiles_n = xin.len();
+                let r = if_else(
+                    over,
+                    || {
+                        let (m, s) = math.rescaled(&share, shift, (mean, rstd));
+                        let again = if_else(
+                            has_res,
+                            || {
+                                let ror = p.res_out.offset(cx.base).rsrc_n(cx.nrow);
+                                idx.iter().map(|&i| ror.load_vec(i, vec, 16)).collect()
+                            },
+                            || {
+                                let xr = p.x.offset(cx.base).rsrc_n(cx.nrow);
+                                idx.iter().map(|&i| xr.load_vec(i, vec, 16)).collect()
+                            },
+                        );
+                        [vec![m, s], again].concat()
+                    },
+                    || [vec![mean, rstd], xin.clone()].concat(),
+                );
+                (r[0], r[1], r[2..2 + tiles_n].to_vec())
+            }
+        };
         let xf: Vec<Val> = if packed {
             rewiden(&xin, zero)
         } else {
@@ -338,11 +456,12 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
         // The weights are read per row after the reductions (L1 hits after the first rows of
         // an SM), so that they are not live across their barriers: the gammas, then the betas
         // (LayerNorm) of tiles `ts`, each index plus `off` when given.
+        let (gr, br) = weights[usize::from(plain != Plain::No)];
         let load_w = |ts: std::ops::Range<usize>, off: Option<Val>| {
             let at = |t: usize| off.map_or(idx[t], |o| idx[t] + o);
-            let g: Vec<Val> = ts.clone().map(|t| load_vec(gr, at(t), vec)).collect();
+            let g: Vec<Val> = ts.clone().map(|t| gr.load(at(t), vec, false)).collect();
             let b: Vec<Option<Val>> = ts
-                .map(|t| (fam.norm == Norm::Layer).then(|| load_vec(br, at(t), vec)))
+                .map(|t| (fam.norm == Norm::Layer).then(|| br.load(at(t), vec, false)))
                 .collect();
             g.into_iter().zip(b).collect::<Vec<_>>()
         };
@@ -389,9 +508,9 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
                         .zip(std::mem::take(&mut w))
                         .map(|(t, w)| y_of(t, w))
                         .collect();
-                    let yr = *yr.get_or_insert_with(|| y.offset(cx.base).rsrc_n(cx.nrow));
+                    let yr = *yr.get_or_insert_with(|| access(y));
                     for (t, &v) in ts.zip(&ys) {
-                        yr.store_aligned(idx[t], v.cast(dt), 16, false);
+                        yr.store(idx[t], v.cast(dt), 16);
                     }
                     let next = c0 + chunk;
                     if next < tiles as usize {
@@ -422,9 +541,9 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
                 let amax = reduce(vec![(amax, Op::Max)], fast_rounds(fam) - 1)[0];
                 let (scale, inv) = quant_scale(amax);
                 if_(write_stats, || yscale.store(cx.row, scale));
-                let qr = q.offset(cx.base).rsrc_n(cx.nrow);
+                let qr = access(q);
                 for (&i, &y) in idx.iter().zip(&ys) {
-                    qr.store_aligned(i, quantize(y, inv), vec, false);
+                    qr.store(i, quantize(y, inv), vec);
                 }
             }
             _ => {}
@@ -435,44 +554,74 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
     // while `row < m` and the multi-row path's `(m + rpb - 1) / rpb` and `rb * rpb + group`
     // stay below `m + 256`: all below 2^31 for `m <= MAX_ROWS`. Element indices within a
     // row are below `MAX_BLOCK * tiles * vec` (the path's row capacity).
+    // gamma is `n` long (the launcher checks), and so is LayerNorm's beta when given;
+    // without one the checked loop reads it as zeros.
+    let beta_ok = match fam.norm {
+        Norm::Layer => p.beta.len().gt(0i64),
+        Norm::Rms => c_i32(1).ne(0),
+    };
     match shape {
         Shape::Block(_) => {
-            for_range(block_id_x(), p.m, grid_dim_x(), &[c_i32(0)], |row, c| {
-                let base = row.cast(I64) * n64;
-                let cx = RowCtx {
-                    row,
-                    valid: row.lt(p.m),
-                    base,
-                    nrow: n64,
-                    first: tid.eq(0),
-                };
-                row_body(cx, c[0]);
-                vec![if fast_rounds(fam) & 1 == 1 {
-                    c[0] ^ 1
-                } else {
-                    c[0]
-                }]
-            });
+            let rows = |plain: Plain| {
+                for_range(block_id_x(), p.m, grid_dim_x(), &[c_i32(0)], |row, c| {
+                    let base = row.cast(I64) * n64;
+                    let cx = RowCtx {
+                        row,
+                        valid: row.lt(p.m),
+                        base,
+                        nrow: n64,
+                        first: tid.eq(0),
+                    };
+                    row_body(cx, c[0], plain);
+                    vec![if fast_rounds(fam) & 1 == 1 {
+                        c[0] ^ 1
+                    } else {
+                        c[0]
+                    }]
+                });
+                vec![]
+            };
+            // Rows that every lane's tiles lie in: lane `j`'s last tile ends at element
+            // `(bdim * (tiles - 1) + j + 1) * vec <= bdim * tiles * vec` (at most
+            // `MAX_BLOCK * 8 * 8`: no i32 overflow), `beta_ok` as above. AMD's buffer
+            // accesses check for free: one loop.
+            if lean {
+                let full = (bdim * (tiles * vec) as i32).le(p.n) & beta_ok;
+                if_else(full, || rows(Plain::All), || rows(Plain::No));
+            } else {
+                rows(Plain::No);
+            }
         }
         Shape::Rows => {
             let rpb = bdim / p.lanes;
             let group = tid / p.lanes;
             let nblocks = (p.m + rpb - 1) / rpb;
-            for_range_(block_id_x(), nblocks, grid_dim_x(), |rb| {
-                let row = rb * rpb + group;
-                let valid = row.lt(p.m);
-                let rowc = row.min(p.m - 1);
-                let base = rowc.cast(I64) * n64;
-                let nrow = select(valid, n64, c_i64(0));
-                let cx = RowCtx {
-                    row,
-                    valid,
-                    base,
-                    nrow,
-                    first: j.eq(0),
-                };
-                row_body(cx, c_i32(0));
-            });
+            let rows = |plain: Plain| {
+                for_range_(block_id_x(), nblocks, grid_dim_x(), |rb| {
+                    let row = rb * rpb + group;
+                    let valid = row.lt(p.m);
+                    let rowc = row.min(p.m - 1);
+                    let base = rowc.cast(I64) * n64;
+                    let nrow = select(valid, n64, c_i64(0));
+                    let cx = RowCtx {
+                        row,
+                        valid,
+                        base,
+                        nrow,
+                        first: j.eq(0),
+                    };
+                    row_body(cx, c_i32(0), plain);
+                });
+                vec![]
+            };
+            // As the fast path's, with `lanes` lanes a row; rows past `m` read row `m - 1`
+            // (`rowc`), in range.
+            if lean {
+                let full = (p.lanes * (tiles * vec) as i32).le(p.n) & beta_ok;
+                if_else(full, || rows(Plain::Loads), || rows(Plain::No));
+            } else {
+                rows(Plain::No);
+            }
         }
     }
 }
@@ -541,7 +690,8 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
         };
         let zero = c_f32(0.0);
         // Pass 1: (fused add and) the row's statistics, and whether they overflowed.
-        let (mean, rstd, over) = match fam.norm {
+        // (mean, rstd, overflowed, the shift of the fallback's LayerNorm sums).
+        let (mean, rstd, over, shift) = match fam.norm {
             Norm::Rms => {
                 let ss = for_range(start, p.n, step, &[zero], |i, acc| {
                     let x = pass1(i);
@@ -550,7 +700,7 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
                 let ss =
                     block_reduce_n(&[(ss, Op::Sum)], red_region(scratch, region(0)), nwaves)[0];
                 let over = math.overflowed(zero, ss);
-                (zero, math.rms_rstd(ss), over)
+                (zero, math.rms_rstd(ss), over, zero)
             }
             Norm::Layer => {
                 // Each thread sums its elements shifted by its first one (`k`, read again;
@@ -587,7 +737,7 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
                 // Overflow and NaN look alike after the merge: both take the fallback,
                 // which gives up after its first pass on a NaN.
                 let finite = mean.abs().lt(f32::INFINITY) & m2.lt(f32::INFINITY);
-                (mean, (var + math.eps).rsqrt(), !finite)
+                (mean, (var + math.eps).rsqrt(), !finite, k0)
             }
         };
         // The overflow fallback over the same elements (the thread's own residual_out
@@ -619,7 +769,7 @@ fn generic_rows(p: &Params, fam: Family, math: &RowMath, scratch: Lds, w: u32) {
         let r = if_else(
             over,
             || {
-                let (m, s) = math.rescaled(&share, (mean, rstd));
+                let (m, s) = math.rescaled(&share, shift, (mean, rstd));
                 barrier();
                 vec![m, s]
             },
