@@ -1,0 +1,410 @@
+//! FlashAttention forward for Hopper (sm_90a): TMA-fed K/V stages, `S = Q K^T` by SS wgmma,
+//! online softmax in registers (exp2, scale folded in the log2 domain), `P` packed in
+//! registers and fed to the register-A wgmma (`NvOp::WgmmaRs`) against an MN-major V.
+//! Self-contained (the lead moves it into fly-attn): [`build`] makes the kernel, the items
+//! below give the host-side launch recipe.
+//!
+//! # Semantics
+//!
+//! BSHD layout: `q [B, Sq, Hq, D]`, `k`, `v [B, Skv, Hkv, D]`, `out` like `q` (all `dt`),
+//! optional `lse` f32 `[B, Hq, Sq]` (natural log, scale folded in). `Hq % Hkv == 0` (query
+//! head `h` reads kv head `h / (Hq / Hkv)`). `out[b, i, h] = sum_j softmax_j(scale q_i . k_j)
+//! v_j` over the visible keys: all `j < Skv`, and with `causal` only `j <= i + Skv - Sq`
+//! (bottom-right aligned). A row with no visible key gets zeros and `lse = -inf` (no NaN).
+//!
+//! # Kernel parameters (in order)
+//!
+//! | name | type | meaning |
+//! |---|---|---|
+//! | `q_map`, `k_map`, `v_map` | `i8` tensor | 128-byte tensor maps ([`tensor_map_dims`]) |
+//! | `out` | `dt` tensor (mut) | `[B, Sq, Hq, D]` |
+//! | `lse` | f32 tensor (mut) | `[B, Hq, Sq]`, written when `has_lse != 0` (else any buffer) |
+//! | `sq`, `skv`, `hq`, `hkv` | i32 | lengths and head counts (`sq, skv >= 1`) |
+//! | `scale_log2` | f32 | `softmax_scale * log2(e)`, finite and > 0 |
+//! | `has_lse` | i32 | 0 or 1 |
+//!
+//! # Launch recipe
+//!
+//! - grid [`grid`]`(b, sq, hq)` = `[ceil(Sq / BM), Hq, B]`, [`THREADS`] threads;
+//! - dynamic LDS [`lds_bytes`]`(head_dim)` bytes;
+//! - tensor maps with the 128-byte swizzle (`flydsl_rt::TensorMap::tiled`): over `q`, dims
+//!   `[D, Hq, Sq, B]`, element strides `[D, Hq D, Sq Hq D]`, box `[64, 1, BM, 1]`; over `k`
+//!   and `v`, dims `[D, Hkv, Skv, B]`, strides `[D, Hkv D, Skv Hkv D]`, box `[64, 1, BN, 1]`
+//!   (see [`tensor_map_dims`]). TMA zero-fills rows past `Sq` / `Skv`; the kernel masks keys
+//!   past `Skv` with `-inf` and guards stores of rows past `Sq`.
+//! - Limits: `D` in [`HEAD_DIMS`]; `D * 2` bytes per row (a multiple of 16, as TMA needs);
+//!   `B * Sq * Hq * D < 2^63` (output offsets are i64; all other index arithmetic is i32,
+//!   so `Sq, Skv <= 2^31 - 2^16`).
+//!
+//! # Design
+//!
+//! One workgroup per (query tile of [`BM`] rows, query head, batch): two consumer
+//! warpgroups of 64 rows each. Thread 0 loads the Q tile once (`D / 64` SW128 boxes of
+//! `BM x 64`) and streams K and V tiles ([`BN`] keys, `D / 64` boxes each) through
+//! [`STAGES`] mbarrier stages; after both warpgroups have finished a stage (a workgroup
+//! barrier after `wgmma.wait_group 0`) it refills that stage with the tile `STAGES` ahead.
+//! Per KV tile each warpgroup computes `S` (64 x BN, `D / 16` SS wgmmas), masks it (only
+//! tiles that cross `Skv` or the causal diagonal), updates the running row max `m` (in units
+//! of `scale * log2 e`), `P = exp2(S scale_log2 - m)`, the row sums, rescales `O` by
+//! `exp2(m_old - m)` (exact; the factor is 1 when the max did not grow and 0 while a row
+//! has seen no key), and accumulates `O += P V` (`BN / 16` RS wgmmas of N = D with V
+//! MN-major). Causal workgroups stop at the last KV tile the diagonal reaches. The Sim runs
+//! it (no warp specialization: every wait is reached in lockstep).
+
+use flydsl_dsl::ir::{Dim, Kernel, ScalarType, ScalarType::*, Target, WgmmaB};
+use flydsl_dsl::nv::{
+    fence_proxy_async, mbar_arrive_expect_tx, mbar_init, mbar_wait, tma_load, wgmma, wgmma_a_frag,
+    wgmma_commit, wgmma_fence, wgmma_rs, wgmma_wait,
+};
+use flydsl_dsl::*;
+
+/// Query rows per workgroup (two warpgroups of 64).
+pub const BM: u32 = 128;
+/// Keys per KV tile.
+pub const BN: u32 = 128;
+/// K/V pipeline stages.
+pub const STAGES: u32 = 2;
+/// Threads per workgroup.
+pub const THREADS: u32 = 256;
+/// Supported head dimensions.
+pub const HEAD_DIMS: [u32; 2] = [64, 128];
+/// TMA box width (elements): one 128-byte swizzled row of a 16-bit type.
+pub const BOX_D: u32 = 64;
+
+/// The kernel's name for `dt`, `head_dim` and `causal`.
+///
+/// ```
+/// use flydsl_devtools::proof::attn_wgmma::kernel_name;
+/// use flydsl_dsl::ir::ScalarType;
+/// assert_eq!(kernel_name(ScalarType::BF16, 128, true), "attn_wgmma_bf16_d128_causal");
+/// ```
+pub fn kernel_name(dt: ScalarType, head_dim: u32, causal: bool) -> String {
+    format!(
+        "attn_wgmma_{}_d{head_dim}_{}",
+        dt.name(),
+        if causal { "causal" } else { "full" }
+    )
+}
+
+/// Dynamic LDS bytes of the kernel for `head_dim`: the Q tile and `STAGES` K and V tiles,
+/// plus 1024 bytes of alignment slack.
+///
+/// ```
+/// assert_eq!(flydsl_devtools::proof::attn_wgmma::lds_bytes(128), 128 * 128 * 2 * 5 + 1024);
+/// ```
+pub fn lds_bytes(head_dim: u32) -> u32 {
+    (BM + 2 * STAGES * BN) * head_dim * 2 + 1024
+}
+
+/// The launch grid for batch `b`, `sq` query rows and `hq` query heads.
+///
+/// ```
+/// assert_eq!(flydsl_devtools::proof::attn_wgmma::grid(2, 129, 16), [2, 16, 2]);
+/// ```
+pub fn grid(b: u32, sq: u32, hq: u32) -> [u32; 3] {
+    [sq.div_ceil(BM), hq, b]
+}
+
+/// Tensor-map shape `(dims, strides, boxes)` (innermost first, element strides) for a BSHD
+/// tensor `[b, s, h, d]`; `rows` is the box's row count ([`BM`] for q, [`BN`] for k and v).
+///
+/// ```
+/// use flydsl_devtools::proof::attn_wgmma::{tensor_map_dims, BM};
+/// let (dims, strides, boxes) = tensor_map_dims(2, 100, 8, 128, BM);
+/// assert_eq!(dims, [128, 8, 100, 2]);
+/// assert_eq!(strides, [128, 8 * 128, 100 * 8 * 128]);
+/// assert_eq!(boxes, [64, 1, BM, 1]);
+/// ```
+pub fn tensor_map_dims(b: u64, s: u64, h: u64, d: u64, rows: u32) -> ([u64; 4], [u64; 3], [u32; 4]) {
+    ([d, h, s, b], [d, h * d, s * h * d], [BOX_D, 1, rows, 1])
+}
+
+/// The attention kernel for `target` (sm_90 only), `dt` (bf16 or f16), `head_dim` (64 or
+/// 128) and `causal`. See the module docs for its parameters and launch recipe.
+///
+/// ```
+/// use flydsl_devtools::proof::attn_wgmma::build;
+/// use flydsl_dsl::ir::{ScalarType, Target};
+/// let k = build(Target::Sm90, ScalarType::F16, 64, false).unwrap();
+/// assert_eq!(k.name, "attn_wgmma_f16_d64_full");
+/// assert!(build(Target::Sm90, ScalarType::F16, 96, false).is_err());
+/// assert!(build(Target::Gfx942, ScalarType::F16, 64, false).is_err());
+/// ```
+pub fn build(
+    target: Target,
+    dt: ScalarType,
+    head_dim: u32,
+    causal: bool,
+) -> Result<Kernel, BuildError> {
+    let name = kernel_name(dt, head_dim, causal);
+    let invalid = |reason: String| BuildError::Invalid {
+        kernel: name.clone(),
+        target,
+        reason,
+    };
+    if target != Target::Sm90 {
+        return Err(invalid(format!(
+            "attn_wgmma::build: target {target} has no wgmma; use Target::Sm90"
+        )));
+    }
+    if !HEAD_DIMS.contains(&head_dim) {
+        return Err(invalid(format!(
+            "attn_wgmma::build: head_dim {head_dim} is not one of {HEAD_DIMS:?}"
+        )));
+    }
+    if dt != BF16 && dt != F16 {
+        return Err(invalid(format!(
+            "attn_wgmma::build: dtype {} is not bf16 or f16",
+            dt.name()
+        )));
+    }
+    let d = head_dim;
+    let dblocks = d / BOX_D;
+    KernelBuilder::new(&name, target, THREADS).build(|k| {
+        let q_map = k.tensor("q_map", I8);
+        let k_map = k.tensor("k_map", I8);
+        let v_map = k.tensor("v_map", I8);
+        let out = k.tensor_mut("out", dt);
+        let lse = k.tensor_mut("lse", F32);
+        let sq = k.scalar("sq", I32);
+        let skv = k.scalar("skv", I32);
+        let hq = k.scalar("hq", I32);
+        let hkv = k.scalar("hkv", I32);
+        let scale_log2 = k.scalar("scale_log2", F32);
+        let has_lse = k.scalar("has_lse", I32);
+        let bars = k.lds("kv_full", I64, STAGES);
+        let qbar = k.lds("q_full", I64, 1);
+        // Elements: Q (BM x D), then per stage K (BN x D) and V (BN x D); every D / 64
+        // column block is its own SW128 box of rows x 64.
+        let q_elems = (BM * d) as i32;
+        let kv_elems = (BN * d) as i32;
+        let tiles = k.lds_dynamic("tiles").array_aligned(
+            dt,
+            (BM * d + 2 * STAGES * BN * d) as i32,
+            1024,
+        );
+        let stages = STAGES as i32;
+        let (bm, bn) = (BM as i32, BN as i32);
+        let tid = thread_id_x();
+        let wg = tid / 128;
+        let w = (tid % 128) / 32;
+        let l = tid % 32;
+
+        let mt = block_id(Dim::X);
+        let h = block_id(Dim::Y);
+        let b = block_id(Dim::Z);
+        let hk = h / (hq / hkv);
+        let m0 = mt * bm;
+        // KV tiles this workgroup visits: all, or (causal) up to the diagonal of its last row.
+        let kv_tiles = (skv + (bn - 1)) / bn;
+        let n_tiles = if causal {
+            let lim = (m0 + bm + skv - sq).max(c_i32(0));
+            kv_tiles.min((lim + (bn - 1)) / bn)
+        } else {
+            kv_tiles
+        };
+
+        let q_blk = move |j: u32| tiles.ptr_at(c_i32((j * BM * 64) as i32));
+        let k_blk = move |s: Val, j: u32| tiles.ptr_at(s * (2 * kv_elems) + (q_elems + (j * BN * 64) as i32));
+        let v_blk = move |s: Val, j: u32| {
+            tiles.ptr_at(s * (2 * kv_elems) + (q_elems + kv_elems + (j * BN * 64) as i32))
+        };
+        let bar = move |s: Val| bars.ptr_at(s);
+        let leader = tid.eq(0);
+        if_(leader, || {
+            for s in 0..stages {
+                mbar_init(bar(c_i32(s)), 1);
+            }
+            mbar_init(qbar.ptr(), 1);
+            fence_proxy_async();
+        });
+        barrier();
+        let issue = move |it: Val| {
+            let s = it % stages;
+            mbar_arrive_expect_tx(bar(s), c_i32(2 * kv_elems * 2));
+            for j in 0..dblocks {
+                let c = [c_i32((j * BOX_D) as i32), hk, it * bn, b];
+                tma_load(k_map.ptr(), k_blk(s, j), bar(s), &c);
+                tma_load(v_map.ptr(), v_blk(s, j), bar(s), &c);
+            }
+        };
+        if_(leader, || {
+            mbar_arrive_expect_tx(qbar.ptr(), c_i32(q_elems * 2));
+            for j in 0..dblocks {
+                let c = [c_i32((j * BOX_D) as i32), h, m0, b];
+                tma_load(q_map.ptr(), q_blk(j), qbar.ptr(), &c);
+            }
+            for_range_(c_i32(0), n_tiles.min(stages), c_i32(1), issue);
+        });
+        mbar_wait(qbar.ptr(), c_i32(0));
+
+        // This thread's rows (h2 = 0, 1) within the workgroup's tile, and its column base.
+        let row_in_tile = |h2: i32| wg * 64 + w * 16 + l / 4 + h2 * 8;
+        let col_base = (l % 4) * 2;
+        let neg_inf = c_f32(f32::NEG_INFINITY);
+        let sregs = BN / 2;
+        let oregs = d / 2;
+        // Carried: O (<D/2 x f32>), the row maxima m0/m1 (scaled log2 units) and the
+        // thread-partial row sums l0/l1.
+        let init = vec![
+            splat(c_f32(0.0), oregs),
+            neg_inf,
+            neg_inf,
+            c_f32(0.0),
+            c_f32(0.0),
+        ];
+        let fin = for_range(c_i32(0), n_tiles, c_i32(1), &init, |it, cr| {
+            let s = it % stages;
+            mbar_wait(bar(s), (it / stages) & 1);
+            // S = Q K^T for this warpgroup's 64 rows.
+            wgmma_fence();
+            let mut sacc = splat(c_f32(0.0), sregs);
+            for kk in 0..d / 16 {
+                let (j, within) = (kk / 4, ((kk % 4) * 16) as i32);
+                let a = ptr_offset(q_blk(j), wg * (64 * 64) + within);
+                let bptr = ptr_offset(k_blk(s, j), c_i32(within));
+                sacc = wgmma(BN, a, bptr, sacc);
+            }
+            wgmma_commit();
+            let sacc = wgmma_wait(0, &[sacc])[0];
+            // Mask keys past skv and (causal) past the diagonal, only on tiles that need it.
+            let n0 = it * bn;
+            let diag = sq - skv; // key j visible to row i iff j <= i - diag
+            let ragged = (n0 + bn).gt(skv);
+            let need = if causal {
+                ragged | (n0 + (bn - 1)).gt(m0 + wg * 64 - diag)
+            } else {
+                ragged
+            };
+            let sv = if_then_else(
+                need,
+                || {
+                    let mut e = Vec::with_capacity(sregs as usize);
+                    for r in 0..sregs {
+                        let (jj, q) = ((r / 4) as i32, (r % 4) as i32);
+                        let col = n0 + col_base + (jj * 8 + q % 2);
+                        let row = m0 + row_in_tile(q / 2);
+                        let mut bad = col.ge(skv);
+                        if causal {
+                            bad = bad | col.gt(row - diag);
+                        }
+                        e.push(select(bad, neg_inf, sacc.at(r)));
+                    }
+                    vec_of(&e)
+                },
+                || sacc,
+            );
+            // Online softmax per row h2: registers 4j + 2 h2 + e.
+            let mut new_m = Vec::new();
+            let mut alphas = Vec::new();
+            let mut p = vec![c_f32(0.0); sregs as usize];
+            let mut lsum = Vec::new();
+            for h2 in 0..2u32 {
+                let mut mx = neg_inf;
+                for jj in 0..BN / 8 {
+                    for e in 0..2 {
+                        mx = mx.max(sv.at(4 * jj + 2 * h2 + e));
+                    }
+                }
+                mx = mx.max(shuffle_xor(mx, 1));
+                mx = mx.max(shuffle_xor(mx, 2));
+                let m_old = cr[1 + h2 as usize];
+                let m_new = m_old.max(mx * scale_log2);
+                // A row that has seen no key keeps m = -inf: subtract 0 instead (p = 0).
+                let m_use = select(m_new.eq(neg_inf), c_f32(0.0), m_new);
+                let alpha = (m_old - m_use).exp2();
+                let mut sum = c_f32(0.0);
+                for jj in 0..BN / 8 {
+                    for e in 0..2 {
+                        let r = (4 * jj + 2 * h2 + e) as usize;
+                        let pv = sv.at(r as u32).fma(scale_log2, c_f32(0.0) - m_use).exp2();
+                        p[r] = pv;
+                        sum = sum + pv;
+                    }
+                }
+                new_m.push(m_new);
+                alphas.push(alpha);
+                lsum.push(cr[3 + h2 as usize].fma(alpha, sum));
+            }
+            // O *= alpha (per row), then O += P V.
+            let o_in = cr[0];
+            let scaled: Vec<Val> = (0..oregs)
+                .map(|r| o_in.at(r) * alphas[((r % 4) / 2) as usize])
+                .collect();
+            let mut o = vec_of(&scaled);
+            let pv = vec_of(&p);
+            wgmma_fence();
+            let layout = WgmmaB::MnMajor {
+                block_bytes: BN * 128,
+            };
+            for kk in 0..BN / 16 {
+                let frag = wgmma_a_frag(pv, kk, dt);
+                let vptr = ptr_offset(v_blk(s, 0), c_i32((kk * 16 * 64) as i32));
+                o = wgmma_rs(d, frag, vptr, layout, o);
+            }
+            wgmma_commit();
+            let o = wgmma_wait(0, &[o])[0];
+            // Every warpgroup is done with stage s: refill it with tile it + STAGES.
+            barrier();
+            let next = it + stages;
+            if_(leader & next.lt(n_tiles), || issue(next));
+            vec![o, new_m[0], new_m[1], lsum[0], lsum[1]]
+        });
+
+        // Epilogue: full row sums, O / l (0 for an empty row), LSE.
+        let o = fin[0];
+        let ln2 = std::f32::consts::LN_2;
+        let d64 = c_i64(d as i64);
+        for h2 in 0..2u32 {
+            let mut lrow = fin[3 + h2 as usize];
+            lrow = lrow + shuffle_xor(lrow, 1);
+            lrow = lrow + shuffle_xor(lrow, 2);
+            let m_row = fin[1 + h2 as usize];
+            let empty = lrow.eq(c_f32(0.0));
+            let inv = select(empty, c_f32(0.0), lrow.rcp());
+            let row = m0 + row_in_tile(h2 as i32);
+            if_(row.lt(sq), || {
+                let base = ((b.cast(I64) * sq.cast(I64) + row.cast(I64)) * hq.cast(I64)
+                    + h.cast(I64))
+                    * d64;
+                for jj in 0..d / 8 {
+                    for e in 0..2u32 {
+                        let col = col_base + (jj * 8 + e) as i32;
+                        let v = o.at(4 * jj + 2 * h2 + e) * inv;
+                        out.store(base + col.cast(I64), v.cast(dt));
+                    }
+                }
+                if_(has_lse.ne(c_i32(0)) & (l % 4).eq(c_i32(0)), || {
+                    let val = select(empty, neg_inf, (m_row + lrow.log2()) * ln2);
+                    let at = (b.cast(I64) * hq.cast(I64) + h.cast(I64)) * sq.cast(I64)
+                        + row.cast(I64);
+                    lse.store(at, val);
+                });
+            });
+        }
+    })
+}
+
+/// A kernel generator, as build scripts take it.
+pub type KernelFn = fn(Target) -> Result<Kernel, BuildError>;
+
+/// Every attention kernel with its name, for a build script (sm_90 only):
+/// `for (name, gen) in attn_wgmma::ALL { b = b.kernel_on(name, &[Target::Sm90], gen) }`.
+///
+/// ```
+/// use flydsl_devtools::proof::attn_wgmma;
+/// use flydsl_dsl::ir::Target;
+/// for (name, gen) in attn_wgmma::ALL {
+///     assert_eq!(gen(Target::Sm90).unwrap().name, name);
+/// }
+/// ```
+pub const ALL: [(&str, KernelFn); 8] = [
+    ("attn_wgmma_bf16_d64_full", |t| build(t, BF16, 64, false)),
+    ("attn_wgmma_bf16_d64_causal", |t| build(t, BF16, 64, true)),
+    ("attn_wgmma_bf16_d128_full", |t| build(t, BF16, 128, false)),
+    ("attn_wgmma_bf16_d128_causal", |t| build(t, BF16, 128, true)),
+    ("attn_wgmma_f16_d64_full", |t| build(t, F16, 64, false)),
+    ("attn_wgmma_f16_d64_causal", |t| build(t, F16, 64, true)),
+    ("attn_wgmma_f16_d128_full", |t| build(t, F16, 128, false)),
+    ("attn_wgmma_f16_d128_causal", |t| build(t, F16, 128, true)),
+];
