@@ -195,7 +195,11 @@ fn case<T: AttnElem>(dev: &Device, sh: Shape, seed: u64) {
             let gv = g[x] as f64;
             assert!(gv.is_finite(), "{what}: out row {row} col {x} is {gv}");
             let err = (gv - w[x]).abs();
-            assert!(err < 1e-2, "{what}: out row {row} col {x}: {gv} vs {}", w[x]);
+            assert!(
+                err < 1e-2,
+                "{what}: out row {row} col {x}: {gv} vs {}",
+                w[x]
+            );
             dot += gv * w[x];
             ng += gv * gv;
             nw += w[x] * w[x];
@@ -274,7 +278,10 @@ fn causal_attention_matches_reference_including_fully_masked_rows() {
 /// Larger lengths on the GPU only (several KV tiles, both pipeline stages wrapping).
 #[test]
 fn attention_matches_reference_on_gpu_at_longer_sequences() {
-    for dev in devices().into_iter().filter(|d| d.backend() != Backend::Sim) {
+    for dev in devices()
+        .into_iter()
+        .filter(|d| d.backend() != Backend::Sim)
+    {
         for causal in [false, true] {
             for d in [64, 128] {
                 case::<bf16>(&dev, shape(2, 1000, 1531, 8, 2, d, causal), 7);

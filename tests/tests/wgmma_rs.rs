@@ -38,7 +38,11 @@ fn kernel(dt: ScalarType, kdim: u32, n: u32, mn_major: bool) -> Kernel {
             // MN-major: kdim rows of 128 bytes per 64-wide N block. K-major: n rows of 128
             // bytes (kdim <= 64).
             let block_bytes = kdim * 128;
-            let elems = if mn_major { (n / 64) * kdim * 64 } else { n * 64 };
+            let elems = if mn_major {
+                (n / 64) * kdim * 64
+            } else {
+                n * 64
+            };
             let vt = k.lds_aligned("vt", dt, elems, 1024);
             // Stage V: thread t writes elements t, t + 128, ... of V (kdim x n).
             for_range_(c_i32(0), c_i32((kdim * n) as i32), c_i32(128), |i0| {
@@ -157,8 +161,10 @@ fn check(dt: ScalarType, kdim: u32, n: u32, mn_major: bool) {
     let got = run(&kernel(dt, kdim, n, mn_major), &s, &v, &c);
     for i in 0..64 {
         for j in 0..nn {
-            let want: f64 =
-                c[i * nn + j] as f64 + (0..kd).map(|x| s[i * kd + x] as f64 * v[x * nn + j] as f64).sum::<f64>();
+            let want: f64 = c[i * nn + j] as f64
+                + (0..kd)
+                    .map(|x| s[i * kd + x] as f64 * v[x * nn + j] as f64)
+                    .sum::<f64>();
             assert_eq!(
                 got[i * nn + j] as f64,
                 want,

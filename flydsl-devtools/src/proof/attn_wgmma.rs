@@ -115,7 +115,13 @@ pub fn grid(b: u32, sq: u32, hq: u32) -> [u32; 3] {
 /// assert_eq!(strides, [128, 8 * 128, 100 * 8 * 128]);
 /// assert_eq!(boxes, [64, 1, BM, 1]);
 /// ```
-pub fn tensor_map_dims(b: u64, s: u64, h: u64, d: u64, rows: u32) -> ([u64; 4], [u64; 3], [u32; 4]) {
+pub fn tensor_map_dims(
+    b: u64,
+    s: u64,
+    h: u64,
+    d: u64,
+    rows: u32,
+) -> ([u64; 4], [u64; 3], [u32; 4]) {
     ([d, h, s, b], [d, h * d, s * h * d], [BOX_D, 1, rows, 1])
 }
 
@@ -178,11 +184,9 @@ pub fn build(
         // column block is its own SW128 box of rows x 64.
         let q_elems = (BM * d) as i32;
         let kv_elems = (BN * d) as i32;
-        let tiles = k.lds_dynamic("tiles").array_aligned(
-            dt,
-            (BM * d + 2 * STAGES * BN * d) as i32,
-            1024,
-        );
+        let tiles =
+            k.lds_dynamic("tiles")
+                .array_aligned(dt, (BM * d + 2 * STAGES * BN * d) as i32, 1024);
         let stages = STAGES as i32;
         let (bm, bn) = (BM as i32, BN as i32);
         let tid = thread_id_x();
@@ -205,7 +209,9 @@ pub fn build(
         };
 
         let q_blk = move |j: u32| tiles.ptr_at(c_i32((j * BM * 64) as i32));
-        let k_blk = move |s: Val, j: u32| tiles.ptr_at(s * (2 * kv_elems) + (q_elems + (j * BN * 64) as i32));
+        let k_blk = move |s: Val, j: u32| {
+            tiles.ptr_at(s * (2 * kv_elems) + (q_elems + (j * BN * 64) as i32))
+        };
         let v_blk = move |s: Val, j: u32| {
             tiles.ptr_at(s * (2 * kv_elems) + (q_elems + kv_elems + (j * BN * 64) as i32))
         };
@@ -376,8 +382,8 @@ pub fn build(
                 }
                 if_(has_lse.ne(c_i32(0)) & (l % 4).eq(c_i32(0)), || {
                     let val = select(empty, neg_inf, (m_row + lrow.log2()) * ln2);
-                    let at = (b.cast(I64) * hq.cast(I64) + h.cast(I64)) * sq.cast(I64)
-                        + row.cast(I64);
+                    let at =
+                        (b.cast(I64) * hq.cast(I64) + h.cast(I64)) * sq.cast(I64) + row.cast(I64);
                     lse.store(at, val);
                 });
             });

@@ -604,7 +604,11 @@ impl Wg<'_, '_> {
                     let reg = rr / 8 + 2 * (kk / 8);
                     let t = g * wg + 32 * w + lane;
                     let word = fa[t * 4 + reg] as u32;
-                    let bits = if kk % 2 == 0 { word & 0xffff } else { word >> 16 };
+                    let bits = if kk % 2 == 0 {
+                        word & 0xffff
+                    } else {
+                        word >> 16
+                    };
                     va[row * k + kk] = float_val(elem, bits as u64);
                 }
             }
