@@ -249,7 +249,7 @@ fn shape(b: usize, sq: usize, skv: usize, hq: usize, hkv: usize, d: usize, causa
 fn full_attention_matches_reference_at_ragged_shapes() {
     for dev in devices() {
         let mut seed = 10;
-        for &(sq, skv) in &[(1, 17), (17, 1), (65, 129), (129, 64), (33, 300)] {
+        for &(sq, skv) in &[(1, 17), (17, 1), (65, 129), (129, 64), (33, 300), (17, 650)] {
             for d in [64, 128] {
                 seed += 1;
                 case::<bf16>(&dev, shape(1, sq, skv, 2, 1, d, false), seed);
@@ -265,7 +265,15 @@ fn full_attention_matches_reference_at_ragged_shapes() {
 fn causal_attention_matches_reference_including_fully_masked_rows() {
     for dev in devices() {
         let mut seed = 40;
-        for &(sq, skv) in &[(17, 17), (129, 65), (65, 129), (64, 200), (1, 17), (140, 3)] {
+        for &(sq, skv) in &[
+            (17, 17),
+            (129, 65),
+            (65, 129),
+            (64, 200),
+            (1, 17),
+            (140, 3),
+            (40, 700),
+        ] {
             for d in [64, 128] {
                 seed += 1;
                 case::<bf16>(&dev, shape(1, sq, skv, 4, 2, d, true), seed);

@@ -41,8 +41,13 @@
 //! One workgroup per (query tile of [`BM`] rows, query head, batch): two consumer
 //! warpgroups of 64 rows each. Thread 0 loads the Q tile once (`D / 64` SW128 boxes of
 //! `BM x 64`) and streams K and V tiles ([`BN`] keys, `D / 64` boxes each) through
-//! [`STAGES`] mbarrier stages; after both warpgroups have finished a stage (a workgroup
-//! barrier after `wgmma.wait_group 0`) it refills that stage with the tile `STAGES` ahead.
+//! [`STAGES`] mbarrier stages (`full` barriers count the TMA bytes). When a warpgroup has
+//! finished a tile (`wgmma.wait_group 0` after its `P V`), its first thread arrives on the
+//! stage's `empty` barrier (two arrivals per phase). Thread 0 refills a stage one iteration
+//! late: at the end of iteration `it` it waits for the `empty` phase of tile `it - 1` (which
+//! the other warpgroup has usually long passed) and loads tile `it - 1 + STAGES` there, so
+//! the two warpgroups are never forced into lockstep and one's softmax can overlap the
+//! other's wgmmas, while loads stay two tiles ahead.
 //! Per KV tile each warpgroup computes `S` (64 x BN, `D / 16` SS wgmmas), masks it (only
 //! tiles that cross `Skv` or the causal diagonal), updates the running row max `m` (in units
 //! of `scale * log2 e`), `P = exp2(S scale_log2 - m)`, the row sums, rescales `O` by
@@ -53,8 +58,8 @@
 
 use flydsl_dsl::ir::{Dim, Kernel, ScalarType, ScalarType::*, Target, WgmmaB};
 use flydsl_dsl::nv::{
-    fence_proxy_async, mbar_arrive_expect_tx, mbar_init, mbar_wait, tma_load, wgmma, wgmma_a_frag,
-    wgmma_commit, wgmma_fence, wgmma_rs, wgmma_wait,
+    fence_proxy_async, mbar_arrive, mbar_arrive_expect_tx, mbar_init, mbar_wait, tma_load, wgmma,
+    wgmma_a_frag, wgmma_commit, wgmma_fence, wgmma_rs, wgmma_wait,
 };
 use flydsl_dsl::*;
 
@@ -63,7 +68,7 @@ pub const BM: u32 = 128;
 /// Keys per KV tile.
 pub const BN: u32 = 128;
 /// K/V pipeline stages.
-pub const STAGES: u32 = 2;
+pub const STAGES: u32 = 3;
 /// Threads per workgroup.
 pub const THREADS: u32 = 256;
 /// Supported head dimensions.
@@ -90,7 +95,7 @@ pub fn kernel_name(dt: ScalarType, head_dim: u32, causal: bool) -> String {
 /// plus 1024 bytes of alignment slack.
 ///
 /// ```
-/// assert_eq!(flydsl_devtools::proof::attn_wgmma::lds_bytes(128), 128 * 128 * 2 * 5 + 1024);
+/// assert_eq!(flydsl_devtools::proof::attn_wgmma::lds_bytes(128), 128 * 128 * 2 * 7 + 1024);
 /// ```
 pub fn lds_bytes(head_dim: u32) -> u32 {
     (BM + 2 * STAGES * BN) * head_dim * 2 + 1024
@@ -179,6 +184,7 @@ pub fn build(
         let scale_log2 = k.scalar("scale_log2", F32);
         let has_lse = k.scalar("has_lse", I32);
         let bars = k.lds("kv_full", I64, STAGES);
+        let empties = k.lds("kv_empty", I64, STAGES);
         let qbar = k.lds("q_full", I64, 1);
         // Elements: Q (BM x D), then per stage K (BN x D) and V (BN x D); every D / 64
         // column block is its own SW128 box of rows x 64.
@@ -216,10 +222,13 @@ pub fn build(
             tiles.ptr_at(s * (2 * kv_elems) + (q_elems + kv_elems + (j * BN * 64) as i32))
         };
         let bar = move |s: Val| bars.ptr_at(s);
+        let empty = move |s: Val| empties.ptr_at(s);
         let leader = tid.eq(0);
         if_(leader, || {
             for s in 0..stages {
                 mbar_init(bar(c_i32(s)), 1);
+                // One arrival per consumer warpgroup (its first thread).
+                mbar_init(empty(c_i32(s)), 2);
             }
             mbar_init(qbar.ptr(), 1);
             fence_proxy_async();
@@ -350,10 +359,16 @@ pub fn build(
             }
             wgmma_commit();
             let o = wgmma_wait(0, &[o])[0];
-            // Every warpgroup is done with stage s: refill it with tile it + STAGES.
-            barrier();
-            let next = it + stages;
-            if_(leader & next.lt(n_tiles), || issue(next));
+            // This warpgroup is done with stage s (its wait retired every read of it).
+            if_((tid % 128).eq(c_i32(0)), || mbar_arrive(empty(s)));
+            // Refill the stage of the previous tile once both warpgroups released it.
+            let prev = it - 1;
+            let next = prev + stages;
+            if_(leader & it.ge(c_i32(1)) & next.lt(n_tiles), || {
+                let ps = prev % stages;
+                mbar_wait(empty(ps), (prev / stages) & 1);
+                issue(next);
+            });
             vec![o, new_m[0], new_m[1], lsum[0], lsum[1]]
         });
 
@@ -374,11 +389,11 @@ pub fn build(
                     + h.cast(I64))
                     * d64;
                 for jj in 0..d / 8 {
-                    for e in 0..2u32 {
-                        let col = col_base + (jj * 8 + e) as i32;
-                        let v = o.at(4 * jj + 2 * h2 + e) * inv;
-                        out.store(base + col.cast(I64), v.cast(dt));
-                    }
+                    // Two adjacent columns: one 4-byte store.
+                    let col = col_base + (jj * 8) as i32;
+                    let pair =
+                        vec_of(&[o.at(4 * jj + 2 * h2) * inv, o.at(4 * jj + 2 * h2 + 1) * inv]);
+                    out.store_aligned(base + col.cast(I64), pair.cast(dt), 4, false);
                 }
                 if_(has_lse.ne(c_i32(0)) & (l % 4).eq(c_i32(0)), || {
                     let val = select(empty, neg_inf, (m_row + lrow.log2()) * ln2);
