@@ -11,7 +11,7 @@
 //! `cargo run --release -p flydsl-tests --features sm90 --example attn_bench`
 //! (`ATTN_BENCH_QUICK=1` runs only the first shape of each kind.)
 
-use flydsl_devtools::proof::attn_wgmma::{self, lds_bytes, tensor_map_dims, BM, BN, THREADS};
+use flydsl_devtools::proof::attn_wgmma::{self, block_m, lds_bytes, tensor_map_dims, threads, BN};
 use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::timing::Timer;
 use flydsl_rt::{
@@ -111,14 +111,14 @@ fn one<T: AttnElem>(
     let dv = DeviceBuffer::from_slice(dev, &v).map_err(e)?;
     let mut dout = DeviceBuffer::<T>::zeroed(dev, nq).map_err(e)?;
     let mut dlse = DeviceBuffer::<f32>::zeroed(dev, b * hq * sl).map_err(e)?;
-    let (qd, qs, qb) = tensor_map_dims(b as u64, sl as u64, hq as u64, d as u64, BM);
+    let (qd, qs, qb) = tensor_map_dims(b as u64, sl as u64, hq as u64, d as u64, block_m(d as u32));
     let (kd, ks, kb) = tensor_map_dims(b as u64, sl as u64, hkv as u64, d as u64, BN);
     let qm = TensorMap::tiled(&dq, &qd, &qs, &qb, TmaSwizzle::B128).map_err(e)?;
     let km = TensorMap::tiled(&dk, &kd, &ks, &kb, TmaSwizzle::B128).map_err(e)?;
     let vm = TensorMap::tiled(&dv, &kd, &ks, &kb, TmaSwizzle::B128).map_err(e)?;
     let cfg = LaunchConfig {
-        grid: attn_wgmma::grid(b as u32, sl as u32, hq as u32),
-        block: [THREADS, 1, 1],
+        grid: attn_wgmma::grid(b as u32, sl as u32, hq as u32, d as u32),
+        block: [threads(d as u32), 1, 1],
         dynamic_lds_bytes: lds_bytes(d as u32),
     };
     let scale = 1.0 / (d as f64).sqrt();

@@ -7,7 +7,7 @@
 //! similarity > 0.99; LSE atol 8e-3 (bf16) / 4e-3 (f16). With `FLYDSL_REQUIRE_GPU` set, a
 //! missing CUDA device is a failure.
 
-use flydsl_devtools::proof::attn_wgmma::{self, lds_bytes, tensor_map_dims, BM, BN, THREADS};
+use flydsl_devtools::proof::attn_wgmma::{self, block_m, lds_bytes, tensor_map_dims, threads, BN};
 use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::{
     Backend, Device, DeviceBuffer, Element, LaunchConfig, Stream, Target, TensorMap, TmaSwizzle,
@@ -152,14 +152,14 @@ fn case<T: AttnElem>(dev: &Device, sh: Shape, seed: u64) {
     let nan = T::from_f32(f32::NAN);
     let mut dout = DeviceBuffer::from_slice(dev, &vec![nan; q.len()]).unwrap();
     let mut dlse = DeviceBuffer::from_slice(dev, &vec![f32::NAN; b * hq * sq]).unwrap();
-    let (qd, qs, qb) = tensor_map_dims(b as u64, sq as u64, hq as u64, d as u64, BM);
+    let (qd, qs, qb) = tensor_map_dims(b as u64, sq as u64, hq as u64, d as u64, block_m(d as u32));
     let (kd, ks, kb) = tensor_map_dims(b as u64, skv as u64, hkv as u64, d as u64, BN);
     let qm = TensorMap::tiled(&dq, &qd, &qs, &qb, TmaSwizzle::B128).unwrap();
     let km = TensorMap::tiled(&dk, &kd, &ks, &kb, TmaSwizzle::B128).unwrap();
     let vm = TensorMap::tiled(&dv, &kd, &ks, &kb, TmaSwizzle::B128).unwrap();
     let cfg = LaunchConfig {
-        grid: attn_wgmma::grid(b as u32, sq as u32, hq as u32),
-        block: [THREADS, 1, 1],
+        grid: attn_wgmma::grid(b as u32, sq as u32, hq as u32, d as u32),
+        block: [threads(d as u32), 1, 1],
         dynamic_lds_bytes: lds_bytes(d as u32),
     };
     let scale_log2 = (scale * std::f64::consts::LOG2_E) as f32;
@@ -273,6 +273,7 @@ fn causal_attention_matches_reference_including_fully_masked_rows() {
             (1, 17),
             (140, 3),
             (40, 700),
+            (250, 260),
         ] {
             for d in [64, 128] {
                 seed += 1;

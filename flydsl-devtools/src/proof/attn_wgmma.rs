@@ -25,10 +25,10 @@
 //!
 //! # Launch recipe
 //!
-//! - grid [`grid`]`(b, sq, hq)` = `[ceil(Sq / BM), Hq, B]`, [`THREADS`] threads;
+//! - grid [`grid`]`(b, sq, hq, head_dim)` = `[ceil(Sq / block_m), Hq, B]`, [`threads`]`(head_dim)` threads;
 //! - dynamic LDS [`lds_bytes`]`(head_dim)` bytes;
 //! - tensor maps with the 128-byte swizzle (`flydsl_rt::TensorMap::tiled`): over `q`, dims
-//!   `[D, Hq, Sq, B]`, element strides `[D, Hq D, Sq Hq D]`, box `[64, 1, BM, 1]`; over `k`
+//!   `[D, Hq, Sq, B]`, element strides `[D, Hq D, Sq Hq D]`, box `[64, 1, block_m, 1]`; over `k`
 //!   and `v`, dims `[D, Hkv, Skv, B]`, strides `[D, Hkv D, Skv Hkv D]`, box `[64, 1, BN, 1]`
 //!   (see [`tensor_map_dims`]). TMA zero-fills rows past `Sq` / `Skv`; the kernel masks keys
 //!   past `Skv` with `-inf` and guards stores of rows past `Sq`.
@@ -38,15 +38,15 @@
 //!
 //! # Design
 //!
-//! One workgroup per (query tile of [`BM`] rows, query head, batch): two consumer
+//! One workgroup per (query tile of [`block_m`] rows, query head, batch): [`warpgroups`] consumer
 //! warpgroups of 64 rows each. Thread 0 loads the Q tile once (`D / 64` SW128 boxes of
-//! `BM x 64`) and streams K and V tiles ([`BN`] keys, `D / 64` boxes each) through
+//! `block_m x 64`) and streams K and V tiles ([`BN`] keys, `D / 64` boxes each) through
 //! [`STAGES`] mbarrier stages (`full` barriers count the TMA bytes). When a warpgroup has
 //! finished a tile (`wgmma.wait_group 0` after its `P V`), its first thread arrives on the
-//! stage's `empty` barrier (two arrivals per phase). Thread 0 refills a stage one iteration
+//! stage's `empty` barrier (one arrival per warpgroup and phase). Thread 0 refills a stage one iteration
 //! late: at the end of iteration `it` it waits for the `empty` phase of tile `it - 1` (which
-//! the other warpgroup has usually long passed) and loads tile `it - 1 + STAGES` there, so
-//! the two warpgroups are never forced into lockstep and one's softmax can overlap the
+//! the other warpgroups have usually long passed) and loads tile `it - 1 + STAGES` there, so
+//! the warpgroups are never forced into lockstep and one's softmax can overlap the
 //! other's wgmmas, while loads stay two tiles ahead.
 //! Per KV tile each warpgroup computes `S` (64 x BN, `D / 16` SS wgmmas), masks it (only
 //! tiles that cross `Skv` or the causal diagonal), updates the running row max `m` (in units
@@ -63,14 +63,35 @@ use flydsl_dsl::nv::{
 };
 use flydsl_dsl::*;
 
-/// Query rows per workgroup (two warpgroups of 64).
-pub const BM: u32 = 128;
+/// Consumer warpgroups (64 query rows each) per workgroup: three for `D = 64` (as FA3
+/// does: S, O and P fit in 168 registers), two for `D = 128`.
+///
+/// ```
+/// use flydsl_devtools::proof::attn_wgmma::{block_m, threads, warpgroups};
+/// assert_eq!((warpgroups(64), block_m(64), threads(64)), (3, 192, 384));
+/// assert_eq!((warpgroups(128), block_m(128), threads(128)), (2, 128, 256));
+/// ```
+pub fn warpgroups(head_dim: u32) -> u32 {
+    if head_dim == 64 {
+        3
+    } else {
+        2
+    }
+}
+
+/// Query rows per workgroup: 64 per warpgroup.
+pub fn block_m(head_dim: u32) -> u32 {
+    64 * warpgroups(head_dim)
+}
+
+/// Threads per workgroup: 128 per warpgroup.
+pub fn threads(head_dim: u32) -> u32 {
+    128 * warpgroups(head_dim)
+}
 /// Keys per KV tile.
 pub const BN: u32 = 128;
 /// K/V pipeline stages.
 pub const STAGES: u32 = 3;
-/// Threads per workgroup.
-pub const THREADS: u32 = 256;
 /// Supported head dimensions.
 pub const HEAD_DIMS: [u32; 2] = [64, 128];
 /// TMA box width (elements): one 128-byte swizzled row of a 16-bit type.
@@ -95,30 +116,35 @@ pub fn kernel_name(dt: ScalarType, head_dim: u32, causal: bool) -> String {
 /// plus 1024 bytes of alignment slack.
 ///
 /// ```
-/// assert_eq!(flydsl_devtools::proof::attn_wgmma::lds_bytes(128), 128 * 128 * 2 * 7 + 1024);
+/// use flydsl_devtools::proof::attn_wgmma::lds_bytes;
+/// assert_eq!(lds_bytes(128), (128 + 6 * 128) * 128 * 2 + 1024); // 225 KiB: fits 227 KiB
+/// assert_eq!(lds_bytes(64), (192 + 6 * 128) * 64 * 2 + 1024);
 /// ```
 pub fn lds_bytes(head_dim: u32) -> u32 {
-    (BM + 2 * STAGES * BN) * head_dim * 2 + 1024
+    (block_m(head_dim) + 2 * STAGES * BN) * head_dim * 2 + 1024
 }
 
-/// The launch grid for batch `b`, `sq` query rows and `hq` query heads.
+/// The launch grid for batch `b`, `sq` query rows, `hq` query heads and `head_dim`.
 ///
 /// ```
-/// assert_eq!(flydsl_devtools::proof::attn_wgmma::grid(2, 129, 16), [2, 16, 2]);
+/// use flydsl_devtools::proof::attn_wgmma::grid;
+/// assert_eq!(grid(2, 129, 16, 128), [2, 16, 2]);
+/// assert_eq!(grid(2, 129, 16, 64), [1, 16, 2]);
 /// ```
-pub fn grid(b: u32, sq: u32, hq: u32) -> [u32; 3] {
-    [sq.div_ceil(BM), hq, b]
+pub fn grid(b: u32, sq: u32, hq: u32, head_dim: u32) -> [u32; 3] {
+    [sq.div_ceil(block_m(head_dim)), hq, b]
 }
 
 /// Tensor-map shape `(dims, strides, boxes)` (innermost first, element strides) for a BSHD
-/// tensor `[b, s, h, d]`; `rows` is the box's row count ([`BM`] for q, [`BN`] for k and v).
+/// tensor `[b, s, h, d]`; `rows` is the box's row count ([`block_m`] for q, [`BN`] for k and
+/// v).
 ///
 /// ```
-/// use flydsl_devtools::proof::attn_wgmma::{tensor_map_dims, BM};
-/// let (dims, strides, boxes) = tensor_map_dims(2, 100, 8, 128, BM);
+/// use flydsl_devtools::proof::attn_wgmma::{block_m, tensor_map_dims};
+/// let (dims, strides, boxes) = tensor_map_dims(2, 100, 8, 128, block_m(128));
 /// assert_eq!(dims, [128, 8, 100, 2]);
 /// assert_eq!(strides, [128, 8 * 128, 100 * 8 * 128]);
-/// assert_eq!(boxes, [64, 1, BM, 1]);
+/// assert_eq!(boxes, [64, 1, 128, 1]);
 /// ```
 pub fn tensor_map_dims(
     b: u64,
@@ -171,7 +197,9 @@ pub fn build(
     }
     let d = head_dim;
     let dblocks = d / BOX_D;
-    KernelBuilder::new(&name, target, THREADS).build(|k| {
+    let bm_rows = block_m(d);
+    let nwg = warpgroups(d);
+    KernelBuilder::new(&name, target, threads(d)).build(|k| {
         let q_map = k.tensor("q_map", I8);
         let k_map = k.tensor("k_map", I8);
         let v_map = k.tensor("v_map", I8);
@@ -186,15 +214,17 @@ pub fn build(
         let bars = k.lds("kv_full", I64, STAGES);
         let empties = k.lds("kv_empty", I64, STAGES);
         let qbar = k.lds("q_full", I64, 1);
-        // Elements: Q (BM x D), then per stage K (BN x D) and V (BN x D); every D / 64
+        // Elements: Q (block_m x D), then per stage K (BN x D) and V (BN x D); every D / 64
         // column block is its own SW128 box of rows x 64.
-        let q_elems = (BM * d) as i32;
+        let q_elems = (bm_rows * d) as i32;
         let kv_elems = (BN * d) as i32;
-        let tiles =
-            k.lds_dynamic("tiles")
-                .array_aligned(dt, (BM * d + 2 * STAGES * BN * d) as i32, 1024);
+        let tiles = k.lds_dynamic("tiles").array_aligned(
+            dt,
+            (bm_rows * d + 2 * STAGES * BN * d) as i32,
+            1024,
+        );
         let stages = STAGES as i32;
-        let (bm, bn) = (BM as i32, BN as i32);
+        let (bm, bn) = (bm_rows as i32, BN as i32);
         let tid = thread_id_x();
         let wg = tid / 128;
         let w = (tid % 128) / 32;
@@ -214,7 +244,7 @@ pub fn build(
             kv_tiles
         };
 
-        let q_blk = move |j: u32| tiles.ptr_at(c_i32((j * BM * 64) as i32));
+        let q_blk = move |j: u32| tiles.ptr_at(c_i32((j * bm_rows * 64) as i32));
         let k_blk = move |s: Val, j: u32| {
             tiles.ptr_at(s * (2 * kv_elems) + (q_elems + (j * BN * 64) as i32))
         };
@@ -228,7 +258,7 @@ pub fn build(
             for s in 0..stages {
                 mbar_init(bar(c_i32(s)), 1);
                 // One arrival per consumer warpgroup (its first thread).
-                mbar_init(empty(c_i32(s)), 2);
+                mbar_init(empty(c_i32(s)), nwg);
             }
             mbar_init(qbar.ptr(), 1);
             fence_proxy_async();
@@ -361,7 +391,7 @@ pub fn build(
             let o = wgmma_wait(0, &[o])[0];
             // This warpgroup is done with stage s (its wait retired every read of it).
             if_((tid % 128).eq(c_i32(0)), || mbar_arrive(empty(s)));
-            // Refill the stage of the previous tile once both warpgroups released it.
+            // Refill the stage of the previous tile once all warpgroups released it.
             let prev = it - 1;
             let next = prev + stages;
             if_(leader & it.ge(c_i32(1)) & next.lt(n_tiles), || {
