@@ -302,8 +302,9 @@ pub fn build(
             let s = it % stages;
             mbar_wait(bar(s), (it / stages) & 1);
             // S = Q K^T for this warpgroup's 64 rows.
-            wgmma_fence();
+            // The fence orders the zeroed accumulator's register writes before the wgmmas.
             let mut sacc = splat(c_f32(0.0), sregs);
+            wgmma_fence();
             for kk in 0..d / 16 {
                 let (j, within) = (kk / 4, ((kk % 4) * 16) as i32);
                 let a = ptr_offset(q_blk(j), wg * (64 * 64) + within);
@@ -378,12 +379,13 @@ pub fn build(
                 .collect();
             let mut o = vec_of(&scaled);
             let pv = vec_of(&p);
+            let frags: Vec<Val> = (0..BN / 16).map(|kk| wgmma_a_frag(pv, kk, dt)).collect();
+            // After O's rescale and the P fragments' conversion: order them before the wgmmas.
             wgmma_fence();
             let layout = WgmmaB::MnMajor {
                 block_bytes: BN * 128,
             };
-            for kk in 0..BN / 16 {
-                let frag = wgmma_a_frag(pv, kk, dt);
+            for (kk, &frag) in (0..BN / 16).zip(&frags) {
                 let vptr = ptr_offset(v_blk(s, 0), c_i32((kk * 16 * 64) as i32));
                 o = wgmma_rs(d, frag, vptr, layout, o);
             }
