@@ -11,7 +11,9 @@
 //! `cargo run --release -p flydsl-tests --features sm90 --example attn_bench`
 //! (`ATTN_BENCH_QUICK=1` runs only the first shape of each kind.)
 
-use flydsl_devtools::proof::attn_wgmma::{self, block_m, lds_bytes, tensor_map_dims, threads, BN};
+use flydsl_devtools::proof::attn_wgmma::{
+    self, block_m, block_n, lds_bytes, tensor_map_dims, threads,
+};
 use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::timing::Timer;
 use flydsl_rt::{
@@ -112,7 +114,8 @@ fn one<T: AttnElem>(
     let mut dout = DeviceBuffer::<T>::zeroed(dev, nq).map_err(e)?;
     let mut dlse = DeviceBuffer::<f32>::zeroed(dev, b * hq * sl).map_err(e)?;
     let (qd, qs, qb) = tensor_map_dims(b as u64, sl as u64, hq as u64, d as u64, block_m(d as u32));
-    let (kd, ks, kb) = tensor_map_dims(b as u64, sl as u64, hkv as u64, d as u64, BN);
+    let (kd, ks, kb) =
+        tensor_map_dims(b as u64, sl as u64, hkv as u64, d as u64, block_n(d as u32));
     let qm = TensorMap::tiled(&dq, &qd, &qs, &qb, TmaSwizzle::B128).map_err(e)?;
     let km = TensorMap::tiled(&dk, &kd, &ks, &kb, TmaSwizzle::B128).map_err(e)?;
     let vm = TensorMap::tiled(&dv, &kd, &ks, &kb, TmaSwizzle::B128).map_err(e)?;

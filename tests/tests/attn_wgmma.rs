@@ -1,13 +1,15 @@
 //! The sm_90 FlashAttention forward proof kernel (`flydsl_devtools::proof::attn_wgmma`) on
 //! the sm90 Sim (memcheck and racecheck on) and on a CUDA GPU when present, against an f64
 //! CPU reference written here: ragged lengths, GQA, causal with `Sq > Skv` and `Sq < Skv`
-//! (fully masked rows must be zeros with LSE = -inf), both dtypes, D = 64 and 128.
+//! (fully masked rows must be zeros with LSE = -inf), both dtypes, D = 64, 128 and 256.
 //!
 //! Tolerances (`shared/facts/kernels.md`): max abs error < 1e-2 and every row's cosine
 //! similarity > 0.99; LSE atol 8e-3 (bf16) / 4e-3 (f16). With `FLYDSL_REQUIRE_GPU` set, a
 //! missing CUDA device is a failure.
 
-use flydsl_devtools::proof::attn_wgmma::{self, block_m, lds_bytes, tensor_map_dims, threads, BN};
+use flydsl_devtools::proof::attn_wgmma::{
+    self, block_m, block_n, lds_bytes, tensor_map_dims, threads,
+};
 use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::{
     Backend, Device, DeviceBuffer, Element, LaunchConfig, Stream, Target, TensorMap, TmaSwizzle,
@@ -106,7 +108,9 @@ impl AttnElem for bf16 {
             (64, false) => proof::attn_wgmma_bf16_d64_full,
             (64, true) => proof::attn_wgmma_bf16_d64_causal,
             (128, false) => proof::attn_wgmma_bf16_d128_full,
-            _ => proof::attn_wgmma_bf16_d128_causal,
+            (128, true) => proof::attn_wgmma_bf16_d128_causal,
+            (256, false) => proof::attn_wgmma_bf16_d256_full,
+            _ => proof::attn_wgmma_bf16_d256_causal,
         }
     }
 }
@@ -118,7 +122,9 @@ impl AttnElem for f16 {
             (64, false) => proof::attn_wgmma_f16_d64_full,
             (64, true) => proof::attn_wgmma_f16_d64_causal,
             (128, false) => proof::attn_wgmma_f16_d128_full,
-            _ => proof::attn_wgmma_f16_d128_causal,
+            (128, true) => proof::attn_wgmma_f16_d128_causal,
+            (256, false) => proof::attn_wgmma_f16_d256_full,
+            _ => proof::attn_wgmma_f16_d256_causal,
         }
     }
 }
@@ -153,7 +159,13 @@ fn case<T: AttnElem>(dev: &Device, sh: Shape, seed: u64) {
     let mut dout = DeviceBuffer::from_slice(dev, &vec![nan; q.len()]).unwrap();
     let mut dlse = DeviceBuffer::from_slice(dev, &vec![f32::NAN; b * hq * sq]).unwrap();
     let (qd, qs, qb) = tensor_map_dims(b as u64, sq as u64, hq as u64, d as u64, block_m(d as u32));
-    let (kd, ks, kb) = tensor_map_dims(b as u64, skv as u64, hkv as u64, d as u64, BN);
+    let (kd, ks, kb) = tensor_map_dims(
+        b as u64,
+        skv as u64,
+        hkv as u64,
+        d as u64,
+        block_n(d as u32),
+    );
     let qm = TensorMap::tiled(&dq, &qd, &qs, &qb, TmaSwizzle::B128).unwrap();
     let km = TensorMap::tiled(&dk, &kd, &ks, &kb, TmaSwizzle::B128).unwrap();
     let vm = TensorMap::tiled(&dv, &kd, &ks, &kb, TmaSwizzle::B128).unwrap();
@@ -284,6 +296,20 @@ fn causal_attention_matches_reference_including_fully_masked_rows() {
     }
 }
 
+/// D = 256 (64-key tiles, two stages, N = 256 register-A wgmma): ragged, GQA, both masks,
+/// enough KV tiles to wrap the stages.
+#[test]
+fn head_dim_256_matches_reference() {
+    for dev in devices() {
+        let mut seed = 70;
+        for &(sq, skv, causal) in &[(17, 200, false), (130, 65, true), (65, 129, true)] {
+            seed += 1;
+            case::<bf16>(&dev, shape(1, sq, skv, 2, 1, 256, causal), seed);
+            case::<f16>(&dev, shape(1, sq, skv, 1, 1, 256, causal), seed + 100);
+        }
+    }
+}
+
 /// Larger lengths on the GPU only (several KV tiles, both pipeline stages wrapping).
 #[test]
 fn attention_matches_reference_on_gpu_at_longer_sequences() {
@@ -292,7 +318,7 @@ fn attention_matches_reference_on_gpu_at_longer_sequences() {
         .filter(|d| d.backend() != Backend::Sim)
     {
         for causal in [false, true] {
-            for d in [64, 128] {
+            for d in [64, 128, 256] {
                 case::<bf16>(&dev, shape(2, 1000, 1531, 8, 2, d, causal), 7);
                 case::<f16>(&dev, shape(1, 2049, 777, 4, 4, d, causal), 8);
             }

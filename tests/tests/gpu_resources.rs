@@ -61,7 +61,7 @@ fn wgmma_gemm_has_no_spills_and_at_most_255_registers() {
 #[test]
 fn wgmma_attention_has_no_spills_and_at_most_255_registers() {
     let Some(dev) = sm90_device() else { return };
-    let ks: [&'static KernelVariants; 8] = [
+    let ks: [&'static KernelVariants; 12] = [
         &proof::ATTN_WGMMA_BF16_D64_FULL,
         &proof::ATTN_WGMMA_BF16_D64_CAUSAL,
         &proof::ATTN_WGMMA_BF16_D128_FULL,
@@ -70,6 +70,10 @@ fn wgmma_attention_has_no_spills_and_at_most_255_registers() {
         &proof::ATTN_WGMMA_F16_D64_CAUSAL,
         &proof::ATTN_WGMMA_F16_D128_FULL,
         &proof::ATTN_WGMMA_F16_D128_CAUSAL,
+        &proof::ATTN_WGMMA_BF16_D256_FULL,
+        &proof::ATTN_WGMMA_BF16_D256_CAUSAL,
+        &proof::ATTN_WGMMA_F16_D256_FULL,
+        &proof::ATTN_WGMMA_F16_D256_CAUSAL,
     ];
     for k in ks {
         let r = dev

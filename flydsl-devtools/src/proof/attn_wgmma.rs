@@ -29,7 +29,7 @@
 //! - dynamic LDS [`lds_bytes`]`(head_dim)` bytes;
 //! - tensor maps with the 128-byte swizzle (`flydsl_rt::TensorMap::tiled`): over `q`, dims
 //!   `[D, Hq, Sq, B]`, element strides `[D, Hq D, Sq Hq D]`, box `[64, 1, block_m, 1]`; over `k`
-//!   and `v`, dims `[D, Hkv, Skv, B]`, strides `[D, Hkv D, Skv Hkv D]`, box `[64, 1, BN, 1]`
+//!   and `v`, dims `[D, Hkv, Skv, B]`, strides `[D, Hkv D, Skv Hkv D]`, box `[64, 1, block_n, 1]`
 //!   (see [`tensor_map_dims`]). TMA zero-fills rows past `Sq` / `Skv`; the kernel masks keys
 //!   past `Skv` with `-inf` and guards stores of rows past `Sq`.
 //! - Limits: `D` in [`HEAD_DIMS`]; `D * 2` bytes per row (a multiple of 16, as TMA needs);
@@ -40,19 +40,20 @@
 //!
 //! One workgroup per (query tile of [`block_m`] rows, query head, batch): [`warpgroups`] consumer
 //! warpgroups of 64 rows each. Thread 0 loads the Q tile once (`D / 64` SW128 boxes of
-//! `block_m x 64`) and streams K and V tiles ([`BN`] keys, `D / 64` boxes each) through
-//! [`STAGES`] mbarrier stages (`full` barriers count the TMA bytes). When a warpgroup has
+//! `block_m x 64`) and streams K and V tiles ([`block_n`] keys, `D / 64` boxes each) through
+//! [`stages`] mbarrier stages (`full` barriers count the TMA bytes). When a warpgroup has
 //! finished a tile (`wgmma.wait_group 0` after its `P V`), its first thread arrives on the
 //! stage's `empty` barrier (one arrival per warpgroup and phase). Thread 0 refills a stage one iteration
 //! late: at the end of iteration `it` it waits for the `empty` phase of tile `it - 1` (which
-//! the other warpgroups have usually long passed) and loads tile `it - 1 + STAGES` there, so
+//! the other warpgroups have usually long passed) and loads tile `it - 1 + stages` there, so
 //! the warpgroups are never forced into lockstep and one's softmax can overlap the
-//! other's wgmmas, while loads stay two tiles ahead.
-//! Per KV tile each warpgroup computes `S` (64 x BN, `D / 16` SS wgmmas), masks it (only
+//! other's wgmmas, while loads stay two tiles ahead (`D = 256`, with two stages, refills the
+//! stage of the tile just finished instead).
+//! Per KV tile each warpgroup computes `S` (64 x block_n, `D / 16` SS wgmmas), masks it (only
 //! tiles that cross `Skv` or the causal diagonal), updates the running row max `m` (in units
 //! of `scale * log2 e`), `P = exp2(S scale_log2 - m)`, the row sums, rescales `O` by
 //! `exp2(m_old - m)` (exact; the factor is 1 when the max did not grow and 0 while a row
-//! has seen no key), and accumulates `O += P V` (`BN / 16` RS wgmmas of N = D with V
+//! has seen no key), and accumulates `O += P V` (`block_n / 16` RS wgmmas of N = D with V
 //! MN-major). Causal workgroups stop at the last KV tile the diagonal reaches. The Sim runs
 //! it (no warp specialization: every wait is reached in lockstep).
 
@@ -88,12 +89,32 @@ pub fn block_m(head_dim: u32) -> u32 {
 pub fn threads(head_dim: u32) -> u32 {
     128 * warpgroups(head_dim)
 }
-/// Keys per KV tile.
-pub const BN: u32 = 128;
-/// K/V pipeline stages.
-pub const STAGES: u32 = 3;
+/// Keys per KV tile: 128, or 64 for `D = 256` (its O accumulator takes 128 registers).
+///
+/// ```
+/// use flydsl_devtools::proof::attn_wgmma::block_n;
+/// assert_eq!((block_n(64), block_n(128), block_n(256)), (128, 128, 64));
+/// ```
+pub fn block_n(head_dim: u32) -> u32 {
+    if head_dim == 256 {
+        64
+    } else {
+        128
+    }
+}
+
+/// K/V pipeline stages: 3, or 2 for `D = 256` (what fits in 227 KiB of LDS). With 3 the
+/// refill of a stage waits one iteration late (see the module docs); with 2 it waits for the
+/// tile just consumed.
+pub fn stages(head_dim: u32) -> u32 {
+    if head_dim == 256 {
+        2
+    } else {
+        3
+    }
+}
 /// Supported head dimensions.
-pub const HEAD_DIMS: [u32; 2] = [64, 128];
+pub const HEAD_DIMS: [u32; 3] = [64, 128, 256];
 /// TMA box width (elements): one 128-byte swizzled row of a 16-bit type.
 pub const BOX_D: u32 = 64;
 
@@ -112,16 +133,17 @@ pub fn kernel_name(dt: ScalarType, head_dim: u32, causal: bool) -> String {
     )
 }
 
-/// Dynamic LDS bytes of the kernel for `head_dim`: the Q tile and `STAGES` K and V tiles,
+/// Dynamic LDS bytes of the kernel for `head_dim`: the Q tile and [`stages`] K and V tiles,
 /// plus 1024 bytes of alignment slack.
 ///
 /// ```
 /// use flydsl_devtools::proof::attn_wgmma::lds_bytes;
 /// assert_eq!(lds_bytes(128), (128 + 6 * 128) * 128 * 2 + 1024); // 225 KiB: fits 227 KiB
 /// assert_eq!(lds_bytes(64), (192 + 6 * 128) * 64 * 2 + 1024);
+/// assert_eq!(lds_bytes(256), (128 + 4 * 64) * 256 * 2 + 1024);
 /// ```
 pub fn lds_bytes(head_dim: u32) -> u32 {
-    (block_m(head_dim) + 2 * STAGES * BN) * head_dim * 2 + 1024
+    (block_m(head_dim) + 2 * stages(head_dim) * block_n(head_dim)) * head_dim * 2 + 1024
 }
 
 /// The launch grid for batch `b`, `sq` query rows, `hq` query heads and `head_dim`.
@@ -136,8 +158,8 @@ pub fn grid(b: u32, sq: u32, hq: u32, head_dim: u32) -> [u32; 3] {
 }
 
 /// Tensor-map shape `(dims, strides, boxes)` (innermost first, element strides) for a BSHD
-/// tensor `[b, s, h, d]`; `rows` is the box's row count ([`block_m`] for q, [`BN`] for k and
-/// v).
+/// tensor `[b, s, h, d]`; `rows` is the box's row count ([`block_m`] for q, [`block_n`] for k
+/// and v).
 ///
 /// ```
 /// use flydsl_devtools::proof::attn_wgmma::{block_m, tensor_map_dims};
@@ -198,6 +220,8 @@ pub fn build(
     let d = head_dim;
     let dblocks = d / BOX_D;
     let bm_rows = block_m(d);
+    let bnu = block_n(d);
+    let nst = stages(d);
     let nwg = warpgroups(d);
     KernelBuilder::new(&name, target, threads(d)).build(|k| {
         let q_map = k.tensor("q_map", I8);
@@ -211,20 +235,20 @@ pub fn build(
         let hkv = k.scalar("hkv", I32);
         let scale_log2 = k.scalar("scale_log2", F32);
         let has_lse = k.scalar("has_lse", I32);
-        let bars = k.lds("kv_full", I64, STAGES);
-        let empties = k.lds("kv_empty", I64, STAGES);
+        let bars = k.lds("kv_full", I64, nst);
+        let empties = k.lds("kv_empty", I64, nst);
         let qbar = k.lds("q_full", I64, 1);
-        // Elements: Q (block_m x D), then per stage K (BN x D) and V (BN x D); every D / 64
+        // Elements: Q (block_m x D), then per stage K (block_n x D) and V (block_n x D); every D / 64
         // column block is its own SW128 box of rows x 64.
         let q_elems = (bm_rows * d) as i32;
-        let kv_elems = (BN * d) as i32;
+        let kv_elems = (bnu * d) as i32;
         let tiles = k.lds_dynamic("tiles").array_aligned(
             dt,
-            (bm_rows * d + 2 * STAGES * BN * d) as i32,
+            (bm_rows * d + 2 * nst * bnu * d) as i32,
             1024,
         );
-        let stages = STAGES as i32;
-        let (bm, bn) = (bm_rows as i32, BN as i32);
+        let stages = nst as i32;
+        let (bm, bn) = (bm_rows as i32, bnu as i32);
         let tid = thread_id_x();
         let wg = tid / 128;
         let w = (tid % 128) / 32;
@@ -246,10 +270,10 @@ pub fn build(
 
         let q_blk = move |j: u32| tiles.ptr_at(c_i32((j * bm_rows * 64) as i32));
         let k_blk = move |s: Val, j: u32| {
-            tiles.ptr_at(s * (2 * kv_elems) + (q_elems + (j * BN * 64) as i32))
+            tiles.ptr_at(s * (2 * kv_elems) + (q_elems + (j * bnu * 64) as i32))
         };
         let v_blk = move |s: Val, j: u32| {
-            tiles.ptr_at(s * (2 * kv_elems) + (q_elems + kv_elems + (j * BN * 64) as i32))
+            tiles.ptr_at(s * (2 * kv_elems) + (q_elems + kv_elems + (j * bnu * 64) as i32))
         };
         let bar = move |s: Val| bars.ptr_at(s);
         let empty = move |s: Val| empties.ptr_at(s);
@@ -287,7 +311,7 @@ pub fn build(
         let row_in_tile = |h2: i32| wg * 64 + w * 16 + l / 4 + h2 * 8;
         let col_base = (l % 4) * 2;
         let neg_inf = c_f32(f32::NEG_INFINITY);
-        let sregs = BN / 2;
+        let sregs = bnu / 2;
         let oregs = d / 2;
         // Carried: O (<D/2 x f32>), the row maxima m0/m1 (scaled log2 units) and the
         // thread-partial row sums l0/l1.
@@ -309,7 +333,7 @@ pub fn build(
                 let (j, within) = (kk / 4, ((kk % 4) * 16) as i32);
                 let a = ptr_offset(q_blk(j), wg * (64 * 64) + within);
                 let bptr = ptr_offset(k_blk(s, j), c_i32(within));
-                sacc = wgmma(BN, a, bptr, sacc);
+                sacc = wgmma(bnu, a, bptr, sacc);
             }
             wgmma_commit();
             let sacc = wgmma_wait(0, &[sacc])[0];
@@ -347,7 +371,7 @@ pub fn build(
             let mut lsum = Vec::new();
             for h2 in 0..2u32 {
                 let mut mx = neg_inf;
-                for jj in 0..BN / 8 {
+                for jj in 0..bnu / 8 {
                     for e in 0..2 {
                         mx = mx.max(sv.at(4 * jj + 2 * h2 + e));
                     }
@@ -360,7 +384,7 @@ pub fn build(
                 let m_use = select(m_new.eq(neg_inf), c_f32(0.0), m_new);
                 let alpha = (m_old - m_use).exp2();
                 let mut sum = c_f32(0.0);
-                for jj in 0..BN / 8 {
+                for jj in 0..bnu / 8 {
                     for e in 0..2 {
                         let r = (4 * jj + 2 * h2 + e) as usize;
                         let pv = sv.at(r as u32).fma(scale_log2, c_f32(0.0) - m_use).exp2();
@@ -379,13 +403,13 @@ pub fn build(
                 .collect();
             let mut o = vec_of(&scaled);
             let pv = vec_of(&p);
-            let frags: Vec<Val> = (0..BN / 16).map(|kk| wgmma_a_frag(pv, kk, dt)).collect();
+            let frags: Vec<Val> = (0..bnu / 16).map(|kk| wgmma_a_frag(pv, kk, dt)).collect();
             // After O's rescale and the P fragments' conversion: order them before the wgmmas.
             wgmma_fence();
             let layout = WgmmaB::MnMajor {
-                block_bytes: BN * 128,
+                block_bytes: bnu * 128,
             };
-            for (kk, &frag) in (0..BN / 16).zip(&frags) {
+            for (kk, &frag) in (0..bnu / 16).zip(&frags) {
                 let vptr = ptr_offset(v_blk(s, 0), c_i32((kk * 16 * 64) as i32));
                 o = wgmma_rs(d, frag, vptr, layout, o);
             }
@@ -393,10 +417,12 @@ pub fn build(
             let o = wgmma_wait(0, &[o])[0];
             // This warpgroup is done with stage s (its wait retired every read of it).
             if_((tid % 128).eq(c_i32(0)), || mbar_arrive(empty(s)));
-            // Refill the stage of the previous tile once all warpgroups released it.
-            let prev = it - 1;
+            // Refill the stage of the previous tile (of this one with 2 stages) once all
+            // warpgroups released it.
+            let lag = if nst >= 3 { 1 } else { 0 };
+            let prev = it - lag;
             let next = prev + stages;
-            if_(leader & it.ge(c_i32(1)) & next.lt(n_tiles), || {
+            if_(leader & it.ge(c_i32(lag)) & next.lt(n_tiles), || {
                 let ps = prev % stages;
                 mbar_wait(empty(ps), (prev / stages) & 1);
                 issue(next);
@@ -451,7 +477,7 @@ pub type KernelFn = fn(Target) -> Result<Kernel, BuildError>;
 ///     assert_eq!(gen(Target::Sm90).unwrap().name, name);
 /// }
 /// ```
-pub const ALL: [(&str, KernelFn); 8] = [
+pub const ALL: [(&str, KernelFn); 12] = [
     ("attn_wgmma_bf16_d64_full", |t| build(t, BF16, 64, false)),
     ("attn_wgmma_bf16_d64_causal", |t| build(t, BF16, 64, true)),
     ("attn_wgmma_bf16_d128_full", |t| build(t, BF16, 128, false)),
@@ -460,4 +486,8 @@ pub const ALL: [(&str, KernelFn); 8] = [
     ("attn_wgmma_f16_d64_causal", |t| build(t, F16, 64, true)),
     ("attn_wgmma_f16_d128_full", |t| build(t, F16, 128, false)),
     ("attn_wgmma_f16_d128_causal", |t| build(t, F16, 128, true)),
+    ("attn_wgmma_bf16_d256_full", |t| build(t, BF16, 256, false)),
+    ("attn_wgmma_bf16_d256_causal", |t| build(t, BF16, 256, true)),
+    ("attn_wgmma_f16_d256_full", |t| build(t, F16, 256, false)),
+    ("attn_wgmma_f16_d256_causal", |t| build(t, F16, 256, true)),
 ];
