@@ -8,7 +8,10 @@ so the fastest any forward of that shape can be), and torch eager and
 torch.compile for RMSNorm / LayerNorm forward, softmax forward, autograd backward of the
 norms and torch._softmax_backward_data, on the shapes of the issues. Writes
 $OUT/peers.json (rows: op, impl, dtype, shape, median_ms, GBps).
-Usage: PYTHONUNBUFFERED=1 python3 peers.py [--quick]
+Usage: PYTHONUNBUFFERED=1 python3 peers.py [--quick] [--shape MxN]... [--dtype D]...
+`--shape` (repeatable) times those shapes for every op instead of the default lists, and
+`--dtype` (repeatable: bf16, f16, f32) only those dtypes, as `cargo xtask bench` does with
+the same flags (the backward ops then also run in the chosen dtypes).
 """
 import json
 import os
@@ -30,6 +33,27 @@ FWD_SHAPES = [(32768, 8192), (4096, 8192), (32768, 4096), (8192, 2048), (65536, 
 NORM_BWD_SHAPES = [(4096, 8192), (32768, 4096)]
 SMX_BWD_SHAPES = [(32768, 8192), (4096, 32768), (2048, 65536)]
 DT = {"bf16": torch.bfloat16, "f32": torch.float32, "f16": torch.float16}
+FWD_DTYPES = ["bf16", "f32"]
+BWD_DTYPES = ["bf16"]
+
+
+def flag_values(name):
+    """Every value of a repeatable `--name V` flag."""
+    out = []
+    for i, a in enumerate(sys.argv):
+        if a == name and i + 1 < len(sys.argv):
+            out.append(sys.argv[i + 1])
+    return out
+
+
+USER_SHAPES = [tuple(int(d) for d in s.split("x")) for s in flag_values("--shape")]
+if USER_SHAPES:
+    assert all(len(s) == 2 for s in USER_SHAPES), "--shape takes MxN"
+    FWD_SHAPES = NORM_BWD_SHAPES = SMX_BWD_SHAPES = USER_SHAPES
+USER_DTYPES = flag_values("--dtype")
+if USER_DTYPES:
+    assert all(d in DT for d in USER_DTYPES), "--dtype takes bf16, f16 or f32"
+    FWD_DTYPES = BWD_DTYPES = USER_DTYPES
 
 
 def bench(fn, rep_ms=100.0 if not QUICK else 40.0):
@@ -84,7 +108,7 @@ def main():
         torch._dynamo.reset()
         return torch.compile(f, dynamic=False)
 
-    for dt in ["bf16", "f32"]:
+    for dt in FWD_DTYPES:
         for (m, k) in FWD_SHAPES:
             if over():
                 break
@@ -110,32 +134,34 @@ def main():
             csmx = compiled(smx)
             add("softmax_fwd", "compile", dt, (m, k), bench(lambda: csmx(x)), 2 * m * k * es)
             del x
-    for (m, k) in NORM_BWD_SHAPES:
-        if over():
-            break
-        t = torch.bfloat16
-        x = torch.randn(m, k, device=DEV, dtype=t, requires_grad=True)
-        w = torch.rand(k, device=DEV, dtype=t, requires_grad=True)
-        dy = torch.randn(m, k, device=DEV, dtype=t)
-        y = F.rms_norm(x, (k,), w, 1e-6)
-        # dx written, x and dy read, dgamma: counted once each.
-        nbytes = 3 * m * k * 2 + 2 * k * 2
-        add("rmsnorm_bwd", "autograd", "bf16", (m, k),
-            bench(lambda: torch.autograd.grad(y, (x, w), dy, retain_graph=True)), nbytes)
-        bb = torch.rand(k, device=DEV, dtype=t, requires_grad=True)
-        y2 = F.layer_norm(x, (k,), w, bb, 1e-5)
-        add("layernorm_bwd", "autograd", "bf16", (m, k),
-            bench(lambda: torch.autograd.grad(y2, (x, w, bb), dy, retain_graph=True)), nbytes + k * 2)
-        del x, dy, y, y2
-    for (m, k) in SMX_BWD_SHAPES:
-        if over():
-            break
-        t = torch.bfloat16
-        y = torch.softmax(torch.randn(m, k, device=DEV, dtype=t), -1)
-        dy = torch.randn(m, k, device=DEV, dtype=t)
-        add("softmax_bwd", "eager", "bf16", (m, k),
-            bench(lambda: torch._softmax_backward_data(dy, y, -1, t)), 3 * m * k * 2)
-        del y, dy
+    for dt in BWD_DTYPES:
+        t = DT[dt]
+        es = torch.empty(0, dtype=t).element_size()
+        for (m, k) in NORM_BWD_SHAPES:
+            if over():
+                break
+            x = torch.randn(m, k, device=DEV, dtype=t, requires_grad=True)
+            w = torch.rand(k, device=DEV, dtype=t, requires_grad=True)
+            dy = torch.randn(m, k, device=DEV, dtype=t)
+            y = F.rms_norm(x, (k,), w, 1e-6)
+            # dx written, x and dy read, dgamma: counted once each.
+            nbytes = 3 * m * k * es + 2 * k * es
+            add("rmsnorm_bwd", "autograd", dt, (m, k),
+                bench(lambda: torch.autograd.grad(y, (x, w), dy, retain_graph=True)), nbytes)
+            bb = torch.rand(k, device=DEV, dtype=t, requires_grad=True)
+            y2 = F.layer_norm(x, (k,), w, bb, 1e-5)
+            add("layernorm_bwd", "autograd", dt, (m, k),
+                bench(lambda: torch.autograd.grad(y2, (x, w, bb), dy, retain_graph=True)),
+                nbytes + k * es)
+            del x, dy, y, y2
+        for (m, k) in SMX_BWD_SHAPES:
+            if over():
+                break
+            y = torch.softmax(torch.randn(m, k, device=DEV, dtype=t), -1)
+            dy = torch.randn(m, k, device=DEV, dtype=t)
+            add("softmax_bwd", "eager", dt, (m, k),
+                bench(lambda: torch._softmax_backward_data(dy, y, -1, t)), 3 * m * k * es)
+            del y, dy
     print("peers done in %.0f s" % (time.time() - T0))
 
 

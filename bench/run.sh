@@ -49,8 +49,8 @@ if [ "${SKIP_BENCH:-0}" = 1 ]; then exit 0; fi
 # The Hopper GEMM proof against torch.matmul on the same inputs (SKIP_GEMM=1 skips it;
 # GEMM_ONLY=1 stops after it).
 if [ "${SKIP_GEMM:-0}" != 1 ]; then
-  OUT="$OUT" timeout 300 ./bin/gemm_bench 2>&1 | tee "$OUT/gemm.log"
-  OUT="$OUT" timeout 300 python3 peers_gemm.py 2>&1 | tee -a "$OUT/gemm.log"
+  OUT="$OUT" timeout 600 ./bin/gemm_bench 2>&1 | tee "$OUT/gemm.log"
+  OUT="$OUT" timeout 600 python3 peers_gemm.py 2>&1 | tee -a "$OUT/gemm.log"
 fi
 if [ "${GEMM_ONLY:-0}" = 1 ]; then exit 0; fi
 # The Hopper attention proof against torch SDPA (flash and cuDNN backends, each forced) on the
@@ -67,10 +67,11 @@ if [ "${SKIP_SWEEP:-0}" != 1 ]; then
   timeout 150 ./bin/fwd_sweep 2>&1 | tee "$OUT/sweep.log"
 fi
 ./bin/launch_overhead 2>&1 | tee "$OUT/launch.log"
-./bin/xtask bench --backend cuda --json "$OUT/ours.json" 2>&1 | tee "$OUT/bench.log"
+# BENCH_ARGS (e.g. "--shape 3000x5000 --dtype bf16") goes to both our bench and the peers.
+./bin/xtask bench --backend cuda --family "${BENCH_FAMILY:-all}" ${BENCH_ARGS:-} --json "$OUT/ours.json" 2>&1 | tee "$OUT/bench.log"
 # The same bench with the keep-in-L2 hint off everywhere (A/B of the hint; SKIP_AB=1 skips).
 if [ "${SKIP_AB:-0}" != 1 ]; then
-  FLYDSL_KEEP_L2=0 ./bin/xtask bench --backend cuda --json "$OUT/ours_no_keep_l2.json" > "$OUT/bench_no_keep_l2.log" 2>&1
+  FLYDSL_KEEP_L2=0 ./bin/xtask bench --backend cuda --family "${BENCH_FAMILY:-all}" ${BENCH_ARGS:-} --json "$OUT/ours_no_keep_l2.json" > "$OUT/bench_no_keep_l2.log" 2>&1
 fi
-python3 peers.py 2>&1 | tee -a "$OUT/bench.log"
+python3 peers.py ${BENCH_ARGS:-} 2>&1 | tee -a "$OUT/bench.log"
 python3 compare.py "$OUT"

@@ -3,18 +3,19 @@
 //!
 //! A is M x K and B is N x K, both row-major (K contiguous: the layout of activations and of
 //! a linear layer's weight); bias is [N] and C is M x N row-major, all in the input dtype.
-//! Each workgroup computes one `BM` x `BN` tile with two warpgroups (64 rows each); the
+//! Each workgroup computes one `bm` x `bn` tile of its `Tile` config with one warpgroup per
+//! 64 rows; the
 //! workgroups walk the tiles in groups of `GROUP_M` tile rows so that neighbours share A
 //! and B in L2. Thread 0 refills stage `kt + STAGES - 1` once every warpgroup has finished
 //! reading it (a workgroup barrier after `wgmma.wait_group 1`).
 //!
-//! Host side (`src/lib.rs`): tensor maps over A (`dims [K, M]`, `boxes [BK, BM]`) and B
-//! (`[K, N]`, `[BK, BN]`) with the 128-byte swizzle, `THREADS` threads, `LDS_BYTES` of
-//! dynamic LDS, one workgroup per tile. K must be a multiple of 8 (TMA row strides are
+//! Host side (`src/lib.rs`): tensor maps over A (`dims [K, M]`, `boxes [BK, bm]`) and B
+//! (`[K, N]`, `[BK, bn]`) with the 128-byte swizzle, `tile.threads()` threads,
+//! `tile.lds_bytes()` of dynamic LDS, one workgroup per tile. K must be a multiple of 8 (TMA row strides are
 //! 16-byte multiples); M and N are free (TMA zero-fills past the edges, the epilogue guards).
 //! The kernel's index arithmetic is i32 except C offsets (i64): M, N, K < 2^31 - 2^16.
 
-use crate::table::{kernel_name, Epilogue, BK, BM, BN, GROUP_M, STAGES, STAGE_BYTES, THREADS};
+use crate::table::{kernel_name, Epilogue, Tile, BK, GROUP_M, STAGES};
 use crate::DType;
 use flydsl_dsl::ir::{Kernel, ScalarType::*, Target};
 use flydsl_dsl::nv::{
@@ -24,7 +25,7 @@ use flydsl_dsl::nv::{
 use flydsl_dsl::*;
 
 /// The epilogue on one f32 accumulator; `bias` loads this column's bias as f32.
-fn epilogue(epi: Epilogue, v: Val, bias: impl FnOnce() -> Val) -> Val {
+pub(crate) fn epilogue(epi: Epilogue, v: Val, bias: impl FnOnce() -> Val) -> Val {
     if !epi.has_bias() {
         return v;
     }
@@ -43,10 +44,12 @@ fn epilogue(epi: Epilogue, v: Val, bias: impl FnOnce() -> Val) -> Val {
     }
 }
 
-/// The kernel for `dt` (bf16 or f16) and `epi` (sm_90 only).
-pub fn build(target: Target, dt: DType, epi: Epilogue) -> Result<Kernel, BuildError> {
+/// The kernel for `dt` (bf16 or f16), `epi` and `tile` (sm_90 only).
+pub fn build(target: Target, dt: DType, epi: Epilogue, tile: Tile) -> Result<Kernel, BuildError> {
     let st = dt.scalar();
-    KernelBuilder::new(&kernel_name(dt, epi), target, THREADS).build(|k| {
+    let (bm, bn) = (tile.bm, tile.bn);
+    let stage_bytes = tile.stage_bytes();
+    KernelBuilder::new(&kernel_name(dt, epi, tile), target, tile.threads()).build(|k| {
         let a_map = k.tensor("a_map", I8);
         let b_map = k.tensor("b_map", I8);
         let bias = k.tensor("bias", st);
@@ -57,26 +60,26 @@ pub fn build(target: Target, dt: DType, epi: Epilogue) -> Result<Kernel, BuildEr
         let bars = k.lds("full", I64, STAGES);
         let tiles = k
             .lds_dynamic("tiles")
-            .array_aligned(st, STAGES * STAGE_BYTES / 2, 1024);
+            .array_aligned(st, STAGES * stage_bytes / 2, 1024);
         let (stages, bk) = (STAGES as i32, BK as i32);
         let tid = thread_id_x();
         let wg = tid / 128;
 
         // Grouped tile order.
         let pid = block_id_x();
-        let tiles_m = (m + (BM as i32 - 1)) / BM as i32;
-        let tiles_n = (n + (BN as i32 - 1)) / BN as i32;
+        let tiles_m = (m + (bm as i32 - 1)) / bm as i32;
+        let tiles_n = (n + (bn as i32 - 1)) / bn as i32;
         let group = tiles_n * GROUP_M as i32;
         let first_m = (pid / group) * GROUP_M as i32;
         let gsize = (tiles_m - first_m).min(GROUP_M as i32);
         let tm = first_m + (pid % group) % gsize;
         let tn = (pid % group) / gsize;
-        let (m0, n0) = (tm * BM as i32, tn * BN as i32);
+        let (m0, n0) = (tm * bm as i32, tn * bn as i32);
         let ktiles = (kd + (bk - 1)) / bk;
 
-        let stage_elems = (STAGE_BYTES / 2) as i32;
+        let stage_elems = (stage_bytes / 2) as i32;
         let a_tile = move |s: Val| tiles.ptr_at(s * stage_elems);
-        let b_tile = move |s: Val| tiles.ptr_at(s * stage_elems + (BM * BK) as i32);
+        let b_tile = move |s: Val| tiles.ptr_at(s * stage_elems + (bm * BK) as i32);
         let bar = move |s: Val| bars.ptr_at(s);
         let leader = tid.eq(0);
         if_(leader, || {
@@ -88,7 +91,7 @@ pub fn build(target: Target, dt: DType, epi: Epilogue) -> Result<Kernel, BuildEr
         barrier();
         let issue = move |kt: Val| {
             let s = kt % stages;
-            mbar_arrive_expect_tx(bar(s), c_i32(STAGE_BYTES as i32));
+            mbar_arrive_expect_tx(bar(s), c_i32(stage_bytes as i32));
             tma_load(a_map.ptr(), a_tile(s), bar(s), &[kt * bk, m0]);
             tma_load(b_map.ptr(), b_tile(s), bar(s), &[kt * bk, n0]);
         };
@@ -96,7 +99,7 @@ pub fn build(target: Target, dt: DType, epi: Epilogue) -> Result<Kernel, BuildEr
             for_range_(c_i32(0), ktiles.min(stages - 1), c_i32(1), issue);
         });
 
-        let zero = splat(c_f32(0.0), BN / 2);
+        let zero = splat(c_f32(0.0), bn / 2);
         let acc = for_range(c_i32(0), ktiles, c_i32(1), &[zero], |kt, carried| {
             let s = kt % stages;
             mbar_wait(bar(s), (kt / stages) & 1);
@@ -109,7 +112,7 @@ pub fn build(target: Target, dt: DType, epi: Epilogue) -> Result<Kernel, BuildEr
                 // The kk-th 16-wide K slice of both tiles.
                 let a = ptr_offset(a_rows, c_i32(kk * 16));
                 let b = ptr_offset(b_rows, c_i32(kk * 16));
-                acc = wgmma(BN, a, b, acc);
+                acc = wgmma(bn, a, b, acc);
             }
             wgmma_commit();
             let acc = wgmma_wait(1, &[acc])[0];
@@ -122,7 +125,7 @@ pub fn build(target: Target, dt: DType, epi: Epilogue) -> Result<Kernel, BuildEr
         let acc = wgmma_wait(0, &acc)[0];
 
         // Epilogue: thread (warp w, lane l) holds rows 16w + l/4 (+8) and column pairs
-        // 8j + 2(l%4) of its warpgroup's 64 x BN block.
+        // 8j + 2(l%4) of its warpgroup's 64 x bn block.
         let w = (tid % 128) / 32;
         let l = tid % 32;
         let row0 = m0 + wg * 64 + w * 16 + l / 4;
@@ -132,7 +135,7 @@ pub fn build(target: Target, dt: DType, epi: Epilogue) -> Result<Kernel, BuildEr
             let row = row0 + h * 8;
             if_(row.lt(m), || {
                 let base = row.cast(I64) * n64;
-                for j in 0..(BN / 8) as i32 {
+                for j in 0..(bn / 8) as i32 {
                     for e in 0..2i32 {
                         let col = col0 + (j * 8 + e);
                         if_(col.lt(n), || {

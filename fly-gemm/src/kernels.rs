@@ -1,12 +1,13 @@
 //! The kernels this crate's build script generated: variant tables, typed launchers and the
-//! typed dispatch table `WGMMA` (per dtype, one entry per epilogue, keyed by its index).
+//! typed dispatch tables `WGMMA` (per dtype, keyed by `table::key16`) and
+//! `WGMMA_SCALED` (per output dtype, keyed by `table::scaled_key`).
 
 use flydsl_rt::{DeviceBuffer, Element, ElementMap, LaunchConfig, Launchers, Result, Stream};
 
 /// Generated variant tables (`GEMM_WGMMA_...`), launchers and the dispatch table.
 #[allow(missing_docs, dead_code, clippy::all)]
 pub(crate) mod generated {
-    use super::WgmmaLaunchers;
+    use super::{ScaledLaunchers, WgmmaLaunchers};
     include!(concat!(env!("OUT_DIR"), "/flydsl_kernels.rs"));
 }
 
@@ -23,18 +24,46 @@ pub(crate) type WgmmaFn<T> = unsafe fn(
     i32,
 ) -> Result<()>;
 
-/// Hopper launchers of elements `T`, keyed by epilogue index.
+/// Hopper launchers of elements `T`, keyed by `table::key16` (epilogue and tile).
 pub(crate) struct WgmmaLaunchers;
 impl ElementMap for WgmmaLaunchers {
     type Of<T: Element> = Launchers<usize, WgmmaFn<T>>;
 }
 
-/// The Hopper launcher of `epilogue` for `T`, if this dtype has one.
+/// The Hopper launcher of `key` (`table::key16`) for `T`, if this dtype has one.
 pub(crate) fn wgmma<T: Element>(
-    epilogue: usize,
+    key: usize,
 ) -> Option<&'static flydsl_rt::Launcher<usize, WgmmaFn<T>>> {
     let t = generated::WGMMA.get::<T>();
-    t.binary_search_by_key(&epilogue, |l| l.key)
-        .ok()
-        .map(|i| &t[i])
+    t.binary_search_by_key(&key, |l| l.key).ok().map(|i| &t[i])
+}
+
+/// A scaled Hopper launcher:
+/// `(stream, cfg, a_map, b_map, scale_a, scale_b, bias, c, m, n, k)`.
+pub(crate) type ScaledFn<T> = unsafe fn(
+    &Stream,
+    LaunchConfig,
+    &DeviceBuffer<i8>,
+    &DeviceBuffer<i8>,
+    &DeviceBuffer<f32>,
+    &DeviceBuffer<f32>,
+    &DeviceBuffer<T>,
+    &mut DeviceBuffer<T>,
+    i32,
+    i32,
+    i32,
+) -> Result<()>;
+
+/// Scaled Hopper launchers of output elements `T`, keyed by `table::scaled_key`.
+pub(crate) struct ScaledLaunchers;
+impl ElementMap for ScaledLaunchers {
+    type Of<T: Element> = Launchers<usize, ScaledFn<T>>;
+}
+
+/// The scaled Hopper launcher of `key` (`table::scaled_key`) for output `T`, if any.
+pub(crate) fn wgmma_scaled<T: Element>(
+    key: usize,
+) -> Option<&'static flydsl_rt::Launcher<usize, ScaledFn<T>>> {
+    let t = generated::WGMMA_SCALED.get::<T>();
+    t.binary_search_by_key(&key, |l| l.key).ok().map(|i| &t[i])
 }

@@ -7,8 +7,11 @@
 //!
 //! What exists so far: the NVIDIA Hopper kernel (sm_90a: TMA-fed multi-stage mbarrier
 //! pipeline into wgmma, 128 x 256 x 64 tiles; `kernels/wgmma.rs`), which also runs on the
-//! sm90 Sim. fp8 / int8 with scales, the preshuffled B layout and the AMD targets are not
-//! built yet: a call on a device without a kernel is a clear error.
+//! sm90 Sim, and its 8-bit form [`gemm_scaled`] (fp8 e4m3fn or int8 inputs with per-row
+//! `scale_a` and per-column `scale_b`, bf16 or f16 output; 128 x 256 x 128 tiles of k32
+//! wgmma; `kernels/wgmma_scaled.rs`) with the host quantization helpers
+//! ([`quantize_rows`], [`dequantize_rows`]). The preshuffled B layout and the AMD targets
+//! are not built yet: a call on a device without a kernel is a clear error.
 //!
 //! ```
 //! use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target};
@@ -27,7 +30,13 @@
 //! ```
 
 mod kernels;
+mod quant;
+mod scaled;
 pub mod table;
+
+pub use quant::{dequantize_rows, quantize_rows, quantize_rows_into, QuantElement};
+pub use scaled::{gemm_scaled, gemm_scaled_with};
+pub use table::{Epilogue, Quant, Tile};
 
 use flydsl_rt::validate::Call;
 /// The workspace's dtype enum (the build script shares `table.rs` through it).
@@ -35,7 +44,6 @@ pub use flydsl_rt::DType;
 use flydsl_rt::{
     DeviceBuffer, Element, LaunchConfig, Result, Stream, Target, TensorMap, TmaSwizzle,
 };
-pub use table::Epilogue;
 
 /// The shape and epilogue of one [`gemm`] call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -61,6 +69,10 @@ pub const MAX_DIM: usize = i32::MAX as usize - 65536;
 /// `C = epilogue(A * B^T)` on `stream`: see the crate docs for the layouts. `bias` is
 /// required exactly when the epilogue has one ([`Epilogue::has_bias`]).
 ///
+/// The tile config comes from [`Tile::pick`]: 128 x 256 when that makes at least
+/// [`table::FILL_TILES`] workgroups, else 128 x 128, else 64 x 64 (small M is memory-bound:
+/// more, smaller workgroups read B with more SMs); [`gemm_with_tile`] pins one.
+///
 /// Errors (before anything is written): a length other than `m * k` (A), `n * k` (B),
 /// `m * n` (C) or `n` (bias), a missing or unexpected bias, `n` or `k` of 0, `k` not a
 /// multiple of 8 (TMA row strides are 16-byte multiples: pad K with zeros), a dimension past
@@ -73,7 +85,63 @@ pub fn gemm<T: Element>(
     c: &mut DeviceBuffer<T>,
     args: GemmArgs,
 ) -> Result<()> {
-    let call = Call::new("fly_gemm::gemm");
+    let tile = Tile::pick(args.m, args.n);
+    gemm_run("fly_gemm::gemm", stream, a, b, bias, c, args, tile)
+}
+
+/// [`gemm`] with a pinned tile config (one of [`table::TILES`]) instead of the
+/// dispatcher's ([`Tile::pick`]): for benchmarks and callers who tune their own shapes.
+/// Every config is correct at every shape [`gemm`] accepts.
+///
+/// Errors: those of [`gemm`], and a `tile` that is not in [`table::TILES`].
+///
+/// ```
+/// use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target};
+/// use fly_gemm::{gemm_with_tile, table::TILES, Epilogue, GemmArgs};
+/// let dev = Device::sim(Target::Sm90);
+/// let s = dev.stream()?;
+/// let (m, n, k) = (2, 16, 8);
+/// let a = DeviceBuffer::from_slice(&dev, &vec![bf16::ONE; m * k])?;
+/// let b = DeviceBuffer::from_slice(&dev, &vec![bf16::from_f32(0.5); n * k])?;
+/// let mut c = DeviceBuffer::<bf16>::zeroed(&dev, m * n)?;
+/// let args = GemmArgs { m, n, k, epilogue: Epilogue::None };
+/// gemm_with_tile(&s, &a, &b, None, &mut c, args, TILES[2])?;
+/// assert!(c.to_vec()?.iter().all(|x| x.to_f32() == 4.0));
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+pub fn gemm_with_tile<T: Element>(
+    stream: &Stream,
+    a: &DeviceBuffer<T>,
+    b: &DeviceBuffer<T>,
+    bias: Option<&DeviceBuffer<T>>,
+    c: &mut DeviceBuffer<T>,
+    args: GemmArgs,
+    tile: Tile,
+) -> Result<()> {
+    let op = "fly_gemm::gemm_with_tile";
+    if !table::TILES.contains(&tile) {
+        return Err(Call::new(op).error(
+            "tile",
+            format_args!("{tile:?}"),
+            "not one of the built tile configs",
+            format_args!("pass one of fly_gemm::table::TILES: {:?}", table::TILES),
+        ));
+    }
+    gemm_run(op, stream, a, b, bias, c, args, tile)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn gemm_run<T: Element>(
+    op: &'static str,
+    stream: &Stream,
+    a: &DeviceBuffer<T>,
+    b: &DeviceBuffer<T>,
+    bias: Option<&DeviceBuffer<T>>,
+    c: &mut DeviceBuffer<T>,
+    args: GemmArgs,
+    tile: Tile,
+) -> Result<()> {
+    let call = Call::new(op);
     let GemmArgs { m, n, k, epilogue } = args;
     for (name, v) in [("m", m), ("n", n), ("k", k)] {
         call.at_most(name, v, MAX_DIM, "split the GEMM")?;
@@ -122,7 +190,7 @@ pub fn gemm<T: Element>(
         (false, None) => {}
     }
     let target = stream.device().target();
-    let launcher = match kernels::wgmma::<T>(epilogue.index()) {
+    let launcher = match kernels::wgmma::<T>(table::key16(epilogue, tile)) {
         Some(l) if target == Target::Sm90 => l,
         _ => {
             return Err(call.error(
@@ -138,10 +206,10 @@ pub fn gemm<T: Element>(
         return Ok(());
     }
     let (m64, n64, k64) = (m as u64, n as u64, k as u64);
-    let (bk, bm, bn) = (table::BK, table::BM, table::BN);
+    let (bk, bm, bn) = (table::BK, tile.bm, tile.bn);
     let a_map = TensorMap::tiled(a, &[k64, m64], &[k64], &[bk, bm], TmaSwizzle::B128)?;
     let b_map = TensorMap::tiled(b, &[k64, n64], &[k64], &[bk, bn], TmaSwizzle::B128)?;
-    let tiles = m.div_ceil(bm as usize) * n.div_ceil(bn as usize);
+    let tiles = tile.tiles(m, n);
     let grid = u32::try_from(tiles).map_err(|_| {
         call.error(
             "m, n",
@@ -150,7 +218,7 @@ pub fn gemm<T: Element>(
             "split the GEMM along M",
         )
     })?;
-    let cfg = LaunchConfig::linear(grid, table::THREADS).with_dynamic_lds(table::LDS_BYTES);
+    let cfg = LaunchConfig::linear(grid, tile.threads()).with_dynamic_lds(tile.lds_bytes());
     // Without a bias the kernel never reads it: pass C's buffer (any T buffer will do).
     let bias_buf: &DeviceBuffer<T> = match bias {
         Some(b) => b,
@@ -178,10 +246,12 @@ pub fn gemm<T: Element>(
     Ok(())
 }
 
-/// Every kernel of this crate with its name (for structural tests and inspection).
+/// Every kernel of this crate with its name (for structural tests and inspection): the
+/// 16-bit kernels (bf16, f16 x 3 tile configs x 5 epilogues), then the 8-bit ones (bf16,
+/// f16 output x 3 tile configs x e4m3fn, i8 input x 5 epilogues).
 ///
 /// ```
-/// assert_eq!(fly_gemm::kernel_variants().len(), 10);
+/// assert_eq!(fly_gemm::kernel_variants().len(), 90);
 /// ```
 pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariants)> {
     let mut v = Vec::new();
@@ -192,6 +262,18 @@ pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariant
         v.push((l.kernel.name, l.kernel));
     }
     for l in kernels::generated::WGMMA
+        .get::<flydsl_rt::half::f16>()
+        .iter()
+    {
+        v.push((l.kernel.name, l.kernel));
+    }
+    for l in kernels::generated::WGMMA_SCALED
+        .get::<flydsl_rt::half::bf16>()
+        .iter()
+    {
+        v.push((l.kernel.name, l.kernel));
+    }
+    for l in kernels::generated::WGMMA_SCALED
         .get::<flydsl_rt::half::f16>()
         .iter()
     {

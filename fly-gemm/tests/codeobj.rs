@@ -9,7 +9,12 @@ use flydsl_ir::Target;
 #[test]
 fn hopper_kernels_have_the_tma_wgmma_pipeline() {
     let variants = fly_gemm::kernel_variants();
-    assert_eq!(variants.len(), 10, "bf16 and f16 x 5 epilogues");
+    assert_eq!(
+        variants.len(),
+        90,
+        "(bf16, f16) x 3 tile configs x 5 epilogues, then (bf16, f16 out) x 3 tile configs x \
+         (e4m3fn, i8 in) x 5 epilogues"
+    );
     let mut seen = 0;
     for (name, k) in variants {
         assert_eq!(
@@ -25,11 +30,34 @@ fn hopper_kernels_have_the_tma_wgmma_pipeline() {
             let text = std::str::from_utf8(code).unwrap();
             assert!(text.contains(".target sm_90a"), "{name}: not sm_90a");
             assert!(text.contains(".version 8.4"), "{name}: not PTX ISA 8.4");
-            let mma = if name.contains("f16") && !name.contains("bf16") {
-                "f16.f16"
+            // The wgmma form and how many of them one K step (one pipeline stage) issues:
+            // BK / 16 = 4 k16 wgmmas of 16-bit tiles, BK8 / 32 = 4 k32 wgmmas of 8-bit ones.
+            // The tile configs other than the first end in `_m{bm}n{bn}`.
+            let bn = fly_gemm::table::TILES
+                .iter()
+                .find(|t| name.ends_with(&t.suffix()) && !t.suffix().is_empty())
+                .map_or(256, |t| t.bn);
+            let (mma, per_step) = if name.contains("_e4m3fn_") {
+                (
+                    format!("m64n{bn}k32.f32.e4m3.e4m3"),
+                    fly_gemm::table::BK8 / 32,
+                )
+            } else if name.contains("_i8_") {
+                (format!("m64n{bn}k32.s32.s8.s8"), fly_gemm::table::BK8 / 32)
+            } else if name.contains("f16") && !name.contains("bf16") {
+                (format!("m64n{bn}k16.f32.f16.f16"), fly_gemm::table::BK / 16)
             } else {
-                "bf16.bf16"
+                (
+                    format!("m64n{bn}k16.f32.bf16.bf16"),
+                    fly_gemm::table::BK / 16,
+                )
             };
+            let mma = format!("wgmma.mma_async.sync.aligned.{mma} ");
+            assert_eq!(
+                text.matches(&mma).count(),
+                per_step as usize,
+                "{name}: `{mma}` per K step (the loop body is one stage)"
+            );
             for (ins, at_least) in [
                 ("cp.async.bulk.tensor.2d", 2),
                 ("mbarrier.init", 1),
@@ -37,10 +65,6 @@ fn hopper_kernels_have_the_tma_wgmma_pipeline() {
                 ("mbarrier.try_wait.parity", 1),
                 ("fence.proxy.async", 1),
                 ("wgmma.fence", 1),
-                (
-                    &format!("wgmma.mma_async.sync.aligned.m64n256k16.f32.{mma}"),
-                    4,
-                ),
                 ("wgmma.commit_group", 1),
                 ("wgmma.wait_group", 2),
             ] {

@@ -6,7 +6,8 @@
 //! exact in f32 and, without an activation, C must equal the rounded exact result bit for
 //! bit. The activations use approximate exp2/rcp: they are checked to a tolerance.
 
-use fly_gemm::{gemm, Epilogue, GemmArgs};
+use fly_gemm::table::{Tile, TILES};
+use fly_gemm::{gemm, gemm_with_tile, Epilogue, GemmArgs};
 use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::{Backend, Device, DeviceBuffer, Element, Target};
 use flydsl_testutil::gemm::{gemm_ref, Act};
@@ -37,7 +38,18 @@ fn act(e: Epilogue) -> Act {
     }
 }
 
-fn case<T: Element>(dev: &Device, (m, n, k): (usize, usize, usize), epi: Epilogue, seed: u64) {
+fn case<T: Element>(dev: &Device, shape: (usize, usize, usize), epi: Epilogue, seed: u64) {
+    case_with::<T>(dev, shape, epi, seed, None)
+}
+
+/// One call (through the dispatcher, or with `tile` pinned) against the reference.
+fn case_with<T: Element>(
+    dev: &Device,
+    (m, n, k): (usize, usize, usize),
+    epi: Epilogue,
+    seed: u64,
+    tile: Option<Tile>,
+) {
     let mut rng = Rng::new(seed);
     let a = halves::<T>(&mut rng, m * k);
     let b = halves::<T>(&mut rng, n * k);
@@ -63,14 +75,11 @@ fn case<T: Element>(dev: &Device, (m, n, k): (usize, usize, usize), epi: Epilogu
         k,
         epilogue: epi,
     };
-    gemm(
-        &s,
-        &da,
-        &db,
-        epi.has_bias().then_some(&dbias),
-        &mut dc,
-        args,
-    )
+    let bias_arg = epi.has_bias().then_some(&dbias);
+    match tile {
+        None => gemm(&s, &da, &db, bias_arg, &mut dc, args),
+        Some(t) => gemm_with_tile(&s, &da, &db, bias_arg, &mut dc, args, t),
+    }
     .unwrap();
     let c = dc.to_vec().unwrap();
     for i in 0..m {
@@ -78,7 +87,7 @@ fn case<T: Element>(dev: &Device, (m, n, k): (usize, usize, usize), epi: Epilogu
             let (got, w) = (c[i * n + j].to_f32() as f64, want[i * n + j]);
             let ctx = || {
                 format!(
-                    "{} {:?} {m}x{n}x{k} {epi:?}: C[{i}][{j}] = {got}, want {w}",
+                    "{} {:?} {m}x{n}x{k} {epi:?} {tile:?}: C[{i}][{j}] = {got}, want {w}",
                     dev.name(),
                     T::DTYPE
                 )
@@ -108,6 +117,25 @@ fn exact_at_ragged_shapes_in_both_dtypes() {
         if dev.backend() != Backend::Sim {
             case::<bf16>(&dev, (1000, 520, 1032), Epilogue::None, 4);
             case::<bf16>(&dev, (4096, 4096, 1024), Epilogue::None, 5);
+        }
+    }
+}
+
+#[test]
+fn every_tile_config_is_exact_at_ragged_shapes() {
+    // M past one 64- and 128-row tile, N a multiple of 8 but of no tile's N, K past one
+    // 64-element stage; M in {1, 16, 33} too.
+    for dev in devices() {
+        for (i, tile) in TILES.into_iter().enumerate() {
+            let seed = 40 + 10 * i as u64;
+            for (j, shape) in [(1, 80, 72), (130, 264, 200), (16, 40, 8), (33, 16, 136)]
+                .into_iter()
+                .enumerate()
+            {
+                let s = seed + j as u64;
+                case_with::<bf16>(&dev, shape, Epilogue::None, s, Some(tile));
+                case_with::<f16>(&dev, shape, Epilogue::BiasRelu, s + 5, Some(tile));
+            }
         }
     }
 }
@@ -209,6 +237,14 @@ fn bad_arguments_are_errors_that_write_nothing() {
         );
         assert_eq!(c.to_vec().unwrap(), sentinel, "{what}: C was written");
     }
+    // A pinned tile config that was not built.
+    let mut c = DeviceBuffer::from_slice(&dev, &sentinel).unwrap();
+    let bad = Tile { bm: 64, bn: 256 };
+    let e = gemm_with_tile(&s, &a, &b, None, &mut c, ok, bad)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("fly_gemm::gemm_with_tile: `tile`"), "{e}");
+    assert_eq!(c.to_vec().unwrap(), sentinel);
     // A target without a kernel.
     let amd = Device::new_sim(Target::Gfx942);
     let s2 = amd.stream().unwrap();

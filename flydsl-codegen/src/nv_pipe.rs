@@ -115,26 +115,35 @@ pub(crate) fn lower(f: &mut Func, op: &Op, nv: &NvOp) -> Result<(), LowerError> 
         NvOp::Wgmma { n, a, b, acc } => {
             let da = descriptor(f, *a)?;
             let db = descriptor(f, *b)?;
-            let elem = match f.ty(*a)? {
-                Type::Ptr(_, ScalarType::F16) => "f16",
-                Type::Ptr(_, ScalarType::BF16) => "bf16",
+            // (operand type, accumulator type, the operands after the descriptors): 16-bit
+            // forms take scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b; fp8
+            // forms have no transpose immediates; s8 takes scale-d alone.
+            let ta = f.ty(*a)?;
+            let (elem, dty, tail) = match ta {
+                Type::Ptr(_, ScalarType::F16) => ("f16", "f32", "1, 1, 1, 0, 0"),
+                Type::Ptr(_, ScalarType::BF16) => ("bf16", "f32", "1, 1, 1, 0, 0"),
+                Type::Ptr(_, ScalarType::F8E4M3FN) => ("e4m3", "f32", "1, 1, 1"),
+                Type::Ptr(_, ScalarType::F8E5M2) => ("e5m2", "f32", "1, 1, 1"),
+                Type::Ptr(_, ScalarType::I8) => ("s8", "s32", "1"),
                 t => return Err(f.err(format!("wgmma operand of type {t}"))),
             };
+            let k = ta.elem().map_or(16, flydsl_ir::wgmma_k);
             let regs = (n / 2) as usize;
             let text = format!(
-                "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{elem}.{elem} {{{}}}, ${}, ${}, 1, 1, 1, 0, 0;",
+                "wgmma.mma_async.sync.aligned.m64n{n}k{k}.{dty}.{elem}.{elem} {{{}}}, ${}, ${}, {tail};",
                 (0..regs).map(|i| format!("${i}")).collect::<Vec<_>>().join(", "),
                 regs,
                 regs + 1
             );
             let acc_in = f.get(*acc)?;
-            let out = tied_asm(
+            let out = tied_asm_of(
                 f,
                 &text,
                 regs,
                 &acc_in,
                 &[format!("i64 {da}"), format!("i64 {db}")],
                 "l,l",
+                dty == "s32",
             );
             f.def(op.results[0], out);
         }
@@ -183,20 +192,23 @@ pub(crate) fn lower(f: &mut Func, op: &Op, nv: &NvOp) -> Result<(), LowerError> 
             for (&v, &r) in values.iter().zip(&op.results) {
                 let ty = f.ty(v)?;
                 let regs = ty.lanes() as usize;
+                let int = ty.value_elem() == Some(ScalarType::I32);
+                let (lt, c) = if int { ("i32", "r") } else { ("float", "f") };
                 let x = f.get(v)?;
                 let out = if regs == 1 {
                     f.inst(format!(
-                        "call float asm sideeffect \"wgmma.wait_group.sync.aligned {pending};\", \
-                         \"=f,0,~{{memory}}\"(float {x})"
+                        "call {lt} asm sideeffect \"wgmma.wait_group.sync.aligned {pending};\", \
+                         \"={c},0,~{{memory}}\"({lt} {x})"
                     ))
                 } else {
-                    tied_asm(
+                    tied_asm_of(
                         f,
                         &format!("wgmma.wait_group.sync.aligned {pending};"),
                         regs,
                         &x,
                         &[],
                         "",
+                        int,
                     )
                 };
                 f.def(r, out);
@@ -312,6 +324,7 @@ pub(crate) fn lower(f: &mut Func, op: &Op, nv: &NvOp) -> Result<(), LowerError> 
 /// An asm statement whose first `regs` outputs are the f32 lanes of the vector `acc`
 /// (`<regs x float>`), tied to the same inputs, after `extra` inputs (constraints
 /// `extra_cons`). Returns the new vector.
+#[allow(dead_code)]
 fn tied_asm(
     f: &mut Func,
     text: &str,
@@ -320,19 +333,34 @@ fn tied_asm(
     extra: &[String],
     extra_cons: &str,
 ) -> String {
-    let vt = format!("<{regs} x float>");
+    tied_asm_of(f, text, regs, acc, extra, extra_cons, false)
+}
+
+/// [`tied_asm`] over f32 lanes (`int` false: `<regs x float>`, constraint `f`) or i32
+/// lanes (`int` true: `<regs x i32>`, constraint `r`, the s32 accumulators of s8 wgmma).
+fn tied_asm_of(
+    f: &mut Func,
+    text: &str,
+    regs: usize,
+    acc: &str,
+    extra: &[String],
+    extra_cons: &str,
+    int: bool,
+) -> String {
+    let (et, c) = if int { ("i32", "=r") } else { ("float", "=f") };
+    let vt = format!("<{regs} x {et}>");
     let mut args: Vec<String> = extra.to_vec();
     for i in 0..regs {
         let e = f.inst(format!("extractelement {vt} {acc}, i32 {i}"));
-        args.push(format!("float {e}"));
+        args.push(format!("{et} {e}"));
     }
-    let mut cons: Vec<String> = vec!["=f".to_string(); regs];
+    let mut cons: Vec<String> = vec![c.to_string(); regs];
     if !extra_cons.is_empty() {
         cons.push(extra_cons.to_string());
     }
     cons.extend((0..regs).map(|i| i.to_string()));
     cons.push("~{memory}".to_string());
-    let st = format!("{{ {} }}", vec!["float"; regs].join(", "));
+    let st = format!("{{ {} }}", vec![et; regs].join(", "));
     let r = f.inst(format!(
         "call {st} asm sideeffect \"{text}\", \"{}\"({})",
         cons.join(","),
@@ -341,7 +369,7 @@ fn tied_asm(
     let mut v = "poison".to_string();
     for i in 0..regs {
         let e = f.inst(format!("extractvalue {st} {r}, {i}"));
-        v = f.inst(format!("insertelement {vt} {v}, float {e}, i32 {i}"));
+        v = f.inst(format!("insertelement {vt} {v}, {et} {e}, i32 {i}"));
     }
     v
 }

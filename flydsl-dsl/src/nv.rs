@@ -110,8 +110,10 @@ pub fn wgmma_commit() {
     emit0(OpKind::Nv(NvOp::WgmmaCommit))
 }
 
-/// One m64n`n`k16 wgmma on K-major SW128 LDS tiles `a` and `b`, accumulating into `acc`
-/// (`<n/2 x f32>`). Read the result only through [`wgmma_wait`].
+/// One m64n`n`kK wgmma on K-major SW128 LDS tiles `a` and `b`, accumulating into `acc`:
+/// bf16 / f16 tiles (K = 16) and fp8 e4m3fn / e5m2 tiles (K = 32) into `<n/2 x f32>`, i8
+/// tiles (K = 32) into `<n/2 x i32>` (see `flydsl_ir::NvOp::Wgmma`). Read the result only
+/// through [`wgmma_wait`].
 #[track_caller]
 pub fn wgmma(n: u32, a: Val, b: Val, acc: Val) -> Val {
     emit(

@@ -26,7 +26,10 @@ pub use dtype::DType;
 pub use kernarg::{KernargLayout, KernargSlot};
 pub use kernel::*;
 pub use ops_amd::{sched_mask, AmdOp, DppCtrl, MAX_VMCNT};
-pub use ops_nv::{swizzle128, NvOp, WgmmaB, WARPGROUP, WGMMA_K, WGMMA_M};
+pub use ops_nv::{
+    swizzle128, wgmma_acc_elem, wgmma_k, wgmma_operand_ok, NvOp, WgmmaB, WARPGROUP, WGMMA_K,
+    WGMMA_M,
+};
 pub use srcloc::{SrcLoc, SrcLocs};
 pub use target::Target;
 pub use types::{AddrSpace, LanesError, ScalarType, Type};

@@ -27,8 +27,50 @@ pub fn swizzle128(a: u64) -> u64 {
 
 /// Rows of one [`NvOp::Wgmma`] A operand (the instruction's M).
 pub const WGMMA_M: u32 = 64;
-/// K of one [`NvOp::Wgmma`] for 16-bit inputs.
+/// K of one [`NvOp::Wgmma`] for 16-bit inputs (8-bit inputs: [`wgmma_k`]).
 pub const WGMMA_K: u32 = 16;
+
+/// K of one [`NvOp::Wgmma`] on operands of `elem`: 16 for bf16 / f16, 32 for the 8-bit
+/// types (fp8 e4m3fn / e5m2, s8): one K-slice is always 32 bytes of each operand row.
+///
+/// ```
+/// use flydsl_ir::{wgmma_k, ScalarType};
+/// assert_eq!(wgmma_k(ScalarType::BF16), 16);
+/// assert_eq!(wgmma_k(ScalarType::F8E4M3FN), 32);
+/// assert_eq!(wgmma_k(ScalarType::I8), 32);
+/// ```
+pub fn wgmma_k(elem: ScalarType) -> u32 {
+    32 / elem.size_bytes()
+}
+
+/// The accumulator element of an [`NvOp::Wgmma`] on operands of `elem`: `i32` (s32) for
+/// `i8` (s8), `f32` otherwise.
+///
+/// ```
+/// use flydsl_ir::{wgmma_acc_elem, ScalarType};
+/// assert_eq!(wgmma_acc_elem(ScalarType::I8), ScalarType::I32);
+/// assert_eq!(wgmma_acc_elem(ScalarType::F8E4M3FN), ScalarType::F32);
+/// ```
+pub fn wgmma_acc_elem(elem: ScalarType) -> ScalarType {
+    if elem == ScalarType::I8 {
+        ScalarType::I32
+    } else {
+        ScalarType::F32
+    }
+}
+
+/// True for the operand element types [`NvOp::Wgmma`] takes: bf16, f16, fp8 e4m3fn and
+/// e5m2 (OCP), i8 (signed).
+pub fn wgmma_operand_ok(elem: ScalarType) -> bool {
+    matches!(
+        elem,
+        ScalarType::BF16
+            | ScalarType::F16
+            | ScalarType::F8E4M3FN
+            | ScalarType::F8E5M2
+            | ScalarType::I8
+    )
+}
 /// Threads that issue one wgmma together (a warpgroup: four warps).
 pub const WARPGROUP: u32 = 128;
 
@@ -164,25 +206,30 @@ pub enum NvOp {
     /// `wgmma.commit_group.sync.aligned`: closes the batch of wgmmas issued since the last
     /// commit. A no-op on the Sim.
     WgmmaCommit,
-    /// `wgmma.mma_async` m64nNk16, both operands in LDS, f32 accumulate:
+    /// `wgmma.mma_async` m64nNkK, both operands in LDS:
     /// `D[m][n] = C[m][n] + sum_k A[m][k] * B[n][k]` for one warpgroup (128 threads, all
-    /// active). A (64 x 16) and B (N x 16) are K-major 128-byte-swizzled tiles: row `r`,
-    /// element `k` of the operand at pointer `p` is at linear LDS address
-    /// `p + 128 * r + size * k`, stored per [`swizzle128`] (a K-slice of a 64-element-wide
-    /// SW128 tile starts `32 * (k0 / 16)` bytes into its row). `p` must satisfy
-    /// `p % 1024 < 128`, 16-byte aligned.
+    /// active). The operand element type (A's and B's, the same) picks the form: bf16 / f16
+    /// (K = 16, f32 accumulate), OCP fp8 e4m3fn / e5m2 (K = 32, f32 accumulate: `.e4m3` /
+    /// `.e5m2`) or signed i8 (K = 32, s32 accumulate: `.s32.s8.s8`, wrapping); see
+    /// [`wgmma_k`] and [`wgmma_acc_elem`]. A (64 x K) and B (N x K) are K-major
+    /// 128-byte-swizzled tiles: row `r`, element `k` of the operand at pointer `p` is at
+    /// linear LDS address `p + 128 * r + size * k`, stored per [`swizzle128`] (one K-slice
+    /// is 32 bytes of each row, so the slice `k0` of a 128-byte-wide SW128 tile starts
+    /// `32 * (k0 / K)` bytes into its row). `p` must satisfy `p % 1024 < 128`, 16-byte
+    /// aligned.
     ///
-    /// `acc` is `<N/2 x f32>` per thread in the warpgroup's accumulator layout: warp `w`
-    /// (within the warpgroup), lane `l`, register `4j + i` holds
+    /// `acc` is `<N/2 x f32>` (`<N/2 x i32>` for i8) per thread in the warpgroup's
+    /// accumulator layout: warp `w` (within the warpgroup), lane `l`, register `4j + i` holds
     /// `D[16w + l/4 + 8*(i/2)][8j + 2*(l%4) + i%2]`.
     ///
     /// The result must not be read (other than as another wgmma's `acc`) before a
-    /// [`NvOp::WgmmaWait`] that covers it. The Sim computes it at once, each element as
-    /// `C + sum` rounded once to f32 (hardware may differ in the last bits).
+    /// [`NvOp::WgmmaWait`] that covers it. The Sim computes it at once: float forms as
+    /// `C + sum` with the products decoded exactly, rounded once to f32 (hardware may differ
+    /// in the last bits); i8 exactly, wrapping to 32 bits.
     Wgmma {
         /// N: a multiple of 8 in 8..=256.
         n: u32,
-        /// A tile pointer (`ptr<shared, bf16|f16>`).
+        /// A tile pointer (`ptr<shared, bf16|f16|e4m3fn|e5m2|i8>`).
         a: ValueId,
         /// B tile pointer (same element type as A).
         b: ValueId,
@@ -367,9 +414,20 @@ impl NvOp {
         Type::Vector(ScalarType::I32, 4)
     }
 
-    /// The accumulator type of an m64nNk16 wgmma: `<N/2 x f32>`.
+    /// The accumulator type of an m64nNk16 wgmma on 16-bit or fp8 inputs: `<N/2 x f32>`.
     pub fn wgmma_acc_type(n: u32) -> Type {
         Type::Vector(ScalarType::F32, (n / 2) as u8)
+    }
+
+    /// The accumulator type of a wgmma of N `n` on operands of `elem`: `<N/2 x f32>`, or
+    /// `<N/2 x i32>` for i8.
+    ///
+    /// ```
+    /// use flydsl_ir::{NvOp, ScalarType, Type};
+    /// assert_eq!(NvOp::wgmma_acc_type_of(16, ScalarType::I8), Type::Vector(ScalarType::I32, 8));
+    /// ```
+    pub fn wgmma_acc_type_of(n: u32, elem: ScalarType) -> Type {
+        Type::Vector(wgmma_acc_elem(elem), (n / 2) as u8)
     }
 
     /// Check the op's operand and result types on `target`; the error says what is wrong.
@@ -472,20 +530,22 @@ impl NvOp {
                     return Err(format!("wgmma N = {n}: use a multiple of 8 in 8..=256"));
                 }
                 let ta = t(*a);
-                let ok_in = matches!(
-                    ta,
-                    Type::Ptr(AddrSpace::Shared, ScalarType::BF16 | ScalarType::F16)
-                );
-                if !ok_in || t(*b) != ta {
+                let elem = match ta {
+                    Type::Ptr(AddrSpace::Shared, e) if wgmma_operand_ok(e) => Some(e),
+                    _ => None,
+                };
+                let Some(elem) = elem.filter(|_| t(*b) == ta) else {
                     return Err(format!(
-                        "wgmma operands must be LDS pointers to bf16 or f16, both the same; got {ta} and {}",
+                        "wgmma operands must be LDS pointers to bf16, f16, e4m3fn, e5m2 or i8, \
+                         both the same; got {ta} and {}",
                         t(*b)
                     ));
-                }
-                let acc_ty = NvOp::wgmma_acc_type(*n);
+                };
+                let acc_ty = NvOp::wgmma_acc_type_of(*n, elem);
                 if t(*acc) != acc_ty || results != [acc_ty] {
                     return Err(format!(
-                        "wgmma m64n{n}k16 takes and gives a {acc_ty} accumulator; got {}",
+                        "wgmma m64n{n}k{} on {elem} takes and gives a {acc_ty} accumulator; got {}",
+                        wgmma_k(elem),
                         t(*acc)
                     ));
                 }
@@ -547,9 +607,9 @@ impl NvOp {
                 }
                 if tys
                     .iter()
-                    .any(|ty| ty.value_elem() != Some(ScalarType::F32))
+                    .any(|ty| !matches!(ty.value_elem(), Some(ScalarType::F32 | ScalarType::I32)))
                 {
-                    return Err("wgmma wait passes f32 accumulators only".into());
+                    return Err("wgmma wait passes f32 or i32 accumulators only".into());
                 }
             }
             NvOp::CpAsync {

@@ -5,6 +5,18 @@
 //! torch, so both time the same data. Each shape is also spot-checked against an f64 dot
 //! product. Prints a table and writes JSON rows to `$OUT/gemm_ours.json`.
 //!
+//! Then the 8-bit GEMM (`fly_gemm::gemm_scaled`, fp8 e4m3fn and int8 inputs, per-row and
+//! per-column scales, bf16 out, no bias) at the GEMM issue's shapes ([`SHAPES8`]), on the
+//! deterministic inputs of [`quant_inputs`] (which `bench/peers_gemm.py` also makes, for
+//! `torch._scaled_mm` and `torch._int_mm`). `GEMM8=0` skips it, `GEMM16=0` skips the 16-bit
+//! part.
+//!
+//! Last, the tile sweep (`GEMM_TILES=0` skips it): every tile config of both kernels
+//! (`fly_gemm::table::TILES`, pinned with `gemm_with_tile` / `gemm_scaled_with`) at M = 16,
+//! 128, 512 and 1024 with (N, K) = (8192, 8192), next to the dispatcher's pick
+//! (`Tile::pick`), written to `$OUT/gemm_tiles.json`: the measurement behind the
+//! dispatcher's rule.
+//!
 //! `cargo run --release -p flydsl-tests --features sm90 --example gemm_bench`
 
 use fly_gemm::{gemm, Epilogue, GemmArgs};
@@ -13,8 +25,9 @@ use flydsl_rt::timing::Timer;
 use flydsl_rt::{Backend, Device, DeviceBuffer, LaunchConfig};
 use flydsl_tests::proof;
 
-/// (M, N, K): the square case and the GEMM issue's (N, K) pairs at M = 4096 and 8192.
-const SHAPES: [(usize, usize, usize); 9] = [
+/// (M, N, K): the square case, the GEMM issue's (N, K) pairs at M = 4096 and 8192, and
+/// at the small M (1, 16, 128) the small-tile configs are for.
+const SHAPES: [(usize, usize, usize); 21] = [
     (8192, 8192, 8192),
     (4096, 8192, 8192),
     (1024, 8192, 8192),
@@ -24,6 +37,18 @@ const SHAPES: [(usize, usize, usize); 9] = [
     (8192, 4096, 14336),
     (4096, 28672, 4096),
     (8192, 28672, 4096),
+    (1, 8192, 8192),
+    (16, 8192, 8192),
+    (128, 8192, 8192),
+    (1, 5120, 8192),
+    (16, 5120, 8192),
+    (128, 5120, 8192),
+    (1, 4096, 14336),
+    (16, 4096, 14336),
+    (128, 4096, 14336),
+    (1, 28672, 4096),
+    (16, 28672, 4096),
+    (128, 28672, 4096),
 ];
 
 /// Element `i` of input `seed`: a hash of the index mapped to [-1, 1), rounded to bf16.
@@ -44,7 +69,12 @@ fn main() -> Result<(), String> {
     let s = dev.stream().map_err(|e| e.to_string())?;
     let mut timer = Timer::new(&dev, 256 << 20).map_err(|e| e.to_string())?;
     let mut rows = Vec::new();
-    for (m, n, k) in SHAPES {
+    let shapes16 = if std::env::var("GEMM16").as_deref() == Ok("0") {
+        &SHAPES[..0]
+    } else {
+        &SHAPES[..]
+    };
+    for &(m, n, k) in shapes16 {
         let a: Vec<bf16> = (0..(m * k) as u64).map(|i| value(1, i)).collect();
         let b: Vec<bf16> = (0..(n * k) as u64).map(|i| value(2, i)).collect();
         let e = |x: flydsl_rt::Error| x.to_string();
@@ -90,7 +120,7 @@ fn main() -> Result<(), String> {
         ));
     }
     // The tile-layer proof (mma.sync) at the square shapes.
-    for (m, n, k) in SHAPES.into_iter().take(3) {
+    for &(m, n, k) in shapes16.iter().take(3) {
         let e = |x: flydsl_rt::Error| x.to_string();
         let a: Vec<bf16> = (0..(m * k) as u64).map(|i| value(1, i)).collect();
         let b: Vec<bf16> = (0..(n * k) as u64).map(|i| value(2, i)).collect();
@@ -136,8 +166,190 @@ fn main() -> Result<(), String> {
              \"shape\": [{m}, {n}, {k}], \"median_ms\": {ms}, \"tflops\": {tflops}}}"
         ));
     }
+    if std::env::var("GEMM8").as_deref() != Ok("0") {
+        quant_bench(&dev, &s, &mut timer, &mut rows)?;
+    }
     let path = format!("{out}/gemm_ours.json");
     std::fs::write(&path, format!("[\n{}\n]\n", rows.join(",\n")))
         .map_err(|e| format!("{path}: {e}"))?;
+    if std::env::var("GEMM_TILES").as_deref() != Ok("0") {
+        let tiles = tile_sweep(&dev, &s, &mut timer)?;
+        let path = format!("{out}/gemm_tiles.json");
+        std::fs::write(&path, format!("[\n{}\n]\n", tiles.join(",\n")))
+            .map_err(|e| format!("{path}: {e}"))?;
+    }
     Ok(())
+}
+
+/// The (N, K) pairs and M values of the GEMM issue: every M with every (N, K).
+const MS8: [usize; 6] = [1, 16, 128, 1024, 4096, 8192];
+/// The (N, K) pairs of the GEMM issue.
+const SHAPES8: [(usize, usize); 4] = [(8192, 8192), (5120, 8192), (4096, 14336), (28672, 4096)];
+
+/// Element `i` of input `seed` before rounding: `value`'s f32.
+fn value_f32(seed: u64, i: u64) -> f32 {
+    let h =
+        (i.wrapping_add(seed.wrapping_mul(0x9E37_79B9))).wrapping_mul(2_654_435_761) % (1 << 32);
+    (h as f64 / 4_294_967_296.0 * 2.0 - 1.0) as f32
+}
+
+/// The 8-bit bench inputs: `len` elements of input `seed`, `Q::quantize(v * range)` with
+/// range 4 (fp8, values in [-4, 4)) or 127 (int8), and the scales
+/// `scale_a[i] = (1 + (i % 8) / 8) / 256`, `scale_b[j] = (1 + (j % 4) / 4) / 128`.
+/// `bench/peers_gemm.py` makes the same values (`.to(torch.float8_e4m3fn)` and
+/// `round().to(torch.int8)` also round to nearest even).
+fn quant_inputs<Q: fly_gemm::QuantElement>(seed: u64, len: usize) -> Vec<Q> {
+    let range = if Q::QUANT == fly_gemm::Quant::Int8 {
+        127.0
+    } else {
+        4.0
+    };
+    (0..len as u64)
+        .map(|i| Q::quantize(value_f32(seed, i) * range))
+        .collect()
+}
+
+fn quant_bench(
+    dev: &Device,
+    s: &flydsl_rt::Stream,
+    timer: &mut Timer,
+    rows: &mut Vec<String>,
+) -> Result<(), String> {
+    quant_one::<flydsl_rt::F8E4M3FN>(dev, s, timer, rows, "fp8")?;
+    quant_one::<i8>(dev, s, timer, rows, "int8")
+}
+
+fn quant_one<Q: fly_gemm::QuantElement>(
+    dev: &Device,
+    s: &flydsl_rt::Stream,
+    timer: &mut Timer,
+    rows: &mut Vec<String>,
+    name: &str,
+) -> Result<(), String> {
+    use fly_gemm::gemm_scaled;
+    let e = |x: flydsl_rt::Error| x.to_string();
+    let mmax = *MS8.iter().max().expect("non-empty");
+    let sa: Vec<f32> = (0..mmax)
+        .map(|i| (1.0 + (i % 8) as f32 / 8.0) / 256.0)
+        .collect();
+    for (n, k) in SHAPES8 {
+        // A of every M is a prefix of the largest (row-major, same index formula).
+        let a_all: Vec<Q> = quant_inputs(1, mmax * k);
+        let b: Vec<Q> = quant_inputs(2, n * k);
+        let sb: Vec<f32> = (0..n)
+            .map(|j| (1.0 + (j % 4) as f32 / 4.0) / 128.0)
+            .collect();
+        let db = DeviceBuffer::from_slice(dev, &b).map_err(e)?;
+        let dsb = DeviceBuffer::from_slice(dev, &sb).map_err(e)?;
+        for m in MS8 {
+            let a = &a_all[..m * k];
+            let da = DeviceBuffer::from_slice(dev, a).map_err(e)?;
+            let dsa = DeviceBuffer::from_slice(dev, &sa[..m]).map_err(e)?;
+            let mut dc = DeviceBuffer::<bf16>::zeroed(dev, m * n).map_err(e)?;
+            let args = GemmArgs {
+                m,
+                n,
+                k,
+                epilogue: Epilogue::None,
+            };
+            let mut run = || gemm_scaled(s, &da, &db, &dsa, &dsb, None, &mut dc, args);
+            let ms = timer.median(s, 3, 30, &mut run).map_err(e)?;
+            let c = dc.to_vec().map_err(e)?;
+            let mut worst = 0.0f64;
+            for t in 0..64u64 {
+                let (i, j) = ((t * 7919) as usize % m, (t * 104_729) as usize % n);
+                let prod =
+                    |p: usize| a[i * k + p].dequantize() as f64 * b[j * k + p].dequantize() as f64;
+                let scale = sa[i] as f64 * sb[j] as f64;
+                let want: f64 = (0..k).map(prod).sum::<f64>() * scale;
+                let mag = (0..k).map(|p| prod(p).abs()).sum::<f64>() * scale;
+                worst = worst.max((c[i * n + j].to_f64() - want).abs() / mag.max(1e-30));
+            }
+            let tflops = 2.0 * (m * n * k) as f64 / (ms * 1e-3) / 1e12;
+            // Weight (B) bytes read once per call, the memory-bound figure at small M.
+            let gbs = (n * k) as f64 / (ms * 1e-3) / 1e9;
+            let ok = worst < 1e-2;
+            println!(
+                "fly_gemm   {name:<4} {m:>5}x{n:>5}x{k:>5} {ms:>9.4} ms {tflops:>7.1} TFLOP/s \
+                 {gbs:>7.0} GB/s of B  spot-check worst |err|/sum|ab| = {worst:.2e} {}",
+                if ok { "ok" } else { "WRONG" }
+            );
+            if !ok {
+                return Err(format!(
+                    "{name} {m}x{n}x{k}: wrong results (worst {worst:.2e})"
+                ));
+            }
+            rows.push(format!(
+                "{{\"op\": \"gemm\", \"impl\": \"fly_gemm_scaled (wgmma)\", \"dtype\": \"{name}\", \
+                 \"shape\": [{m}, {n}, {k}], \"median_ms\": {ms}, \"tflops\": {tflops}, \
+                 \"b_gbs\": {gbs}}}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every tile config of the bf16 and fp8 kernels at small and mid M (see the module docs).
+fn tile_sweep(
+    dev: &Device,
+    s: &flydsl_rt::Stream,
+    timer: &mut Timer,
+) -> Result<Vec<String>, String> {
+    use fly_gemm::table::{Tile, TILES};
+    use fly_gemm::{gemm_scaled_with, gemm_with_tile};
+    use flydsl_rt::F8E4M3FN;
+    let e = |x: flydsl_rt::Error| x.to_string();
+    let (n, k) = (8192usize, 8192usize);
+    let mut rows = Vec::new();
+    for m in [16usize, 128, 512, 1024] {
+        let a: Vec<bf16> = (0..(m * k) as u64).map(|i| value(1, i)).collect();
+        let b: Vec<bf16> = (0..(n * k) as u64).map(|i| value(2, i)).collect();
+        let (da, db) = (
+            DeviceBuffer::from_slice(dev, &a).map_err(e)?,
+            DeviceBuffer::from_slice(dev, &b).map_err(e)?,
+        );
+        let a8: Vec<F8E4M3FN> = quant_inputs(1, m * k);
+        let b8: Vec<F8E4M3FN> = quant_inputs(2, n * k);
+        let (da8, db8) = (
+            DeviceBuffer::from_slice(dev, &a8).map_err(e)?,
+            DeviceBuffer::from_slice(dev, &b8).map_err(e)?,
+        );
+        let sa = DeviceBuffer::from_slice(dev, &vec![1.0f32 / 256.0; m]).map_err(e)?;
+        let sb = DeviceBuffer::from_slice(dev, &vec![1.0f32 / 128.0; n]).map_err(e)?;
+        let mut dc = DeviceBuffer::<bf16>::zeroed(dev, m * n).map_err(e)?;
+        let args = GemmArgs {
+            m,
+            n,
+            k,
+            epilogue: Epilogue::None,
+        };
+        let pick = Tile::pick(m, n);
+        for tile in TILES {
+            for dtype in ["bf16", "fp8"] {
+                let mut run = || {
+                    if dtype == "bf16" {
+                        gemm_with_tile(s, &da, &db, None, &mut dc, args, tile)
+                    } else {
+                        gemm_scaled_with(s, &da8, &db8, &sa, &sb, None, &mut dc, args, tile)
+                    }
+                };
+                let ms = timer.median(s, 3, 20, &mut run).map_err(e)?;
+                let tflops = 2.0 * (m * n * k) as f64 / (ms * 1e-3) / 1e12;
+                let picked = if tile == pick { " (picked)" } else { "" };
+                println!(
+                    "tile sweep {dtype:<4} {m:>5}x{n}x{k} {:>3}x{:<3} {ms:>9.4} ms \
+                     {tflops:>7.1} TFLOP/s{picked}",
+                    tile.bm, tile.bn
+                );
+                rows.push(format!(
+                    "{{\"dtype\": \"{dtype}\", \"shape\": [{m}, {n}, {k}], \"tile\": [{}, {}], \
+                     \"picked\": {}, \"median_ms\": {ms}, \"tflops\": {tflops}}}",
+                    tile.bm,
+                    tile.bn,
+                    tile == pick
+                ));
+            }
+        }
+    }
+    Ok(rows)
 }

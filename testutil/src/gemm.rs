@@ -63,3 +63,35 @@ pub fn gemm_ref(
     }
     c
 }
+
+/// The scaled GEMM's reference: `act((A * B^T)[i][j] * scale_a[i] * scale_b[j] + bias[j])`
+/// for row-major `a` [m, k] and `b` [n, k] holding the 8-bit inputs' exact values (fp8
+/// decoded, int8 as integers), in f64; row-major [m, n].
+///
+/// ```
+/// use flydsl_testutil::gemm::{gemm_scaled_ref, Act};
+/// let c = gemm_scaled_ref(&[1.0, 2.0], &[3.0, 4.0], &[0.5], &[2.0], None, 1, 1, 2, Act::None);
+/// assert_eq!(c, vec![11.0]);
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_scaled_ref(
+    a: &[f32],
+    b: &[f32],
+    scale_a: &[f32],
+    scale_b: &[f32],
+    bias: Option<&[f32]>,
+    m: usize,
+    n: usize,
+    k: usize,
+    act: Act,
+) -> Vec<f64> {
+    let mut c = gemm_ref(a, b, None, m, n, k, Act::None);
+    for i in 0..m {
+        for j in 0..n {
+            let x = c[i * n + j] * scale_a[i] as f64 * scale_b[j] as f64
+                + bias.map_or(0.0, |bv| bv[j] as f64);
+            c[i * n + j] = act.apply(x);
+        }
+    }
+    c
+}

@@ -1,13 +1,19 @@
-//! `cargo xtask bench`: time our kernels on the current device at the issues' shapes.
+//! `cargo xtask bench`: time our kernels on the current device at the issues' shapes, or at
+//! the caller's (`--shape`, repeatable; `--dtype` filters).
 //! On a GPU: events + L2 flush + median (see `timing`). Output: a table and JSON rows
-//! (op, dtype, shape, median_ms, bytes, GBps) that `bench/compare.py` pairs with the torch
-//! peers measured in the same run.
+//! (op, dtype, shape, median_ms, bytes, GBps, and TFLOPs for GEMM) that `bench/compare.py`
+//! pairs with the torch peers measured in the same run.
+//!
+//! ```sh
+//! cargo xtask bench --family norm --shape 3000x5000 --dtype bf16
+//! cargo xtask bench --family gemm --shape 4096x4096x4096
+//! ```
 
 use crate::bench_ctx::{add, e, report, Ctx, FWD_SHAPES, R, SMX_BWD_SHAPES};
 use crate::devsel::{pick, DeviceArgs};
-use crate::elem::{inputs, Dtype};
+use crate::elem::{inputs, parse_dtype, parse_shape, Dtype};
 use crate::timing::Timer;
-use flydsl_rt::half::bf16;
+use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::{Backend, DeviceBuffer};
 use flydsl_testutil::compare::Storage;
 use std::process::ExitCode;
@@ -17,9 +23,16 @@ use std::process::ExitCode;
 pub struct Args {
     #[command(flatten)]
     dev: DeviceArgs,
-    /// Families to bench: `all`, `softmax`, `norm`.
+    /// Families to bench: `all`, `softmax`, `norm`, `gemm`.
     #[arg(long, default_value = "all")]
     family: String,
+    /// Time this shape instead of the family's default list (repeatable): `MxN` for norm
+    /// and softmax, `MxNxK` for gemm; each family takes the shapes of its rank.
+    #[arg(long = "shape")]
+    shapes: Vec<String>,
+    /// Time only this dtype (repeatable): bf16, f16, f32 (norm, softmax), bf16, f16 (gemm).
+    #[arg(long = "dtype")]
+    dtypes: Vec<String>,
     /// Write JSON rows here.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
@@ -54,11 +67,15 @@ fn softmax_fwd<T: fly_softmax::Element + Storage>(
     Ok(())
 }
 
-fn softmax_bwd(c: &mut Ctx, shape: (usize, usize)) -> R<()> {
+fn softmax_bwd<T: fly_softmax::Element + Storage>(
+    c: &mut Ctx,
+    dt: Dtype,
+    shape: (usize, usize),
+) -> R<()> {
     let (m, n) = c.shape(shape);
-    let y = DeviceBuffer::from_slice(&c.dev, &inputs::<bf16>(2, m * n)).map_err(e)?;
-    let dy = DeviceBuffer::from_slice(&c.dev, &inputs::<bf16>(3, m * n)).map_err(e)?;
-    let mut dx = DeviceBuffer::<bf16>::zeroed(&c.dev, m * n).map_err(e)?;
+    let y = DeviceBuffer::from_slice(&c.dev, &inputs::<T>(2, m * n)).map_err(e)?;
+    let dy = DeviceBuffer::from_slice(&c.dev, &inputs::<T>(3, m * n)).map_err(e)?;
+    let mut dx = DeviceBuffer::<T>::zeroed(&c.dev, m * n).map_err(e)?;
     let s = &c.stream;
     let ms = c.timer.median(s, &mut || {
         fly_softmax::softmax_backward(s, &y, &dy, &mut dx, fly_softmax::SoftmaxArgs { m, n })
@@ -67,10 +84,10 @@ fn softmax_bwd(c: &mut Ctx, shape: (usize, usize)) -> R<()> {
     add(
         &mut c.rows,
         "softmax_bwd",
-        "bf16",
+        dt.name(),
         (m, n),
         ms,
-        (3 * m * n * 2) as f64,
+        (3 * m * n * dt.bytes() as usize) as f64,
     );
     Ok(())
 }
@@ -99,11 +116,13 @@ pub fn run(a: Args) -> R<ExitCode> {
         dev,
         rows: vec![],
         shrink: a.shrink,
+        shapes: a.shapes.iter().map(|s| parse_shape(s)).collect::<R<_>>()?,
+        dtypes: a.dtypes.iter().map(|s| parse_dtype(s)).collect::<R<_>>()?,
     };
     let fam = |f: &str| a.family == "all" || a.family == f;
-    if !["all", "softmax", "norm"].contains(&a.family.as_str()) {
+    if !["all", "softmax", "norm", "gemm"].contains(&a.family.as_str()) {
         return Err(format!(
-            "unknown --family `{}`: expected all, softmax or norm",
+            "unknown --family `{}`: expected all, softmax, norm or gemm",
             a.family
         ));
     }
@@ -111,26 +130,39 @@ pub fn run(a: Args) -> R<ExitCode> {
         crate::bench_norm::run(&mut c)?;
     }
     if fam("softmax") {
-        for dt in [Dtype::BF16, Dtype::F32] {
-            for sh in FWD_SHAPES {
+        let all = [Dtype::BF16, Dtype::F16, Dtype::F32];
+        for dt in c.dtypes(&[Dtype::BF16, Dtype::F32], &all) {
+            for sh in c.shapes2(&FWD_SHAPES) {
                 let r = match dt {
                     Dtype::BF16 => softmax_fwd::<bf16>(&mut c, dt, sh),
+                    Dtype::F16 => softmax_fwd::<f16>(&mut c, dt, sh),
                     _ => softmax_fwd::<f32>(&mut c, dt, sh),
                 };
                 report("softmax_fwd", sh, r);
             }
         }
-        for sh in SMX_BWD_SHAPES {
-            report("softmax_bwd", sh, softmax_bwd(&mut c, sh));
+        for dt in c.dtypes(&[Dtype::BF16], &all) {
+            for sh in c.shapes2(&SMX_BWD_SHAPES) {
+                let r = match dt {
+                    Dtype::BF16 => softmax_bwd::<bf16>(&mut c, dt, sh),
+                    Dtype::F16 => softmax_bwd::<f16>(&mut c, dt, sh),
+                    _ => softmax_bwd::<f32>(&mut c, dt, sh),
+                };
+                report("softmax_bwd", sh, r);
+            }
         }
+    }
+    if fam("gemm") {
+        crate::bench_gemm::run(&mut c)?;
     }
     if let Some(p) = a.json {
         let rows: Vec<serde_json::Value> = c
             .rows
             .iter()
             .map(|r| {
-                serde_json::json!({"op": r.op, "impl": "ours", "dtype": r.dtype, "shape": [r.shape.0, r.shape.1],
-                    "median_ms": r.ms, "bytes": r.bytes, "GBps": r.bytes / (r.ms * 1e-3) / 1e9})
+                serde_json::json!({"op": r.op, "impl": "ours", "dtype": r.dtype, "shape": r.shape,
+                    "median_ms": r.ms, "bytes": r.bytes, "GBps": r.bytes / (r.ms * 1e-3) / 1e9,
+                    "TFLOPs": r.flops / (r.ms * 1e-3) / 1e12})
             })
             .collect();
         let doc = serde_json::json!({"device": c.dev.name(), "rows": rows});

@@ -7,7 +7,7 @@
 
 use crate::bench_ctx::{add, e, report, Ctx, FWD_SHAPES, NORM_BWD_SHAPES, R};
 use crate::elem::{inputs, Dtype};
-use flydsl_rt::half::bf16;
+use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::DeviceBuffer;
 use flydsl_testutil::compare::Storage;
 
@@ -112,17 +112,30 @@ fn bwd<T: fly_norm::Element + Storage>(c: &mut Ctx, dt: Dtype, shape: (usize, us
 }
 
 pub fn run(c: &mut Ctx) -> R<()> {
-    for dt in [Dtype::BF16, Dtype::F32] {
-        for sh in FWD_SHAPES {
+    let all = [Dtype::BF16, Dtype::F16, Dtype::F32];
+    for dt in c.dtypes(&[Dtype::BF16, Dtype::F32], &all) {
+        for sh in c.shapes2(&FWD_SHAPES) {
             let r = match dt {
                 Dtype::BF16 => fwd::<bf16>(c, dt, sh),
+                Dtype::F16 => fwd::<f16>(c, dt, sh),
                 _ => fwd::<f32>(c, dt, sh),
             };
             report("norm_fwd", sh, r);
         }
     }
-    for sh in NORM_BWD_SHAPES {
-        report("norm_bwd", sh, bwd::<bf16>(c, Dtype::BF16, sh));
+    for dt in c.dtypes(&[Dtype::BF16], &all) {
+        for sh in c.shapes2(&NORM_BWD_SHAPES) {
+            let r = match dt {
+                Dtype::BF16 => bwd::<bf16>(c, dt, sh),
+                Dtype::F16 => bwd::<f16>(c, dt, sh),
+                _ => bwd::<f32>(c, dt, sh),
+            };
+            report("norm_bwd", sh, r);
+        }
+    }
+    // The widest hidden sizes only with the default shapes and dtypes.
+    if !c.shapes.is_empty() || !c.dtypes.is_empty() {
+        return Ok(());
     }
     for sh in WIDE_SHAPES {
         report("norm_fwd_quant", sh, fwd_quant::<bf16>(c, Dtype::BF16, sh));

@@ -7,6 +7,7 @@
 
 mod bench;
 mod bench_ctx;
+mod bench_gemm;
 mod bench_norm;
 mod build_all;
 mod bundle;

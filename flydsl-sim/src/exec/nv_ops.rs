@@ -14,11 +14,14 @@
 use super::nv_state::{InFlight, Mbar};
 use super::Wg;
 use crate::memory::{split, LDS_HANDLE_BASE};
-use crate::numeric::{float_bits, float_val};
+use crate::numeric::{float_bits, float_val, int_bits, sext};
 use crate::race::Access;
 use crate::tensor_map::{SimTensorMap, TENSOR_MAP_BYTES};
 use crate::SimError;
-use flydsl_ir::{swizzle128, NvOp, Op, ScalarType, ValueId, WgmmaB, WARPGROUP, WGMMA_K, WGMMA_M};
+use flydsl_ir::{
+    swizzle128, wgmma_acc_elem, wgmma_k, NvOp, Op, ScalarType, ValueId, WgmmaB, WARPGROUP, WGMMA_K,
+    WGMMA_M,
+};
 
 impl Wg<'_, '_> {
     /// The workgroup LDS byte address of LDS pointer operand `p` for thread `t`.
@@ -439,8 +442,8 @@ impl Wg<'_, '_> {
         g: u32,
         operands: [(ValueId, usize); 2],
     ) -> Result<(), SimError> {
-        let es = self.info(operands[0].0).elem.size_bytes() as usize;
-        let row_bytes = es * WGMMA_K as usize;
+        let elem = self.info(operands[0].0).elem;
+        let row_bytes = elem.size_bytes() as usize * wgmma_k(elem) as usize;
         let mut chunks = Vec::new();
         for (p, rows) in operands {
             let base = self.lds_byte(p, t0, op)?;
@@ -479,11 +482,13 @@ impl Wg<'_, '_> {
         [a, b, acc]: [ValueId; 3],
         act: &[u32],
     ) -> Result<(), SimError> {
-        let op = format!("Wgmma(m64n{n}k16)");
-        let wg = WARPGROUP as usize;
         let elem = self.info(a).elem;
+        let op = format!("Wgmma(m64n{n}k{} {elem})", wgmma_k(elem));
+        let wg = WARPGROUP as usize;
         let es = elem.size_bytes() as usize;
-        let (m, n, k) = (WGMMA_M as usize, n as usize, WGMMA_K as usize);
+        let (m, n, k) = (WGMMA_M as usize, n as usize, wgmma_k(elem) as usize);
+        // s8 accumulates exactly in s32 (wrapping); the float forms in f64, rounded once.
+        let int = wgmma_acc_elem(elem) == ScalarType::I32;
         let mut out = self.take(r);
         let mut i = 0;
         while i < act.len() {
@@ -540,11 +545,20 @@ impl Wg<'_, '_> {
                     let (j, q) = (reg / 4, reg % 4);
                     let row = 16 * w + l / 4 + 8 * (q / 2);
                     let col = 8 * j + 2 * (l % 4) + q % 2;
-                    let mut s = float_val(ScalarType::F32, cv[t * cw + reg]);
-                    for kk in 0..k {
-                        s += va[row * k + kk] * vb[col * k + kk];
-                    }
-                    out[t * cw + reg] = float_bits(ScalarType::F32, s);
+                    let c = cv[t * cw + reg];
+                    out[t * cw + reg] = if int {
+                        let mut s = sext(c, 32);
+                        for kk in 0..k {
+                            s += (va[row * k + kk] * vb[col * k + kk]) as i64;
+                        }
+                        int_bits(ScalarType::I32, s)
+                    } else {
+                        let mut s = float_val(ScalarType::F32, c);
+                        for kk in 0..k {
+                            s += va[row * k + kk] * vb[col * k + kk];
+                        }
+                        float_bits(ScalarType::F32, s)
+                    };
                 }
             }
             i += wg;
