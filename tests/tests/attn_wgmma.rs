@@ -325,3 +325,69 @@ fn attention_matches_reference_on_gpu_at_longer_sequences() {
         }
     }
 }
+
+/// Structure of the sm_90 code (PTX, when built with `--features sm90`): per head dim the
+/// SS wgmma of `Q K^T` (N = block_n, K-major B) and the register-A wgmma of `P V` (N = D,
+/// `tnspB` = 1), TMA loads and mbarrier waits, no local memory (spills), and dynamic LDS
+/// within the 227 KiB a workgroup may have.
+#[test]
+fn sm90_code_has_both_wgmmas_tma_and_no_local_memory() {
+    use flydsl_devtools::proof::attn_wgmma::block_n;
+    let ks: [(&flydsl_rt::KernelVariants, &str, u32); 6] = [
+        (&proof::ATTN_WGMMA_BF16_D64_FULL, "bf16", 64),
+        (&proof::ATTN_WGMMA_F16_D64_CAUSAL, "f16", 64),
+        (&proof::ATTN_WGMMA_BF16_D128_CAUSAL, "bf16", 128),
+        (&proof::ATTN_WGMMA_F16_D128_FULL, "f16", 128),
+        (&proof::ATTN_WGMMA_BF16_D256_FULL, "bf16", 256),
+        (&proof::ATTN_WGMMA_F16_D256_CAUSAL, "f16", 256),
+    ];
+    for (k, dt, d) in ks {
+        assert!(
+            lds_bytes(d) <= 227 * 1024,
+            "{}: {} B of LDS",
+            k.name,
+            lds_bytes(d)
+        );
+        let Some(code) = k.for_target(Target::Sm90).and_then(|v| v.code) else {
+            println!(
+                "skipped: {} has no sm90 code (build with --features sm90)",
+                k.name
+            );
+            continue;
+        };
+        let ptx = std::str::from_utf8(code).unwrap();
+        let norm: String = ptx.split_whitespace().collect::<Vec<_>>().join(" ");
+        let ss = format!("m64n{}k16.f32.{dt}.{dt}", block_n(d));
+        let rs = format!("m64n{d}k16.f32.{dt}.{dt}");
+        let count = |pat: &str, tail: &str| {
+            norm.match_indices(pat)
+                .filter(|(i, _)| {
+                    let rest = &norm[*i..];
+                    rest[..rest.find(';').unwrap()].ends_with(tail)
+                })
+                .count()
+        };
+        // The k16 steps of each product are unrolled: D / 16 SS and block_n / 16 RS wgmmas.
+        assert_eq!(
+            count(&ss, "1, 1, 1, 0, 0"),
+            (d / 16) as usize,
+            "{}: SS wgmmas",
+            k.name
+        );
+        assert_eq!(
+            count(&rs, "1, 1, 1, 1"),
+            (block_n(d) / 16) as usize,
+            "{}: RS wgmmas",
+            k.name
+        );
+        for want in [
+            "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+            "mbarrier.try_wait.parity.shared::cta.b64",
+            "mbarrier.arrive.shared::cta.b64",
+            "ex2.approx",
+        ] {
+            assert!(norm.contains(want), "{}: no `{want}` in the PTX", k.name);
+        }
+        assert!(!ptx.contains(".local"), "{}: uses local memory", k.name);
+    }
+}
