@@ -53,6 +53,14 @@ if [ "${SKIP_GEMM:-0}" != 1 ]; then
   OUT="$OUT" timeout 600 python3 peers_gemm.py 2>&1 | tee -a "$OUT/gemm.log"
 fi
 if [ "${GEMM_ONLY:-0}" = 1 ]; then exit 0; fi
+# The Hopper attention proof against torch SDPA (flash and cuDNN backends, each forced) on the
+# same inputs (SKIP_ATTN=1 skips it; ATTN_ONLY=1 stops after it, with SKIP_GEMM=1 it is the
+# only bench; ATTN_BENCH_QUICK=1 runs one shape).
+if [ "${SKIP_ATTN:-0}" != 1 ]; then
+  OUT="$OUT" timeout 600 ./bin/attn_bench 2>&1 | tee "$OUT/attn.log"
+  OUT="$OUT" timeout 600 python3 peers_attn.py 2>&1 | tee -a "$OUT/attn.log"
+fi
+if [ "${ATTN_ONLY:-0}" = 1 ]; then exit 0; fi
 
 # Every forward plan of fly-norm at the bench shapes (< 1 min; SKIP_SWEEP=1 skips it).
 if [ "${SKIP_SWEEP:-0}" != 1 ]; then

@@ -129,3 +129,50 @@ fn check_code_object_rejects_real_ptx_with_an_injected_call() {
     let e = check_code_object(&k, bad.as_bytes()).unwrap_err();
     assert!(e.contains(&format!("kernel `{}`", k.name)), "{e}");
 }
+
+/// The register-A wgmma (`NvOp::WgmmaRs`): four A registers in braces, one B descriptor,
+/// `tnspB` 1 for an MN-major B whose descriptor carries the N-block stride as its leading
+/// byte offset (and 1024 as its stride byte offset), 0 for a K-major B.
+#[test]
+fn ptx_has_register_a_wgmma_with_mn_major_b() {
+    use flydsl_build::ir::WgmmaB;
+    let block = 8192u32;
+    let k = KernelBuilder::new("wgmma_rs_ops", Target::Sm90, 128)
+        .build(|k| {
+            let out = k.tensor_mut("out", F32);
+            let v = k.lds_aligned("v", F16, 8192, 1024);
+            let p = splat(c_f32(0.5), 8);
+            let frag = nv::wgmma_a_frag(p, 0, F16);
+            nv::wgmma_fence();
+            let mn = WgmmaB::MnMajor { block_bytes: block };
+            let o = nv::wgmma_rs(128, frag, v.ptr(), mn, splat(c_f32(0.0), 64));
+            let o2 = nv::wgmma_rs(64, frag, v.ptr(), WgmmaB::KMajor, splat(c_f32(0.0), 32));
+            nv::wgmma_commit();
+            let r = nv::wgmma_wait(0, &[o, o2]);
+            out.store(thread_id_x(), r[0].at(0) + r[1].at(1));
+        })
+        .unwrap();
+    let Some(code) = ptx_of(&k) else { return };
+    check_code_object(&k, &code).unwrap();
+    let ptx = String::from_utf8(code).unwrap();
+    let norm: String = ptx.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mn_desc = ((block as u64 >> 4) << 16) | (64u64 << 32) | (1u64 << 62);
+    let k_desc = (1u64 << 16) | (64u64 << 32) | (1u64 << 62);
+    for want in [
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {".to_string(),
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {".to_string(),
+        ", 1, 1, 1, 1;".to_string(),
+        ", 1, 1, 1, 0;".to_string(),
+        mn_desc.to_string(),
+        k_desc.to_string(),
+    ] {
+        assert!(norm.contains(&want), "`{want}` not in the PTX:\n{ptx}");
+    }
+    // The A operand is a brace list of four 32-bit registers.
+    let at = norm.find("m64n128k16").unwrap();
+    let inst = &norm[at..at + norm[at..].find(';').unwrap()];
+    let a_list = inst.split("}, {").nth(1).unwrap();
+    let a_list = &a_list[..a_list.find('}').unwrap()];
+    assert_eq!(a_list.split(", ").count(), 4, "{inst}");
+    assert!(a_list.split(", ").all(|r| r.starts_with("%r")), "{inst}");
+}

@@ -7,7 +7,7 @@
 
 use super::func::Func;
 use super::LowerError;
-use flydsl_ir::{NvOp, Op, ScalarType, Type, ValueId};
+use flydsl_ir::{NvOp, Op, ScalarType, Type, ValueId, WgmmaB};
 
 /// The i32 shared-window address of an LDS pointer operand.
 fn shared_addr(f: &mut Func, p: ValueId) -> Result<String, LowerError> {
@@ -145,6 +145,45 @@ pub(crate) fn lower(f: &mut Func, op: &Op, nv: &NvOp) -> Result<(), LowerError> 
                 "l,l",
                 dty == "s32",
             );
+            f.def(op.results[0], out);
+        }
+        NvOp::WgmmaRs {
+            n,
+            a,
+            b,
+            b_layout,
+            acc,
+        } => {
+            let (lbo, sbo, trans) = match b_layout {
+                WgmmaB::KMajor => (16, 1024, 0),
+                WgmmaB::MnMajor { block_bytes } => (*block_bytes, 1024, 1),
+            };
+            let db = descriptor_with(f, *b, lbo, sbo)?;
+            let elem = match f.ty(*b)? {
+                Type::Ptr(_, ScalarType::F16) => "f16",
+                Type::Ptr(_, ScalarType::BF16) => "bf16",
+                t => return Err(f.err(format!("wgmma operand of type {t}"))),
+            };
+            let regs = (n / 2) as usize;
+            // Operands after the tied accumulator outputs: the four A registers, then B.
+            let text = format!(
+                "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{elem}.{elem} {{{}}}, {{${}, ${}, ${}, ${}}}, ${}, 1, 1, 1, {trans};",
+                (0..regs).map(|i| format!("${i}")).collect::<Vec<_>>().join(", "),
+                regs,
+                regs + 1,
+                regs + 2,
+                regs + 3,
+                regs + 4
+            );
+            let fa = f.get(*a)?;
+            let mut extra = Vec::new();
+            for i in 0..4 {
+                let e = f.inst(format!("extractelement <4 x i32> {fa}, i32 {i}"));
+                extra.push(format!("i32 {e}"));
+            }
+            extra.push(format!("i64 {db}"));
+            let acc_in = f.get(*acc)?;
+            let out = tied_asm(f, &text, regs, &acc_in, &extra, "r,r,r,r,l");
             f.def(op.results[0], out);
         }
         NvOp::WgmmaWait { pending, values } => {
@@ -340,12 +379,20 @@ fn tied_asm_of(
 /// swizzled K-major tiles) in bits 16..30, stride byte offset 1024 (one 8-row group,
 /// encoded 64) in bits 32..46, layout 1 (128-byte swizzle) in bits 62..64.
 fn descriptor(f: &mut Func, p: ValueId) -> Result<String, LowerError> {
+    descriptor_with(f, p, 16, 1024)
+}
+
+/// A 128-byte-swizzle wgmma descriptor of the operand at LDS pointer `p` with leading and
+/// stride byte offsets `lbo` and `sbo` (multiples of 16 below 2^18; encoded >> 4). K-major:
+/// `lbo` unused (16), `sbo` 1024; MN-major (`WgmmaB::MnMajor`): `lbo` the bytes between
+/// 64-element N blocks, `sbo` 1024 between groups of 8 k rows.
+fn descriptor_with(f: &mut Func, p: ValueId, lbo: u32, sbo: u32) -> Result<String, LowerError> {
     let a = shared_addr(f, p)?;
     let a = f.inst(format!("and i32 {a}, 262143"));
     let a = f.inst(format!("lshr i32 {a}, 4"));
     let a = f.inst(format!("zext i32 {a} to i64"));
-    const FIXED: u64 = (1 << 16) | (64 << 32) | (1 << 62);
-    Ok(f.inst(format!("or i64 {a}, {FIXED}")))
+    let fixed: u64 = ((lbo as u64 >> 4) << 16) | ((sbo as u64 >> 4) << 32) | (1 << 62);
+    Ok(f.inst(format!("or i64 {a}, {fixed}")))
 }
 
 /// Wait for a phase: `mbarrier.try_wait.parity` (which itself suspends for a while) in a

@@ -33,7 +33,7 @@
 
 use crate::context::with;
 use crate::val::{emit, emit0, Val};
-use flydsl_ir::{NvOp, OpKind, ScalarType, Type};
+use flydsl_ir::{NvOp, OpKind, ScalarType, Type, WgmmaB};
 
 /// `mbarrier.init` with `count` arrivals per phase (run from one thread).
 #[track_caller]
@@ -125,6 +125,53 @@ pub fn wgmma(n: u32, a: Val, b: Val, acc: Val) -> Val {
         }),
         acc.ty(),
     )
+}
+
+/// One m64n`n`k16 wgmma with A from registers: `frag` is the `<4 x i32>` A fragment (see
+/// [`wgmma_a_frag`]), `b` the LDS B tile laid out as `b_layout` says (for `O += P V` with a
+/// row-major V tile: [`WgmmaB::MnMajor`]). Accumulates into `acc` (`<n/2 x f32>`); read the
+/// result only through [`wgmma_wait`].
+///
+/// ```
+/// use flydsl_dsl::*;
+/// use flydsl_dsl::ir::{ScalarType::*, Target, WgmmaB};
+/// let k = KernelBuilder::new("pv", Target::Sm90, 128).build(|k| {
+///     let out = k.tensor_mut("out", F32);
+///     let v = k.lds_aligned("v", BF16, 16 * 64, 1024);
+///     let p = splat(c_f32(0.5), 8); // this thread's 8 elements of P (16 columns)
+///     let frag = nv::wgmma_a_frag(p, 0, BF16);
+///     nv::wgmma_fence();
+///     let o = nv::wgmma_rs(64, frag, v.ptr(), WgmmaB::MnMajor { block_bytes: 1024 }, splat(c_f32(0.0), 32));
+///     nv::wgmma_commit();
+///     let o = nv::wgmma_wait(0, &[o])[0];
+///     out.store(thread_id_x(), o.at(0));
+/// }).unwrap();
+/// assert!(flydsl_dsl::ir::verify(&k).is_ok());
+/// ```
+#[track_caller]
+pub fn wgmma_rs(n: u32, frag: Val, b: Val, b_layout: WgmmaB, acc: Val) -> Val {
+    emit(
+        OpKind::Nv(NvOp::WgmmaRs {
+            n,
+            a: frag.id(),
+            b: b.id(),
+            b_layout,
+            acc: acc.id(),
+        }),
+        acc.ty(),
+    )
+}
+
+/// The register A fragment (`<4 x i32>`) of k16 step `kk` from an f32 accumulator `acc` in
+/// the wgmma accumulator layout (`<N/2 x f32>` with `N >= 16 (kk + 1)`, or just the 8
+/// values of that step when `acc` has 8 lanes and `kk == 0`): registers `8kk..8kk+8`
+/// rounded to `elem` (bf16 or f16) and packed in pairs, the first in the low half. Those
+/// are columns `16kk..16kk+16` of the accumulator's matrix in the A-fragment layout of
+/// `NvOp::WgmmaRs`, so `S = Q K^T` computed by [`wgmma`] feeds `P V` directly.
+#[track_caller]
+pub fn wgmma_a_frag(acc: Val, kk: u32, elem: ScalarType) -> Val {
+    let part = acc.slice(8 * kk, 8);
+    part.cast(elem).bitcast(NvOp::wgmma_a_frag_type())
 }
 
 /// Wait until at most `pending` wgmma batches are in flight; returns `accs`, now readable.

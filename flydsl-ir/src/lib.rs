@@ -27,7 +27,8 @@ pub use kernarg::{KernargLayout, KernargSlot};
 pub use kernel::*;
 pub use ops_amd::{sched_mask, AmdOp, DppCtrl, TdmDesc, MAX_VMCNT};
 pub use ops_nv::{
-    swizzle128, wgmma_acc_elem, wgmma_k, wgmma_operand_ok, NvOp, WARPGROUP, WGMMA_K, WGMMA_M,
+    swizzle128, wgmma_acc_elem, wgmma_k, wgmma_operand_ok, NvOp, WgmmaB, WARPGROUP, WGMMA_K,
+    WGMMA_M,
 };
 pub use srcloc::{SrcLoc, SrcLocs};
 pub use target::Target;

@@ -74,6 +74,48 @@ pub fn wgmma_operand_ok(elem: ScalarType) -> bool {
 /// Threads that issue one wgmma together (a warpgroup: four warps).
 pub const WARPGROUP: u32 = 128;
 
+/// The LDS layout of a wgmma B operand (16 x N, element `B[k][n]`), both 128-byte swizzled
+/// (addresses are linear LDS addresses before [`swizzle128`]; `size` is the element size).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WgmmaB {
+    /// K-major, as [`NvOp::Wgmma`]'s B: `B[k][n]` at `p + 128 n + size k`; `p % 1024 < 128`,
+    /// 16-byte aligned (a K-slice of a 64-element-wide tile, like `B = K^T` of a row-major K).
+    KMajor,
+    /// MN-major ("transposed", `tnspB = 1`): N is contiguous in 64-element (128-byte) rows,
+    /// one row per k: `B[k][n]` at `p + 128 k + size (n % 64) + block_bytes (n / 64)`; `p`
+    /// 1024-byte aligned. This is a row-major `[k, n]` tile loaded by TMA with the 128-byte
+    /// swizzle as `N / 64` column blocks of 64 elements, `block_bytes` apart (for attention's
+    /// `O += P V` with V `[kv, D]`: the k16 step `kk` starts `2048 kk` bytes in).
+    ///
+    /// The descriptor's canonical form (PTX ISA "Matrix Descriptor", MN-major SW128:
+    /// `((8 x 16B, m), (8, k)) : ((16B, LBO), (128B, SBO))`): the leading byte offset is
+    /// `block_bytes` (between 64-wide N blocks) and the stride byte offset 1024 (between
+    /// groups of 8 k rows).
+    MnMajor {
+        /// Bytes between consecutive 64-element N blocks: a multiple of 1024 below 2^18.
+        block_bytes: u32,
+    },
+}
+
+impl WgmmaB {
+    /// The linear (pre-swizzle) byte offset of `B[k][n]` from the tile pointer.
+    ///
+    /// ```
+    /// use flydsl_ir::WgmmaB;
+    /// assert_eq!(WgmmaB::KMajor.offset(3, 2, 2), 128 * 2 + 6);
+    /// let mn = WgmmaB::MnMajor { block_bytes: 8192 };
+    /// assert_eq!(mn.offset(3, 70, 2), 128 * 3 + 2 * 6 + 8192);
+    /// ```
+    pub fn offset(self, k: u64, n: u64, size: u64) -> u64 {
+        match self {
+            WgmmaB::KMajor => 128 * n + size * k,
+            WgmmaB::MnMajor { block_bytes } => {
+                128 * k + size * (n % 64) + block_bytes as u64 * (n / 64)
+            }
+        }
+    }
+}
+
 /// An NVIDIA Hopper op. Every op that names an mbarrier takes a pointer to a shared `i64`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum NvOp {
@@ -194,6 +236,34 @@ pub enum NvOp {
         /// Accumulator in.
         acc: ValueId,
     },
+    /// `wgmma.mma_async` m64nNk16 with A from registers (the *RS* form), B in LDS, f32
+    /// accumulate: `D[m][n] = C[m][n] + sum_k A[m][k] * B[k][n]` for one warpgroup (128
+    /// threads, all active). The element type (bf16 or f16) is B's.
+    ///
+    /// `a` is `<4 x i32>` per thread: the *A fragment*, four registers of two 16-bit
+    /// elements each (the first in the low half). Warp `w` of the warpgroup holds rows
+    /// `16w..16w+16` in the per-warp layout of `mma.sync` m16n8k16's A: lane `l`, register
+    /// `r`, half `h` holds `A[16w + l/4 + 8*(r%2)][2*(l%4) + 8*(r/2) + h]`. This is exactly
+    /// the accumulator layout of [`NvOp::Wgmma`] restricted to columns `16kk..16kk+16`:
+    /// accumulator registers `8kk..8kk+8`, packed pairwise, are the A fragment of the k16
+    /// step `kk` (how attention feeds P = softmax(S) back without an LDS round trip).
+    ///
+    /// B (16 x N) is a 128-byte-swizzled LDS tile at `b` laid out as `b_layout` says. The
+    /// result must not be read before a [`NvOp::WgmmaWait`] that covers it; `a` must be an
+    /// ordinary (not in-flight) value. The Sim computes each element as `C + sum` rounded once
+    /// to f32.
+    WgmmaRs {
+        /// N: a multiple of 8 in 8..=256 (of 64 with [`WgmmaB::MnMajor`]).
+        n: u32,
+        /// The A fragment (`<4 x i32>`).
+        a: ValueId,
+        /// B tile pointer (`ptr<shared, bf16|f16>`).
+        b: ValueId,
+        /// How B is laid out in LDS.
+        b_layout: WgmmaB,
+        /// Accumulator in (`<N/2 x f32>`).
+        acc: ValueId,
+    },
     /// `wgmma.wait_group.sync.aligned pending`: waits until at most `pending` committed
     /// wgmma batches are still running, and returns `values` (accumulators) as their
     /// results: tied through the wait, so no read of them moves above it.
@@ -296,7 +366,9 @@ impl NvOp {
                 v.extend(coords);
                 v
             }
-            NvOp::Wgmma { a, b, acc, .. } => vec![*a, *b, *acc],
+            NvOp::Wgmma { a, b, acc, .. } | NvOp::WgmmaRs { a, b, acc, .. } => {
+                vec![*a, *b, *acc]
+            }
             NvOp::WgmmaWait { values, .. } => values.clone(),
             NvOp::CpAsync {
                 dst,
@@ -330,6 +402,16 @@ impl NvOp {
         } else {
             Type::Vector(ScalarType::I32, count as u8)
         }
+    }
+
+    /// The register A fragment of an [`NvOp::WgmmaRs`]: `<4 x i32>`.
+    ///
+    /// ```
+    /// use flydsl_ir::{NvOp, ScalarType, Type};
+    /// assert_eq!(NvOp::wgmma_a_frag_type(), Type::Vector(ScalarType::I32, 4));
+    /// ```
+    pub fn wgmma_a_frag_type() -> Type {
+        Type::Vector(ScalarType::I32, 4)
     }
 
     /// The accumulator type of an m64nNk16 wgmma on 16-bit or fp8 inputs: `<N/2 x f32>`.
@@ -464,6 +546,53 @@ impl NvOp {
                     return Err(format!(
                         "wgmma m64n{n}k{} on {elem} takes and gives a {acc_ty} accumulator; got {}",
                         wgmma_k(elem),
+                        t(*acc)
+                    ));
+                }
+            }
+            NvOp::WgmmaRs {
+                n,
+                a,
+                b,
+                b_layout,
+                acc,
+            } => {
+                if *n % 8 != 0 || !(8..=256).contains(n) {
+                    return Err(format!("wgmma N = {n}: use a multiple of 8 in 8..=256"));
+                }
+                if let WgmmaB::MnMajor { block_bytes } = b_layout {
+                    if *n % 64 != 0 {
+                        return Err(format!(
+                            "wgmma with an MN-major B: N = {n} must be a multiple of 64"
+                        ));
+                    }
+                    if block_bytes % 1024 != 0 || *block_bytes >= 1 << 18 {
+                        return Err(format!(
+                            "MN-major B block stride {block_bytes}: use a multiple of 1024 \
+                             below 2^18"
+                        ));
+                    }
+                }
+                if !matches!(
+                    t(*b),
+                    Type::Ptr(AddrSpace::Shared, ScalarType::BF16 | ScalarType::F16)
+                ) {
+                    return Err(format!(
+                        "wgmma B must be an LDS pointer to bf16 or f16, not {}",
+                        t(*b)
+                    ));
+                }
+                let frag = NvOp::wgmma_a_frag_type();
+                if t(*a) != frag {
+                    return Err(format!(
+                        "a register A fragment is {frag} (8 packed 16-bit elements), not {}",
+                        t(*a)
+                    ));
+                }
+                let acc_ty = NvOp::wgmma_acc_type(*n);
+                if t(*acc) != acc_ty || results != [acc_ty] {
+                    return Err(format!(
+                        "wgmma m64n{n}k16 takes and gives a {acc_ty} accumulator; got {}",
                         t(*acc)
                     ));
                 }

@@ -1,4 +1,5 @@
-//! The verifier rule "wgmma results appear at the wait": a value made by [`NvOp::Wgmma`] is
+//! The verifier rule "wgmma results appear at the wait": a value made by [`NvOp::Wgmma`] (or
+//! [`NvOp::WgmmaRs`], whose register A fragment must itself be complete) is
 //! in flight until a [`NvOp::WgmmaWait`] that covers it returns it. Until then it may only
 //! be another wgmma's accumulator, a loop's carried value or a region's yield, or a value
 //! passed to a wait; any other read is an error.
@@ -97,6 +98,11 @@ impl Flow {
                 OpKind::Yield(ys) => yields = ys.iter().map(|y| st.get(y).copied()).collect(),
                 OpKind::Nv(NvOp::Wgmma { acc: _, .. }) => {
                     // The accumulator may be in flight: wgmmas chain on it.
+                    st.insert(op.results[0], 0);
+                }
+                OpKind::Nv(NvOp::WgmmaRs { a, .. }) => {
+                    // The register A fragment is read at issue: it must be complete.
+                    self.reads(at, op, &[*a], st)?;
                     st.insert(op.results[0], 0);
                 }
                 OpKind::Nv(NvOp::WgmmaCommit) => {

@@ -57,3 +57,38 @@ fn wgmma_gemm_has_no_spills_and_at_most_255_registers() {
         }
     }
 }
+
+#[test]
+fn wgmma_attention_has_no_spills_and_at_most_255_registers() {
+    let Some(dev) = sm90_device() else { return };
+    let ks: [&'static KernelVariants; 12] = [
+        &proof::ATTN_WGMMA_BF16_D64_FULL,
+        &proof::ATTN_WGMMA_BF16_D64_CAUSAL,
+        &proof::ATTN_WGMMA_BF16_D128_FULL,
+        &proof::ATTN_WGMMA_BF16_D128_CAUSAL,
+        &proof::ATTN_WGMMA_F16_D64_FULL,
+        &proof::ATTN_WGMMA_F16_D64_CAUSAL,
+        &proof::ATTN_WGMMA_F16_D128_FULL,
+        &proof::ATTN_WGMMA_F16_D128_CAUSAL,
+        &proof::ATTN_WGMMA_BF16_D256_FULL,
+        &proof::ATTN_WGMMA_BF16_D256_CAUSAL,
+        &proof::ATTN_WGMMA_F16_D256_FULL,
+        &proof::ATTN_WGMMA_F16_D256_CAUSAL,
+    ];
+    for k in ks {
+        let r = dev
+            .kernel_resources(k)
+            .unwrap_or_else(|e| panic!("{}: {e}", k.name))
+            .expect("the CUDA backend reports resources");
+        println!(
+            "{:<28} regs {:>3}  private {:>5} B  static lds {:>5} B  max threads {:>4}",
+            k.name, r.registers, r.private_bytes, r.static_lds_bytes, r.max_threads
+        );
+        assert_eq!(
+            r.private_bytes, 0,
+            "{}: spills {} B",
+            k.name, r.private_bytes
+        );
+        assert!(r.registers <= 255, "{}: {} registers", k.name, r.registers);
+    }
+}

@@ -1,7 +1,7 @@
 //! `cargo xtask device-bundle`: build the sm90 test binaries, the bench/verify binary
 //! (xtask itself), the launch-overhead example, fly-norm's forward plan sweep (`fwd_sweep`)
-//! and its torch cross-check (`torch_check`), the GEMM proof bench (`gemm_bench`) in release
-//! mode (stripped), and copy them with
+//! and its torch cross-check (`torch_check`), the GEMM and attention proof benches
+//! (`gemm_bench`, `attn_bench`) in release mode (stripped), and copy them with
 //! the torch peer and cross-check scripts and an entry script into one folder for the GPU
 //! machine. `run.sh` there runs the tests and the torch cross-check, the plan sweep, then our
 //! benches and the torch peers on the same shapes in the same run, and prints a side-by-side
@@ -147,6 +147,8 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             "sm90",
             "--example",
             "gemm_bench",
+            "--example",
+            "attn_bench",
         ],
         false,
     )?);
@@ -173,6 +175,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         "bench/compare.py",
         "bench/torch_check.py",
         "bench/peers_gemm.py",
+        "bench/peers_attn.py",
         "bench/run.sh",
     ] {
         let src = root.join(f);

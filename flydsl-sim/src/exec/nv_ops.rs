@@ -19,7 +19,8 @@ use crate::race::Access;
 use crate::tensor_map::{SimTensorMap, TENSOR_MAP_BYTES};
 use crate::SimError;
 use flydsl_ir::{
-    swizzle128, wgmma_acc_elem, wgmma_k, NvOp, Op, ScalarType, ValueId, WARPGROUP, WGMMA_M,
+    swizzle128, wgmma_acc_elem, wgmma_k, NvOp, Op, ScalarType, ValueId, WgmmaB, WARPGROUP, WGMMA_K,
+    WGMMA_M,
 };
 
 impl Wg<'_, '_> {
@@ -304,6 +305,13 @@ impl Wg<'_, '_> {
             }
             NvOp::LdMatrix { .. } | NvOp::StMatrix { .. } => self.matrix_op(op, nv, act)?,
             NvOp::Wgmma { n, a, b, acc } => self.wgmma(op.results[0], *n, [*a, *b, *acc], act)?,
+            NvOp::WgmmaRs {
+                n,
+                a,
+                b,
+                b_layout,
+                acc,
+            } => self.wgmma_rs(op.results[0], *n, [*a, *b, *acc], *b_layout, act)?,
             NvOp::WgmmaWait { values, pending } => {
                 self.wgmma_retire(*pending, act)?;
                 for (&v, &r) in values.iter().zip(&op.results) {
@@ -445,6 +453,12 @@ impl Wg<'_, '_> {
                 }
             }
         }
+        self.wgmma_read_chunks(t0, g, chunks)
+    }
+
+    /// Racecheck: the 16-byte LDS chunks (swizzled addresses) one wgmma of warpgroup `g`
+    /// reads, checked now and kept in flight until a wait retires their batch.
+    fn wgmma_read_chunks(&mut self, t0: u32, g: u32, chunks: Vec<usize>) -> Result<(), SimError> {
         let batch = self.nv.commits.get(g as usize).copied().unwrap_or(0);
         let race = self.race.as_mut().expect("racecheck is on");
         for &c in &chunks {
@@ -548,6 +562,125 @@ impl Wg<'_, '_> {
                 }
             }
             i += wg;
+        }
+        self.put(r, out);
+        Ok(())
+    }
+
+    /// Check that `act` covers whole warpgroups; returns their first threads.
+    fn whole_warpgroups(&self, op: &str, act: &[u32]) -> Result<Vec<u32>, SimError> {
+        let wg = WARPGROUP as usize;
+        let mut firsts = Vec::new();
+        let mut i = 0;
+        while i < act.len() {
+            let g = act[i] as usize / wg;
+            if act.len() < i + wg
+                || act[i + wg - 1] as usize / wg != g
+                || !(act[i] as usize).is_multiple_of(wg)
+            {
+                return Err(self.fault(
+                    op,
+                    act[i],
+                    "wgmma needs all 128 threads of its warpgroup active",
+                ));
+            }
+            firsts.push(act[i]);
+            i += wg;
+        }
+        Ok(firsts)
+    }
+
+    /// `WgmmaRs`: A (64 x 16) gathered from the warpgroup's register fragments (see
+    /// `NvOp::WgmmaRs`), B (16 x N) read from LDS as `layout` says.
+    fn wgmma_rs(
+        &mut self,
+        r: ValueId,
+        n: u32,
+        [a, b, acc]: [ValueId; 3],
+        layout: WgmmaB,
+        act: &[u32],
+    ) -> Result<(), SimError> {
+        let op = format!("WgmmaRs(m64n{n}k16)");
+        let wg = WARPGROUP as usize;
+        let elem = self.info(b).elem;
+        let es = elem.size_bytes() as usize;
+        let (m, n, k) = (WGMMA_M as usize, n as usize, WGMMA_K as usize);
+        let mut out = self.take(r);
+        for t0 in self.whole_warpgroups(&op, act)? {
+            let g = t0 as usize / wg;
+            // A[row][kk] from lane (row % 16 / ... ) of warp row / 16.
+            let fa = self.val(a);
+            let mut va = vec![0.0; m * k];
+            for row in 0..m {
+                for kk in 0..k {
+                    let (w, rr) = (row / 16, row % 16);
+                    let lane = 4 * (rr % 8) + (kk % 8) / 2;
+                    let reg = rr / 8 + 2 * (kk / 8);
+                    let t = g * wg + 32 * w + lane;
+                    let word = fa[t * 4 + reg] as u32;
+                    let bits = if kk % 2 == 0 {
+                        word & 0xffff
+                    } else {
+                        word >> 16
+                    };
+                    va[row * k + kk] = float_val(elem, bits as u64);
+                }
+            }
+            let base = self.lds_byte(b, t0, &op)?;
+            let align_ok = match layout {
+                WgmmaB::KMajor => base % 16 == 0 && base % 1024 < 128,
+                WgmmaB::MnMajor { .. } => base % 1024 == 0,
+            };
+            if !align_ok {
+                return Err(self.fault(
+                    &op,
+                    t0,
+                    format!(
+                        "B operand at LDS byte {base}: {}",
+                        match layout {
+                            WgmmaB::KMajor => "needs 16-byte alignment and address % 1024 < 128",
+                            WgmmaB::MnMajor { .. } => "an MN-major B needs 1024-byte alignment",
+                        }
+                    ),
+                ));
+            }
+            let mut vb = vec![0.0; k * n];
+            let mut chunks = Vec::new();
+            for kk in 0..k {
+                for col in 0..n {
+                    let lin = base as u64 + layout.offset(kk as u64, col as u64, es as u64);
+                    let at = swizzle128(lin) as usize;
+                    if at + es > self.lds.len() {
+                        return Err(self.fault(&op, t0, "operand runs past the end of LDS"));
+                    }
+                    self.check_pending(at, es, t0, &op)?;
+                    let mut w = [0u8; 8];
+                    w[..es].copy_from_slice(&self.lds[at..at + es]);
+                    vb[kk * n + col] = float_val(elem, u64::from_le_bytes(w));
+                    chunks.push(at & !15);
+                }
+            }
+            if self.race.is_some() {
+                chunks.sort_unstable();
+                chunks.dedup();
+                self.wgmma_read_chunks(t0, g as u32, chunks)?;
+            }
+            let cw = n / 2;
+            let cv = self.val(acc);
+            for tl in 0..wg {
+                let t = g * wg + tl;
+                let (w, l) = (tl / 32, tl % 32);
+                for reg in 0..cw {
+                    let (j, q) = (reg / 4, reg % 4);
+                    let row = 16 * w + l / 4 + 8 * (q / 2);
+                    let col = 8 * j + 2 * (l % 4) + q % 2;
+                    let mut s = float_val(ScalarType::F32, cv[t * cw + reg]);
+                    for kk in 0..k {
+                        s += va[row * k + kk] * vb[kk * n + col];
+                    }
+                    out[t * cw + reg] = float_bits(ScalarType::F32, s);
+                }
+            }
         }
         self.put(r, out);
         Ok(())
