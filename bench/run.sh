@@ -6,10 +6,10 @@
 set -u
 cd "$(dirname "$0")"
 OUT=${OUT:-$PWD/out}
-if [ -f bundle.tgz ] && [ ! -d tests ]; then
+if [ -f bundle.txz ] && [ ! -d tests ]; then
   # Unpack the bundle next to a scratch copy and run from there.
   work=$(mktemp -d)
-  tar -xzf bundle.tgz -C "$work" && cp "$0" "$work/run.sh"
+  tar -xJf bundle.txz -C "$work" && cp "$0" "$work/run.sh"
   OUT="$OUT" exec bash "$work/run.sh"
 fi
 mkdir -p "$OUT"
