@@ -28,13 +28,18 @@
 
 mod backend;
 mod buffer;
+mod copy;
 mod device;
+pub mod diag;
 mod dtype;
 mod error;
+mod foreign;
 pub mod hints;
 mod launch;
 mod launch_table;
+mod pinned;
 mod repr;
+mod residency;
 mod stream;
 mod tensor_map;
 pub mod timing;
@@ -44,6 +49,7 @@ pub mod validate;
 mod variant;
 
 pub use buffer::DeviceBuffer;
+pub use pinned::PinnedHostBuffer;
 pub use device::Device;
 pub use dtype::{
     DType, Element, ElementMap, ElementMap2, InnerElement, OuterElement, PerElement, PerElement2,
@@ -55,7 +61,7 @@ pub use half;
 pub use launch::{KernelArgs, LaunchConfig};
 pub use launch_table::{launcher, Launcher, Launchers};
 pub use repr::{DeviceRepr, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ};
-pub use stream::{Event, Stream, StreamId};
+pub use stream::{Event, Stream};
 pub use tensor_map::{TensorMap, TmaSwizzle};
-pub use types::{Backend, DeviceId, DeviceLabel};
+pub use types::{Backend, DeviceId, DeviceLabel, StreamId};
 pub use variant::{KernelResources, KernelVariant, KernelVariants};

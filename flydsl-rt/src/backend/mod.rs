@@ -5,6 +5,7 @@
 //! calls require.
 
 pub(crate) mod cuda;
+mod cuda_mem;
 pub(crate) mod hip;
 pub(crate) mod sim;
 
@@ -72,15 +73,147 @@ impl RawDevice {
         }
     }
 
+    /// Free `ptr` once the work queued so far on `owner` (`None`: the default stream) has
+    /// run, without waiting on the host where the backend can (see `residency.rs`).
+    ///
     /// # Safety
-    /// `ptr` must be a live allocation of this device, freed once.
-    pub(crate) unsafe fn free(&self, ptr: u64) {
+    /// `ptr` must be a live allocation of this device made by [`alloc`](Self::alloc), freed
+    /// once, and every use of it must be ordered before the current end of `owner`.
+    pub(crate) unsafe fn free(&self, ptr: u64, owner: Option<&RawStream>) -> Result<()> {
+        match (self, owner) {
+            (RawDevice::Sim(d), None | Some(RawStream::Sim)) => d.free(ptr),
+            // SAFETY: guaranteed by the caller.
+            (RawDevice::Hip(d), None) => unsafe { d.free(ptr, None) },
+            // SAFETY: guaranteed by the caller.
+            (RawDevice::Hip(d), Some(RawStream::Hip(s))) => unsafe { d.free(ptr, Some(s)) },
+            // SAFETY: guaranteed by the caller.
+            (RawDevice::Cuda(d), None) => unsafe { d.free(ptr, None) },
+            // SAFETY: guaranteed by the caller.
+            (RawDevice::Cuda(d), Some(RawStream::Cuda(s))) => unsafe { d.free(ptr, Some(s)) },
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// Make later work on `to` wait for the work queued so far on `from` (`None`: the
+    /// default stream). The host does not wait where the backend can avoid it.
+    pub(crate) fn order(&self, from: Option<&RawStream>, to: Option<&RawStream>) -> Result<()> {
+        fn hip(s: Option<&RawStream>) -> Result<Option<&hip::HipStream>> {
+            match s {
+                None => Ok(None),
+                Some(RawStream::Hip(s)) => Ok(Some(s)),
+                Some(_) => Err(mismatch()),
+            }
+        }
+        fn cuda(s: Option<&RawStream>) -> Result<Option<&cuda::CudaStream>> {
+            match s {
+                None => Ok(None),
+                Some(RawStream::Cuda(s)) => Ok(Some(s)),
+                Some(_) => Err(mismatch()),
+            }
+        }
         match self {
-            RawDevice::Sim(d) => d.free(ptr),
+            // Sim work is synchronous: everything queued has already run.
+            RawDevice::Sim(_) => Ok(()),
+            RawDevice::Hip(d) => d.order(hip(from)?, hip(to)?),
+            RawDevice::Cuda(d) => d.order(cuda(from)?, cuda(to)?),
+        }
+    }
+
+    /// Enqueue a host-to-device copy of `bytes` from `src` on `stream` (Sim: done at once).
+    ///
+    /// # Safety
+    /// `[dst, dst + bytes)` lies in a live allocation of this device; `src` is valid for
+    /// `bytes` and stays valid and unchanged until the copy has run.
+    pub(crate) unsafe fn htod_async(
+        &self,
+        dst: u64,
+        src: *const u8,
+        bytes: usize,
+        stream: &RawStream,
+    ) -> Result<()> {
+        match (self, stream) {
+            (RawDevice::Sim(d), RawStream::Sim) => {
+                // SAFETY: `src` is valid for `bytes` (guaranteed by the caller).
+                d.htod(dst, unsafe { std::slice::from_raw_parts(src, bytes) })
+            }
             // SAFETY: guaranteed by the caller.
-            RawDevice::Hip(d) => unsafe { d.free(ptr) },
+            (RawDevice::Hip(d), RawStream::Hip(s)) => unsafe { d.htod_async(dst, src, bytes, s) },
             // SAFETY: guaranteed by the caller.
-            RawDevice::Cuda(d) => unsafe { d.free(ptr) },
+            (RawDevice::Cuda(d), RawStream::Cuda(s)) => unsafe { d.htod_async(dst, src, bytes, s) },
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// Enqueue a device-to-host copy of `bytes` into `dst` on `stream` (Sim: done at once).
+    ///
+    /// # Safety
+    /// `[src, src + bytes)` lies in a live allocation of this device; `dst` is valid for
+    /// `bytes` of writes and is not touched otherwise until the copy has run.
+    pub(crate) unsafe fn dtoh_async(
+        &self,
+        dst: *mut u8,
+        src: u64,
+        bytes: usize,
+        stream: &RawStream,
+    ) -> Result<()> {
+        match (self, stream) {
+            (RawDevice::Sim(d), RawStream::Sim) => {
+                // SAFETY: `dst` is valid for `bytes` of writes (guaranteed by the caller).
+                d.dtoh(src, unsafe { std::slice::from_raw_parts_mut(dst, bytes) })
+            }
+            // SAFETY: guaranteed by the caller.
+            (RawDevice::Hip(d), RawStream::Hip(s)) => unsafe { d.dtoh_async(dst, src, bytes, s) },
+            // SAFETY: guaranteed by the caller.
+            (RawDevice::Cuda(d), RawStream::Cuda(s)) => unsafe { d.dtoh_async(dst, src, bytes, s) },
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// Enqueue a device-to-device copy of `bytes` on `stream` (Sim: done at once).
+    ///
+    /// # Safety
+    /// Both ranges lie in live allocations of this device.
+    pub(crate) unsafe fn dtod_async(
+        &self,
+        dst: u64,
+        src: u64,
+        bytes: usize,
+        stream: &RawStream,
+    ) -> Result<()> {
+        match (self, stream) {
+            (RawDevice::Sim(d), RawStream::Sim) => d.dtod(dst, src, bytes),
+            // SAFETY: guaranteed by the caller.
+            (RawDevice::Hip(d), RawStream::Hip(s)) => unsafe { d.dtod_async(dst, src, bytes, s) },
+            // SAFETY: guaranteed by the caller.
+            (RawDevice::Cuda(d), RawStream::Cuda(s)) => unsafe { d.dtod_async(dst, src, bytes, s) },
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// `bytes` (> 0) of zeroed host memory that copies on this device's streams may use
+    /// asynchronously: page-locked on GPUs, 64-byte aligned heap memory on the Sim.
+    pub(crate) fn host_alloc(&self, bytes: usize) -> Result<*mut u8> {
+        let p = match self {
+            RawDevice::Sim(_) => sim::host_alloc(bytes)?,
+            RawDevice::Hip(d) => d.host_alloc(bytes)?,
+            RawDevice::Cuda(d) => d.host_alloc(bytes)?,
+        };
+        // SAFETY: `p` is a fresh allocation of `bytes` bytes.
+        unsafe { std::ptr::write_bytes(p, 0, bytes) };
+        Ok(p)
+    }
+
+    /// # Safety
+    /// `ptr` came from [`host_alloc`](Self::host_alloc) of this device with `bytes`, and no
+    /// copy using it is pending.
+    pub(crate) unsafe fn host_free(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        match self {
+            // SAFETY: guaranteed by the caller.
+            RawDevice::Sim(_) => unsafe { sim::host_free(ptr, bytes) },
+            // SAFETY: guaranteed by the caller.
+            RawDevice::Hip(d) => unsafe { d.host_free(ptr) },
+            // SAFETY: guaranteed by the caller.
+            RawDevice::Cuda(d) => unsafe { d.host_free(ptr) },
         }
     }
 

@@ -1,0 +1,93 @@
+//! Stream-ordered buffer lifetimes: for each device buffer, the one stream whose queue covers
+//! all the device work the buffer has taken part in (its *owner*).
+//!
+//! A buffer starts owned by the device's default stream (CUDA's legacy stream, HIP's null
+//! stream), on which it was allocated and on which the blocking copies run. When a launch or
+//! an enqueued copy uses it on another stream, that stream first waits (device-side, an event)
+//! for the owner's queue and becomes the owner; a blocking copy moves ownership back to the
+//! default stream the same way. The free at drop is then enqueued on the owner
+//! (`cuMemFreeAsync` / `hipFreeAsync`), so dropping a buffer never waits on the host, and never
+//! frees memory that queued work may still touch. Within one stream nothing is recorded after
+//! the first use, so the usual launch costs one uncontended lock per buffer.
+//!
+//! The price of one owner: a buffer used on two streams in turn orders the second use after
+//! the first (also for two readers). That is the rule cudarc's `CudaSlice` applies with its
+//! read and write events, kept to one stream at a time.
+
+use crate::backend::{RawDevice, RawStream};
+use crate::error::Result;
+use crate::types::StreamId;
+use std::sync::{Arc, Mutex};
+
+/// The stream that owns a buffer.
+#[derive(Clone, Debug, Default)]
+pub(crate) enum Owner {
+    /// The device's default stream.
+    #[default]
+    Default,
+    /// A stream of this device (kept alive until the buffer's free is enqueued on it).
+    Stream(StreamId, Arc<RawStream>),
+}
+
+impl Owner {
+    /// The owner's raw stream (`None`: the default stream).
+    pub(crate) fn raw(&self) -> Option<&RawStream> {
+        match self {
+            Owner::Default => None,
+            Owner::Stream(_, s) => Some(s),
+        }
+    }
+}
+
+/// A buffer's owner, shared with the [`KernelArgs`](crate::KernelArgs) it is pushed into.
+#[derive(Debug, Default)]
+pub(crate) struct Residency {
+    owner: Mutex<Owner>,
+}
+
+impl Residency {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Owner> {
+        self.owner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Order the next work on `stream` after all work on the buffer so far and make `stream`
+    /// the owner.
+    pub(crate) fn acquire(
+        &self,
+        dev: &RawDevice,
+        id: StreamId,
+        stream: &Arc<RawStream>,
+    ) -> Result<()> {
+        let mut owner = self.lock();
+        if matches!(&*owner, Owner::Stream(cur, _) if *cur == id) {
+            return Ok(());
+        }
+        dev.order(owner.raw(), Some(stream))?;
+        *owner = Owner::Stream(id, Arc::clone(stream));
+        Ok(())
+    }
+
+    /// Order the next work on the default stream after all work on the buffer so far and make
+    /// it the owner (before a blocking copy).
+    pub(crate) fn acquire_default(&self, dev: &RawDevice) -> Result<()> {
+        let mut owner = self.lock();
+        if let Owner::Stream(_, s) = &*owner {
+            dev.order(Some(s), None)?;
+            *owner = Owner::Default;
+        }
+        Ok(())
+    }
+
+    /// The owning stream's id (`None`: the default stream).
+    pub(crate) fn owner_id(&self) -> Option<StreamId> {
+        match &*self.lock() {
+            Owner::Default => None,
+            Owner::Stream(id, _) => Some(*id),
+        }
+    }
+
+    /// The owner, leaving the default stream in its place (at the buffer's drop).
+    pub(crate) fn take(&self) -> Owner {
+        std::mem::take(&mut *self.lock())
+    }
+}
