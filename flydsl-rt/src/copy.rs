@@ -44,8 +44,16 @@ impl Stream {
         dst: &mut DeviceBuffer<T>,
     ) -> Result<()> {
         const OP: &str = "Stream::copy_to_device";
-        same_device("Stream::copy_to_device: the stream and `src`", &self.device, src.device())?;
-        same_device("Stream::copy_to_device: the stream and `dst`", &self.device, dst.device())?;
+        same_device(
+            "Stream::copy_to_device: the stream and `src`",
+            &self.device,
+            src.device(),
+        )?;
+        same_device(
+            "Stream::copy_to_device: the stream and `dst`",
+            &self.device,
+            dst.device(),
+        )?;
         if src.len() != dst.len() {
             return Err(length_error(OP, "`src` and `dst`", src.len(), dst.len()));
         }
@@ -73,8 +81,16 @@ impl Stream {
         dst: &mut PinnedHostBuffer<T>,
     ) -> Result<()> {
         const OP: &str = "Stream::copy_to_host";
-        same_device("Stream::copy_to_host: the stream and `src`", &self.device, src.device())?;
-        same_device("Stream::copy_to_host: the stream and `dst`", &self.device, dst.device())?;
+        same_device(
+            "Stream::copy_to_host: the stream and `src`",
+            &self.device,
+            src.device(),
+        )?;
+        same_device(
+            "Stream::copy_to_host: the stream and `dst`",
+            &self.device,
+            dst.device(),
+        )?;
         if src.len() != dst.len() {
             return Err(length_error(OP, "`src` and `dst`", src.len(), dst.len()));
         }
@@ -112,8 +128,16 @@ impl Stream {
         dst: &mut DeviceBuffer<T>,
     ) -> Result<()> {
         const OP: &str = "Stream::copy_device";
-        same_device("Stream::copy_device: the stream and `src`", &self.device, src.device())?;
-        same_device("Stream::copy_device: the stream and `dst`", &self.device, dst.device())?;
+        same_device(
+            "Stream::copy_device: the stream and `src`",
+            &self.device,
+            src.device(),
+        )?;
+        same_device(
+            "Stream::copy_device: the stream and `dst`",
+            &self.device,
+            dst.device(),
+        )?;
         if src.len() != dst.len() {
             return Err(length_error(OP, "`src` and `dst`", src.len(), dst.len()));
         }
@@ -130,13 +154,6 @@ impl Stream {
         // SAFETY: both are live allocations of `bytes` bytes on this device; `&mut dst` and
         // `&src` cannot be the same buffer. Wrapped foreign buffers may overlap, which
         // `from_raw_parts`'s contract excludes for a `&mut`.
-        unsafe {
-            raw.dtod_async(
-                dst.as_device_ptr(),
-                src.as_device_ptr(),
-                bytes,
-                &self.raw,
-            )
-        }
+        unsafe { raw.dtod_async(dst.as_device_ptr(), src.as_device_ptr(), bytes, &self.raw) }
     }
 }

@@ -70,7 +70,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
             ));
         }
         let align = std::mem::align_of::<T>() as u64;
-        if ptr % align != 0 {
+        if !ptr.is_multiple_of(align) {
             return Err(invalid(
                 OP,
                 format!(
@@ -83,7 +83,9 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         let Some(end) = ptr.checked_add(bytes) else {
             return Err(invalid(
                 OP,
-                format!("`ptr` {ptr:#x} + {bytes} bytes ({len} elements) overflows the address space"),
+                format!(
+                    "`ptr` {ptr:#x} + {bytes} bytes ({len} elements) overflows the address space"
+                ),
             ));
         };
         check_range(OP, device, ptr, end)?;
@@ -165,11 +167,15 @@ impl Stream {
     /// returned stream has been dropped and the work queued on it has been enqueued (frees
     /// are enqueued on it at drop).
     pub unsafe fn from_raw_cuda(device: &Device, raw: *mut c_void) -> Result<Stream> {
-        let RawDevice::Cuda(_) = &device.inner.raw else {
-            return Err(wrong_backend("Stream::from_raw_cuda", device, Backend::Cuda));
+        let RawDevice::Cuda(d) = &device.inner.raw else {
+            return Err(wrong_backend(
+                "Stream::from_raw_cuda",
+                device,
+                Backend::Cuda,
+            ));
         };
         // SAFETY: guaranteed by the caller.
-        let s = unsafe { crate::backend::cuda::CudaStream::borrowed(raw.cast()) };
+        let s = unsafe { d.borrowed_stream(raw) }?;
         Ok(wrap(device, RawStream::Cuda(s)))
     }
 
@@ -184,7 +190,7 @@ impl Stream {
             return Err(wrong_backend("Stream::from_raw_hip", device, Backend::Hip));
         };
         // SAFETY: guaranteed by the caller.
-        let s = unsafe { crate::backend::hip::HipStream::borrowed(d.lib(), raw) };
+        let s = unsafe { d.borrowed_stream(raw) }?;
         Ok(wrap(device, RawStream::Hip(s)))
     }
 }
@@ -199,7 +205,9 @@ impl Device {
             return Err(bad("there is no usable CUDA device".into()));
         };
         let RawDevice::Cuda(d) = &first.inner.raw else {
-            return Err(bad("the CUDA backend returned a device of another backend".into()));
+            return Err(bad(
+                "the CUDA backend returned a device of another backend".into()
+            ));
         };
         let (ordinal, _, _) = d.pointer_info(ptr).map_err(|e| {
             bad(format!(

@@ -28,6 +28,8 @@
 
 mod backend;
 mod buffer;
+#[cfg(feature = "ndarray")]
+mod buffer_nd;
 mod copy;
 mod device;
 pub mod diag;
@@ -49,7 +51,6 @@ pub mod validate;
 mod variant;
 
 pub use buffer::DeviceBuffer;
-pub use pinned::PinnedHostBuffer;
 pub use device::Device;
 pub use dtype::{
     DType, Element, ElementMap, ElementMap2, InnerElement, OuterElement, PerElement, PerElement2,
@@ -60,6 +61,7 @@ pub use flydsl_sim as sim;
 pub use half;
 pub use launch::{KernelArgs, LaunchConfig};
 pub use launch_table::{launcher, Launcher, Launchers};
+pub use pinned::PinnedHostBuffer;
 pub use repr::{DeviceRepr, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ};
 pub use stream::{Event, Stream};
 pub use tensor_map::{TensorMap, TmaSwizzle};

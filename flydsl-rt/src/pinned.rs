@@ -63,7 +63,7 @@ impl<T: DeviceRepr> PinnedHostBuffer<T> {
     ///
     /// ```
     /// let dev = flydsl_rt::Device::sim(flydsl_rt::Target::Gfx942);
-    /// let b = flydsl_rt::PinnedHostBuffer::<u16>::zeroed(&dev, 4).unwrap();
+    /// let b = flydsl_rt::PinnedHostBuffer::<i32>::zeroed(&dev, 4).unwrap();
     /// assert_eq!(b.as_slice().unwrap(), &[0, 0, 0, 0]);
     /// ```
     pub fn zeroed(device: &Device, len: usize) -> Result<Self> {
@@ -134,10 +134,7 @@ impl<T: DeviceRepr> PinnedHostBuffer<T> {
     /// The host address and byte length, for a copy that the caller then records with
     /// [`set_pending`](Self::set_pending).
     pub(crate) fn raw_parts(&self) -> (*mut u8, usize) {
-        (
-            self.ptr.cast::<u8>(),
-            self.len * std::mem::size_of::<T>(),
-        )
+        (self.ptr.cast::<u8>(), self.len * std::mem::size_of::<T>())
     }
 
     /// Remember `event`, recorded on `stream` after a copy that uses the buffer.

@@ -94,8 +94,11 @@ fn enqueued_copies_and_launches_keep_their_order_across_streams() {
         s1.copy_to_device(&host, &mut a).unwrap();
         s2.copy_device(&a, &mut b).unwrap(); // waits for s1's copy
         vadd_launch(&s1, table, size, &a, &b, &c); // waits for s2's copy
-        // Overwrite the pinned source: waits for the copy that read it.
-        host.as_mut_slice().unwrap().iter_mut().for_each(|v| *v = -1.0);
+                                                   // Overwrite the pinned source: waits for the copy that read it.
+        host.as_mut_slice()
+            .unwrap()
+            .iter_mut()
+            .for_each(|v| *v = -1.0);
         let mut back = PinnedHostBuffer::<f32>::zeroed(&dev, n).unwrap();
         s2.copy_to_host(&c, &mut back).unwrap();
         let want: Vec<f32> = x.iter().map(|v| v + v).collect();
@@ -117,9 +120,15 @@ fn enqueued_copies_check_lengths_and_devices() {
     let mut d3 = DeviceBuffer::<u8>::zeroed(&dev, 3).unwrap();
     let mut elsewhere = DeviceBuffer::<u8>::zeroed(&other, 4).unwrap();
     let e = s.copy_to_device(&host, &mut d3).unwrap_err().to_string();
-    assert!(e.contains("Stream::copy_to_device") && e.contains("4 and 3"), "{e}");
+    assert!(
+        e.contains("Stream::copy_to_device") && e.contains("4 and 3"),
+        "{e}"
+    );
     let e = s.copy_to_host(&d4, &mut host3).unwrap_err().to_string();
-    assert!(e.contains("Stream::copy_to_host") && e.contains("4 and 3"), "{e}");
+    assert!(
+        e.contains("Stream::copy_to_host") && e.contains("4 and 3"),
+        "{e}"
+    );
     let e = s.copy_device(&d4, &mut d3).unwrap_err().to_string();
     assert!(e.contains("Stream::copy_device"), "{e}");
     let e = s.copy_to_device(&host, &mut elsewhere).unwrap_err();
@@ -152,7 +161,10 @@ fn foreign_memory_is_validated_and_never_freed() {
     };
     let msg = |r: Result<DeviceBuffer<i32>>| r.unwrap_err().to_string();
     let e = msg(wrap(0, 3));
-    assert!(e.contains("DeviceBuffer::from_raw_parts") && e.contains("null"), "{e}");
+    assert!(
+        e.contains("DeviceBuffer::from_raw_parts") && e.contains("null"),
+        "{e}"
+    );
     let e = msg(wrap(p + 2, 1));
     assert!(e.contains("not aligned to 4 bytes"), "{e}");
     let e = msg(wrap(p + 8, 5));
@@ -205,7 +217,11 @@ fn a_kernel_writes_a_row_block_of_foreign_memory() {
         drop((a, out));
         let got = m.to_vec().unwrap();
         for (i, v) in got.iter().enumerate() {
-            let want = if i / cols == 3 { 2.0 * x[i - 2 * cols] } else { x[i] };
+            let want = if i / cols == 3 {
+                2.0 * x[i - 2 * cols]
+            } else {
+                x[i]
+            };
             assert_eq!(*v, want, "{target} element {i}");
         }
     }

@@ -202,12 +202,15 @@ impl CudaDevice {
     }
 }
 
-impl CudaStream {
+impl CudaDevice {
     /// A stream of other code, never destroyed by us.
     ///
     /// # Safety
     /// `raw` is a live stream of this device's primary context that outlives the handle.
-    pub(crate) unsafe fn borrowed(raw: sys::CUstream) -> CudaStream {
-        CudaStream { raw, owned: false }
+    pub(crate) unsafe fn borrowed_stream(&self, raw: *mut c_void) -> Result<CudaStream> {
+        Ok(CudaStream {
+            raw: raw.cast(),
+            owned: false,
+        })
     }
 }

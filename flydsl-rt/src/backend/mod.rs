@@ -4,9 +4,35 @@
 //! against a live [`DeviceBuffer`](crate::DeviceBuffer), which is what the `unsafe` backend
 //! calls require.
 
+#[cfg(feature = "cuda")]
 pub(crate) mod cuda;
+#[cfg(feature = "cuda")]
 mod cuda_mem;
+#[cfg(feature = "hip")]
 pub(crate) mod hip;
+#[cfg(any(not(feature = "cuda"), not(feature = "hip")))]
+#[macro_use]
+mod off;
+#[cfg(not(feature = "cuda"))]
+off_backend!(
+    cuda,
+    crate::types::Backend::Cuda,
+    "cuda",
+    CudaDevice,
+    CudaStream,
+    CudaEvent,
+    CudaFunction
+);
+#[cfg(not(feature = "hip"))]
+off_backend!(
+    hip,
+    crate::types::Backend::Hip,
+    "hip",
+    HipDevice,
+    HipStream,
+    HipEvent,
+    HipFunction
+);
 pub(crate) mod sim;
 
 use crate::error::{Error, Result};
@@ -307,7 +333,7 @@ impl RawDevice {
             }
             (RawDevice::Hip(d), RawStream::Hip(s), RawFunction::Hip(f)) => {
                 // SAFETY: guaranteed by the caller.
-                unsafe { d.launch(s, f, cfg, args) }
+                unsafe { d.launch(s, f, decoded, cfg, args) }
             }
             (RawDevice::Cuda(d), RawStream::Cuda(s), RawFunction::Cuda(f)) => {
                 // SAFETY: guaranteed by the caller.

@@ -18,8 +18,8 @@ use crate::backend::RawStream;
 use crate::device::Device;
 use crate::error::Result;
 use crate::types::StreamId;
-use std::sync::Arc;
 use crate::variant::KernelVariants;
+use std::sync::Arc;
 
 /// Validate and launch (the body of [`Stream::launch`](crate::Stream::launch)).
 ///

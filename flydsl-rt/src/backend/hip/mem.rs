@@ -130,23 +130,16 @@ impl HipDevice {
     }
 }
 
-impl HipStream {
+impl HipDevice {
     /// A stream of other code, never destroyed by us.
     ///
     /// # Safety
     /// `raw` is a live stream of this device that outlives the handle.
-    pub(crate) unsafe fn borrowed(lib: &'static sys::HipLib, raw: sys::hipStream_t) -> HipStream {
-        HipStream {
-            lib,
+    pub(crate) unsafe fn borrowed_stream(&self, raw: sys::hipStream_t) -> Result<HipStream> {
+        Ok(HipStream {
+            lib: self.lib,
             raw,
             owned: false,
-        }
-    }
-}
-
-impl HipDevice {
-    /// The library, for wrapping a foreign stream.
-    pub(crate) fn lib(&self) -> &'static sys::HipLib {
-        self.lib
+        })
     }
 }

@@ -182,6 +182,7 @@ impl HipDevice {
         &self,
         stream: &HipStream,
         f: &HipFunction,
+        _decoded: &Decoded,
         cfg: &LaunchConfig,
         args: &[u8],
     ) -> Result<()> {

@@ -379,7 +379,9 @@ pub unsafe fn malloc_async(lib: &HipLib, bytes: usize, stream: sys::hipStream_t)
 pub unsafe fn free_async(lib: &HipLib, ptr: u64, stream: sys::hipStream_t) -> Result<()> {
     let f = present(lib.opt.hipFreeAsync, "hipFreeAsync")?;
     // SAFETY: guaranteed by the caller.
-    check(lib, "hipFreeAsync", unsafe { f(ptr as *mut c_void, stream) })
+    check(lib, "hipFreeAsync", unsafe {
+        f(ptr as *mut c_void, stream)
+    })
 }
 
 /// `hipStreamWaitEvent(stream, event, 0)`.

@@ -108,15 +108,19 @@ pub struct HipLib {
 /// Entry points that may be missing (see [`HipLib::opt`]).
 #[derive(Default)]
 pub struct HipOptional {
-    pub hipMallocAsync: Option<unsafe extern "C" fn(*mut *mut c_void, usize, hipStream_t) -> hipError_t>,
+    pub hipMallocAsync:
+        Option<unsafe extern "C" fn(*mut *mut c_void, usize, hipStream_t) -> hipError_t>,
     pub hipFreeAsync: Option<unsafe extern "C" fn(*mut c_void, hipStream_t) -> hipError_t>,
-    pub hipStreamWaitEvent: Option<unsafe extern "C" fn(hipStream_t, hipEvent_t, c_uint) -> hipError_t>,
-    pub hipMemcpyHtoDAsync:
-        Option<unsafe extern "C" fn(hipDeviceptr_t, *const c_void, usize, hipStream_t) -> hipError_t>,
+    pub hipStreamWaitEvent:
+        Option<unsafe extern "C" fn(hipStream_t, hipEvent_t, c_uint) -> hipError_t>,
+    pub hipMemcpyHtoDAsync: Option<
+        unsafe extern "C" fn(hipDeviceptr_t, *const c_void, usize, hipStream_t) -> hipError_t,
+    >,
     pub hipMemcpyDtoHAsync:
         Option<unsafe extern "C" fn(*mut c_void, hipDeviceptr_t, usize, hipStream_t) -> hipError_t>,
-    pub hipMemcpyDtoDAsync:
-        Option<unsafe extern "C" fn(hipDeviceptr_t, hipDeviceptr_t, usize, hipStream_t) -> hipError_t>,
+    pub hipMemcpyDtoDAsync: Option<
+        unsafe extern "C" fn(hipDeviceptr_t, hipDeviceptr_t, usize, hipStream_t) -> hipError_t,
+    >,
     pub hipHostMalloc: Option<unsafe extern "C" fn(*mut *mut c_void, usize, c_uint) -> hipError_t>,
     pub hipHostFree: Option<unsafe extern "C" fn(*mut c_void) -> hipError_t>,
 }
