@@ -234,6 +234,25 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         self.owned
     }
 
+    /// A borrowed view of all of `buf` whose uses also order `links` (each acquired with
+    /// it), for memory a kernel reaches through `buf` (a tensor map's tensor).
+    ///
+    /// # Safety
+    /// `buf` outlives the view.
+    pub(crate) unsafe fn linked_view<U: DeviceRepr>(
+        buf: &DeviceBuffer<U>,
+        links: Vec<Arc<Residency>>,
+    ) -> Self {
+        DeviceBuffer {
+            ptr: buf.ptr,
+            len: buf.size_bytes() as usize / std::mem::size_of::<T>().max(1),
+            device: buf.device.clone(),
+            residency: Arc::new(Residency::linked(links)),
+            owned: false,
+            _elem: PhantomData,
+        }
+    }
+
     pub(crate) fn residency(&self) -> &Arc<Residency> {
         &self.residency
     }

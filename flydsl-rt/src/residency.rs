@@ -43,6 +43,8 @@ impl Owner {
 #[derive(Debug, Default)]
 pub(crate) struct Residency {
     owner: Mutex<Owner>,
+    /// Owners of memory reached through this buffer (a tensor map's tensor), acquired with it.
+    links: Vec<Arc<Residency>>,
 }
 
 impl Residency {
@@ -50,14 +52,25 @@ impl Residency {
         self.owner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Order the next work on `stream` after all work on the buffer so far and make `stream`
-    /// the owner.
+    /// An owner record that also acquires `links` whenever it is acquired.
+    pub(crate) fn linked(links: Vec<Arc<Residency>>) -> Residency {
+        Residency {
+            owner: Mutex::default(),
+            links,
+        }
+    }
+
+    /// Order the next work on `stream` after all work on the buffer (and its links) so far
+    /// and make `stream` the owner.
     pub(crate) fn acquire(
         &self,
         dev: &RawDevice,
         id: StreamId,
         stream: &Arc<RawStream>,
     ) -> Result<()> {
+        for l in &self.links {
+            l.acquire(dev, id, stream)?;
+        }
         let mut owner = self.lock();
         if matches!(&*owner, Owner::Stream(cur, _) if *cur == id) {
             return Ok(());
@@ -70,6 +83,9 @@ impl Residency {
     /// Order the next work on the default stream after all work on the buffer so far and make
     /// it the owner (before a blocking copy).
     pub(crate) fn acquire_default(&self, dev: &RawDevice) -> Result<()> {
+        for l in &self.links {
+            l.acquire_default(dev)?;
+        }
         let mut owner = self.lock();
         if let Owner::Stream(_, s) = &*owner {
             dev.order(Some(s), None)?;

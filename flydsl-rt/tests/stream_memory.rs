@@ -226,3 +226,23 @@ fn a_kernel_writes_a_row_block_of_foreign_memory() {
         }
     }
 }
+
+#[test]
+fn a_tensor_map_carries_its_tensor_into_the_stream_order() {
+    let dev = Device::new_sim(Target::Sm90);
+    let s = dev.stream().unwrap();
+    let a = DeviceBuffer::<half::bf16>::zeroed(&dev, 100 * 64).unwrap();
+    let map = TensorMap::tiled(&a, &[64, 100], &[64], &[64, 8], TmaSwizzle::B128).unwrap();
+    assert_eq!(a.owner_stream(), None);
+    // Any use of the map's buffer on a stream (a launch, here an enqueued copy) also orders
+    // the tensor the kernel reads through it.
+    let mut copy = DeviceBuffer::<i8>::zeroed(&dev, 128).unwrap();
+    s.copy_device(map.buffer(), &mut copy).unwrap();
+    assert_eq!(a.owner_stream(), Some(s.id()));
+    assert_eq!(copy.to_vec().unwrap(), map.buffer().to_vec().unwrap());
+    // A second map of the same tensor (served from the cache) does the same on another stream.
+    let s2 = dev.stream().unwrap();
+    let again = TensorMap::tiled(&a, &[64, 100], &[64], &[64, 8], TmaSwizzle::B128).unwrap();
+    s2.copy_device(again.buffer(), &mut copy).unwrap();
+    assert_eq!(a.owner_stream(), Some(s2.id()));
+}

@@ -177,7 +177,11 @@ impl CudaDevice {
         self.current()?;
         let raw = result::stream::create(result::stream::StreamKind::Default)
             .map_err(driver("cuStreamCreate"))?;
-        Ok(CudaStream { raw, owned: true })
+        Ok(CudaStream {
+            raw,
+            owned: true,
+            blocking: true,
+        })
     }
 
     pub(crate) fn event(&self) -> Result<CudaEvent> {
@@ -303,6 +307,10 @@ pub(crate) struct CudaStream {
     pub(super) raw: sys::CUstream,
     /// Created here (destroyed on drop) or borrowed from other code (never destroyed).
     pub(super) owned: bool,
+    /// Not created non-blocking: the legacy default stream waits for this stream's earlier
+    /// work, and this stream's later work waits for the legacy stream's (CUDA's documented
+    /// default-stream semantics), so no event is needed between the two (`cuda_mem.rs`).
+    pub(super) blocking: bool,
 }
 
 // SAFETY: opaque driver handle; the driver API is thread-safe.

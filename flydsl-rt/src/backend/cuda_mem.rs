@@ -69,6 +69,15 @@ impl CudaDevice {
     /// Make later work on `to` wait for the work queued so far on `from` (an event recorded
     /// on `from` and waited for on `to`; the host does not wait).
     pub(crate) fn order(&self, from: Option<&CudaStream>, to: Option<&CudaStream>) -> Result<()> {
+        // Between the legacy stream and a blocking stream the driver orders by itself.
+        let implied = match (from, to) {
+            (None, None) => true,
+            (None, Some(s)) | (Some(s), None) => s.blocking,
+            (Some(_), Some(_)) => false,
+        };
+        if implied {
+            return Ok(());
+        }
         self.current()?;
         let ev = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
             .map_err(driver("cuEventCreate"))?;
@@ -208,9 +217,24 @@ impl CudaDevice {
     /// # Safety
     /// `raw` is a live stream of this device's primary context that outlives the handle.
     pub(crate) unsafe fn borrowed_stream(&self, raw: *mut c_void) -> Result<CudaStream> {
+        let raw: sys::CUstream = raw.cast();
+        // Null and CU_STREAM_LEGACY are the legacy stream itself; CU_STREAM_PER_THREAD (0x2)
+        // is documented to synchronise with it like a blocking stream.
+        let blocking = if (raw as usize) <= 2 {
+            true
+        } else {
+            self.current()?;
+            let mut flags = 0u32;
+            // SAFETY: `raw` is a live stream (the caller's contract); `flags` outlives the call.
+            unsafe { sys::cuStreamGetFlags(raw, &mut flags) }
+                .result()
+                .map_err(driver("cuStreamGetFlags"))?;
+            flags & sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32 == 0
+        };
         Ok(CudaStream {
-            raw: raw.cast(),
+            raw,
             owned: false,
+            blocking,
         })
     }
 }

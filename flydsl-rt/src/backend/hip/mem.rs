@@ -59,6 +59,14 @@ impl HipDevice {
 
     /// Make later work on `to` wait for the work queued so far on `from`.
     pub(crate) fn order(&self, from: Option<&HipStream>, to: Option<&HipStream>) -> Result<()> {
+        let implied = match (from, to) {
+            (None, None) => true,
+            (None, Some(s)) | (Some(s), None) => s.blocking,
+            (Some(_), Some(_)) => false,
+        };
+        if implied {
+            return Ok(());
+        }
         let lib = self.current()?;
         if lib.opt.hipStreamWaitEvent.is_none() {
             // SAFETY: the stream handle is live (borrowed) or null.
@@ -140,6 +148,7 @@ impl HipDevice {
             lib: self.lib,
             raw,
             owned: false,
+            blocking: raw.is_null(),
         })
     }
 }

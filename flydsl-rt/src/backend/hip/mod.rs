@@ -126,6 +126,7 @@ impl HipDevice {
             lib,
             raw: result::stream_create(lib)?,
             owned: true,
+            blocking: true,
         })
     }
 
@@ -211,6 +212,9 @@ pub(crate) struct HipStream {
     raw: sys::hipStream_t,
     /// Created here (destroyed on drop) or borrowed from other code (never destroyed).
     owned: bool,
+    /// Known not to be non-blocking: the null stream and this one order each other by HIP's
+    /// default-stream semantics (streams of other code are assumed non-blocking).
+    blocking: bool,
 }
 
 // SAFETY: a hipStream_t is an opaque handle that HIP allows to be used from any thread; the
