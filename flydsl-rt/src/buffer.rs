@@ -243,9 +243,24 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         buf: &DeviceBuffer<U>,
         links: Vec<Arc<Residency>>,
     ) -> Self {
+        let len = buf.size_bytes() as usize / std::mem::size_of::<T>().max(1);
+        // SAFETY: forwarded to the caller.
+        unsafe { Self::linked_range(buf, buf.ptr, len, links) }
+    }
+
+    /// A borrowed view of `len` elements at `ptr` inside `buf`, ordering `links` with it.
+    ///
+    /// # Safety
+    /// The range lies inside `buf`, which outlives the view.
+    pub(crate) unsafe fn linked_range<U: DeviceRepr>(
+        buf: &DeviceBuffer<U>,
+        ptr: u64,
+        len: usize,
+        links: Vec<Arc<Residency>>,
+    ) -> Self {
         DeviceBuffer {
-            ptr: buf.ptr,
-            len: buf.size_bytes() as usize / std::mem::size_of::<T>().max(1),
+            ptr,
+            len,
             device: buf.device.clone(),
             residency: Arc::new(Residency::linked(links)),
             owned: false,

@@ -246,3 +246,41 @@ fn a_tensor_map_carries_its_tensor_into_the_stream_order() {
     s2.copy_device(again.buffer(), &mut copy).unwrap();
     assert_eq!(a.owner_stream(), Some(s2.id()));
 }
+
+#[test]
+fn slices_feed_kernels_and_order_their_buffer() {
+    for target in TARGETS {
+        let dev = Device::new_sim(target);
+        let k = vadd(target, 256);
+        let size = k.kernarg_layout().size as usize;
+        let table = table("t", vec![(k, None)]);
+        let s = dev.stream().unwrap();
+        let (rows, cols) = (6usize, 19usize);
+        let x: Vec<f32> = (0..rows * cols).map(|i| i as f32 * 0.5).collect();
+        let m = DeviceBuffer::from_slice(&dev, &x).unwrap();
+        let out = DeviceBuffer::<f32>::zeroed(&dev, 2 * cols).unwrap();
+        {
+            let block = m.slice(3 * cols..5 * cols).unwrap();
+            let first = m.slice(0..2 * cols).unwrap();
+            vadd_launch(&s, table, size, &block, &first, &out);
+            assert_eq!(block.owner_stream(), Some(s.id()));
+        }
+        // The launch through the slices moved the buffer's own owner.
+        assert_eq!(m.owner_stream(), Some(s.id()));
+        let got = out.to_vec().unwrap();
+        for (i, v) in got.iter().enumerate() {
+            assert_eq!(*v, x[3 * cols + i] + x[i], "{target} element {i}");
+        }
+    }
+    let dev = Device::new_sim(Target::Gfx942);
+    let m = DeviceBuffer::<u8>::zeroed(&dev, 4).unwrap();
+    let e = m.slice(3..5).unwrap_err().to_string();
+    assert!(
+        e.contains("DeviceBuffer::slice") && e.contains("3..5"),
+        "{e}"
+    );
+    #[allow(clippy::reversed_empty_ranges)]
+    let reversed = m.slice(3..2);
+    assert!(reversed.is_err());
+    assert!(m.slice(4..4).unwrap().is_empty());
+}
