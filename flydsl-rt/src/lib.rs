@@ -19,6 +19,19 @@
 //! assert_eq!((dev.wave_size(), dev.max_lds_bytes()), (64, 65536));
 //! ```
 //!
+//! # Cargo features
+//!
+//! `cuda`, `hip`, `sim` (the backends) and `ndarray` (the `DeviceBuffer` conveniences over
+//! `ndarray` views), all on by default. A backend left out drops its dependency and
+//! enumerates no device (`Error::BackendUnavailable` names the feature).
+//!
+//! # Memory
+//!
+//! Device memory is stream-ordered: see [`DeviceBuffer`] (drops never wait for unrelated
+//! work), [`PinnedHostBuffer`] with the copies a [`Stream`] enqueues, [`DeviceSlice`] views,
+//! and [`DeviceBuffer::from_raw_parts`] / [`Stream::from_raw_cuda`] for memory and streams of
+//! other code.
+//!
 //! # Environment
 //!
 //! - `FLYDSL_BACKEND=hip|cuda|sim`: the backend [`Device::best`] uses.
@@ -58,6 +71,7 @@ pub use dtype::{
 };
 pub use error::{Error, Result};
 pub use flydsl_ir::{ScalarType, Target};
+#[cfg(feature = "sim")]
 pub use flydsl_sim as sim;
 pub use half;
 pub use launch::{KernelArgs, LaunchConfig};

@@ -10,10 +10,21 @@ use crate::buffer::DeviceBuffer;
 use crate::error::{Error, Result};
 use crate::repr::DeviceRepr;
 use crate::types::Backend;
-use flydsl_sim::{SimTensorMap, TENSOR_MAP_BYTES, TENSOR_MAP_MAX_RANK};
+#[cfg(feature = "sim")]
+use flydsl_sim::SimTensorMap;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
+
+/// Bytes of a tensor map (CUDA's `CUtensorMap`, and the Sim's encoding of the same size).
+const TENSOR_MAP_BYTES: usize = 128;
+/// Most dimensions of a tensor map (CUDA's limit for tiled maps).
+const TENSOR_MAP_MAX_RANK: usize = 5;
+#[cfg(feature = "sim")]
+const _: () = assert!(
+    TENSOR_MAP_BYTES == flydsl_sim::TENSOR_MAP_BYTES
+        && TENSOR_MAP_MAX_RANK == flydsl_sim::TENSOR_MAP_MAX_RANK
+);
 
 /// How a TMA box is laid out in LDS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -168,6 +179,7 @@ impl<'a, T: DeviceRepr> TensorMap<'a, T> {
                 boxes,
                 swizzle == TmaSwizzle::B128,
             )?,
+            #[cfg(feature = "sim")]
             Backend::Sim => {
                 let mut m = SimTensorMap {
                     base: src.as_device_ptr(),

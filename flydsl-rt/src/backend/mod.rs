@@ -33,6 +33,10 @@ off_backend!(
     HipEvent,
     HipFunction
 );
+#[cfg(feature = "sim")]
+pub(crate) mod sim;
+#[cfg(not(feature = "sim"))]
+#[path = "sim_off.rs"]
 pub(crate) mod sim;
 
 use crate::error::{Error, Result};
@@ -44,6 +48,7 @@ use std::time::Instant;
 /// A device of one backend.
 #[derive(Debug)]
 pub(crate) enum RawDevice {
+    #[cfg_attr(not(feature = "sim"), allow(dead_code))]
     Sim(sim::SimDevice),
     Hip(hip::HipDevice),
     Cuda(cuda::CudaDevice),
@@ -220,7 +225,7 @@ impl RawDevice {
     /// asynchronously: page-locked on GPUs, 64-byte aligned heap memory on the Sim.
     pub(crate) fn host_alloc(&self, bytes: usize) -> Result<*mut u8> {
         let p = match self {
-            RawDevice::Sim(_) => sim::host_alloc(bytes)?,
+            RawDevice::Sim(d) => d.host_alloc(bytes)?,
             RawDevice::Hip(d) => d.host_alloc(bytes)?,
             RawDevice::Cuda(d) => d.host_alloc(bytes)?,
         };
@@ -235,7 +240,7 @@ impl RawDevice {
     pub(crate) unsafe fn host_free(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
         match self {
             // SAFETY: guaranteed by the caller.
-            RawDevice::Sim(_) => unsafe { sim::host_free(ptr, bytes) },
+            RawDevice::Sim(d) => unsafe { d.host_free(ptr, bytes) },
             // SAFETY: guaranteed by the caller.
             RawDevice::Hip(d) => unsafe { d.host_free(ptr) },
             // SAFETY: guaranteed by the caller.
@@ -297,7 +302,7 @@ impl RawDevice {
 
     pub(crate) fn event(&self) -> Result<RawEvent> {
         Ok(match self {
-            RawDevice::Sim(_) => RawEvent::Sim(sim::SimEvent::default()),
+            RawDevice::Sim(d) => RawEvent::Sim(d.event()?),
             RawDevice::Hip(d) => RawEvent::Hip(d.event()?),
             RawDevice::Cuda(d) => RawEvent::Cuda(d.event()?),
         })

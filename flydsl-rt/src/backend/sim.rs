@@ -103,6 +103,25 @@ impl SimEvent {
     }
 }
 
+impl SimDevice {
+    /// A new, unrecorded event.
+    pub(crate) fn event(&self) -> Result<SimEvent> {
+        Ok(SimEvent::default())
+    }
+
+    /// See [`host_alloc`].
+    pub(crate) fn host_alloc(&self, bytes: usize) -> Result<*mut u8> {
+        host_alloc(bytes)
+    }
+
+    /// # Safety
+    /// See [`host_free`].
+    pub(crate) unsafe fn host_free(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        // SAFETY: forwarded to the caller.
+        unsafe { host_free(ptr, bytes) }
+    }
+}
+
 /// The alignment of the Sim's host buffers (every `DeviceRepr` type's alignment divides it).
 const HOST_ALIGN: usize = 64;
 
@@ -114,7 +133,7 @@ fn host_layout(bytes: usize) -> Result<std::alloc::Layout> {
 }
 
 /// `bytes` (> 0) of host memory for the Sim's "page-locked" buffers.
-pub(crate) fn host_alloc(bytes: usize) -> Result<*mut u8> {
+fn host_alloc(bytes: usize) -> Result<*mut u8> {
     let layout = host_layout(bytes)?;
     // SAFETY: `layout` has a non-zero size (the caller allocates nothing for empty buffers).
     let p = unsafe { std::alloc::alloc_zeroed(layout) };
@@ -126,7 +145,7 @@ pub(crate) fn host_alloc(bytes: usize) -> Result<*mut u8> {
 
 /// # Safety
 /// `ptr` came from [`host_alloc`] with the same `bytes`.
-pub(crate) unsafe fn host_free(ptr: *mut u8, bytes: usize) -> Result<()> {
+unsafe fn host_free(ptr: *mut u8, bytes: usize) -> Result<()> {
     let layout = host_layout(bytes)?;
     // SAFETY: guaranteed by the caller.
     unsafe { std::alloc::dealloc(ptr, layout) };
