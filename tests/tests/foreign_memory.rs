@@ -163,10 +163,15 @@ fn families_run_on_cuda_memory_and_stream_of_other_code() {
         result::stream::synchronize(raw).unwrap();
     }
     check("cuda, foreign stream", &x, &g, &y, &z);
-    // Our blocking copy of a wrapped buffer waits for the non-blocking stream's work.
+    assert!(x.iter().any(|&v| v != 0.0));
+    // Our blocking copy of a wrapped buffer waits for the non-blocking stream's work queued
+    // before it: the other code refills x on its stream, we read x without synchronising.
     // SAFETY: as above.
     let xb = unsafe { DeviceBuffer::<f32>::from_raw_parts(&s, px, M * N) }.unwrap();
-    assert!(xb.to_vec().unwrap().iter().all(|&v| v == 0.0));
+    // SAFETY: the range is the allocation `px`.
+    unsafe { result::memset_d8_async(px, 0x3f, bytes, raw) }.unwrap();
+    let fill = f32::from_bits(0x3f3f_3f3f);
+    assert!(xb.to_vec().unwrap().iter().all(|&v| v == fill));
     drop((xb, s));
     // SAFETY: nothing of ours is pending on the memory or the stream any more.
     unsafe {
