@@ -8,7 +8,7 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::pinned::{length_error, PinnedHostBuffer};
 use crate::repr::DeviceRepr;
-use crate::stream::Stream;
+use crate::stream::{Event, Stream};
 
 fn same_device(what: &'static str, stream: &Device, other: &Device) -> Result<()> {
     if stream == other {
@@ -22,6 +22,15 @@ fn same_device(what: &'static str, stream: &Device, other: &Device) -> Result<()
 }
 
 impl Stream {
+    /// An event after a just-enqueued copy with a pinned buffer. If none can be recorded, the
+    /// host waits for the stream instead, so the pinned memory is never released or touched
+    /// while the copy may still run.
+    fn copy_done(&self) -> Result<Event> {
+        self.record_event().inspect_err(|_| {
+            let _ = self.synchronize();
+        })
+    }
+
     /// Enqueue a copy of `src` (page-locked host memory) into `dst` on this stream and return;
     /// the copy runs after the work queued on `dst` so far, on any stream. Lengths must match
     /// and both buffers belong to this stream's device. `src` is read by the copy: writing it
@@ -68,7 +77,7 @@ impl Stream {
         // `bytes` bytes that stay valid and unchanged until the copy has run: its writers and
         // its drop wait for the event recorded below.
         unsafe { raw.htod_async(dst.as_device_ptr(), host, bytes, &self.raw) }?;
-        src.set_pending(self.id, self.record_event()?);
+        src.set_pending(self.id, self.copy_done()?);
         Ok(())
     }
 
@@ -106,7 +115,7 @@ impl Stream {
         // the drop wait for the event recorded below, and `&mut` excludes slices handed out
         // before.
         unsafe { raw.dtoh_async(host, src.as_device_ptr(), bytes, &self.raw) }?;
-        dst.set_pending(self.id, self.record_event()?);
+        dst.set_pending(self.id, self.copy_done()?);
         Ok(())
     }
 

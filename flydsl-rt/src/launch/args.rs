@@ -18,7 +18,9 @@ struct Push {
     device: Option<DeviceId>,
 }
 
-/// A packed kernel-argument buffer plus the devices of the buffers pushed into it.
+/// A packed kernel-argument buffer plus the devices of the buffers pushed into it and their
+/// stream-order records (the launch orders itself after their earlier work: see
+/// [`DeviceBuffer`]).
 ///
 /// The layout is the kernel's [`KernargLayout`]: a tensor parameter is a 64-bit device pointer
 /// followed by its element count as `i64`; a scalar is its bytes at natural alignment.
