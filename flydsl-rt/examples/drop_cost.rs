@@ -7,7 +7,8 @@
 //! cargo run --release -p flydsl-rt --example drop_cost
 //! ```
 //!
-//! On CUDA it prints two lines: `before`, the previous drop (`cuMemFree` of a `cuMemAlloc`
+//! Each line also gives the median host time of the allocation (after a synchronize, so a
+//! pool that returned its memory to the system shows it). On CUDA it prints two lines: `before`, the previous drop (`cuMemFree` of a `cuMemAlloc`
 //! allocation, timed on memory the same way), and `after`, a `DeviceBuffer` drop
 //! (`cuMemFreeAsync` on the buffer's stream). On the Sim (launches are synchronous, nothing is
 //! in flight) it prints `after` only, with a smaller buffer. Results: `bench/rt-drop-cost.md`.
@@ -85,13 +86,15 @@ fn main() -> Result<()> {
     #[cfg(feature = "cuda")]
     if dev.backend() == Backend::Cuda {
         use cudarc::driver::result;
-        let mut before = Vec::new();
+        let (mut before, mut alloc_before) = (Vec::new(), Vec::new());
         for _ in 0..DROPS {
             // The previous drop: cuMemAlloc'd memory freed with cuMemFree. The context is
             // current: flydsl made it current on this thread.
             // SAFETY: a plain allocation, freed once below after the kernels using it were
             // queued (cuMemFree's wait is what is measured).
+            let t = Instant::now();
             let p = unsafe { result::malloc_sync(n * 4) }.expect("cuMemAlloc");
+            alloc_before.push(t.elapsed());
             // SAFETY: `p` is n f32 of this device, alive until the free below, which the
             // driver orders after the queued kernels (it waits for them: the measured cost).
             let temp = unsafe { DeviceBuffer::<f32>::from_raw_parts(&s, p, n) }?;
@@ -102,18 +105,23 @@ fn main() -> Result<()> {
             })?);
         }
         println!(
-            "before (cuMemFree): {:.1} us per drop (median of {DROPS})",
-            median(before)
+            "before (cuMemFree): {:.1} us per drop, {:.1} us per cuMemAlloc (medians of {DROPS})",
+            median(before),
+            median(alloc_before)
         );
     }
-    let mut after = Vec::new();
+    let (mut after, mut alloc_after) = (Vec::new(), Vec::new());
     for _ in 0..DROPS {
-        let temp = DeviceBuffer::<f32>::zeroed(&dev, n)?;
+        let t = Instant::now();
+        let temp = DeviceBuffer::<f32>::alloc(&dev, n)?;
+        alloc_after.push(t.elapsed());
         after.push(timed(temp, &|b| drop(b))?);
     }
     println!(
-        "after (DeviceBuffer drop, stream-ordered free): {:.1} us per drop (median of {DROPS})",
-        median(after)
+        "after (DeviceBuffer drop, stream-ordered free): {:.1} us per drop, {:.1} us per \
+         DeviceBuffer::alloc (medians of {DROPS})",
+        median(after),
+        median(alloc_after)
     );
     let errors = diag::drop_errors();
     assert!(errors.is_empty(), "drop errors: {errors:?}");
