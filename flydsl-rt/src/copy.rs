@@ -77,6 +77,7 @@ impl Stream {
         // `bytes` bytes that stay valid and unchanged until the copy has run: its writers and
         // its drop wait for the event recorded below.
         unsafe { raw.htod_async(dst.as_device_ptr(), host, bytes, &self.raw) }?;
+        dst.residency().release(raw, self.id, &self.raw)?;
         src.set_pending(self.id, self.copy_done()?);
         Ok(())
     }
@@ -115,6 +116,7 @@ impl Stream {
         // the drop wait for the event recorded below, and `&mut` excludes slices handed out
         // before.
         unsafe { raw.dtoh_async(host, src.as_device_ptr(), bytes, &self.raw) }?;
+        src.residency().release(raw, self.id, &self.raw)?;
         dst.set_pending(self.id, self.copy_done()?);
         Ok(())
     }
@@ -163,6 +165,8 @@ impl Stream {
         // SAFETY: both are live allocations of `bytes` bytes on this device; `&mut dst` and
         // `&src` cannot be the same buffer. Wrapped foreign buffers may overlap, which
         // `from_raw_parts`'s contract excludes for a `&mut`.
-        unsafe { raw.dtod_async(dst.as_device_ptr(), src.as_device_ptr(), bytes, &self.raw) }
+        unsafe { raw.dtod_async(dst.as_device_ptr(), src.as_device_ptr(), bytes, &self.raw) }?;
+        src.residency().release(raw, self.id, &self.raw)?;
+        dst.residency().release(raw, self.id, &self.raw)
     }
 }

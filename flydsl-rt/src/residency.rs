@@ -80,8 +80,29 @@ impl Residency {
         Ok(())
     }
 
+    /// After work on `stream` that [`acquire`](Self::acquire)d the buffer was enqueued: if
+    /// another stream took the buffer over in between (a use from another thread holding
+    /// `&buffer` too), make that owner wait for `stream` as well, so that the owner's queue
+    /// still covers all work on the buffer.
+    pub(crate) fn release(
+        &self,
+        dev: &RawDevice,
+        id: StreamId,
+        stream: &Arc<RawStream>,
+    ) -> Result<()> {
+        for l in &self.links {
+            l.release(dev, id, stream)?;
+        }
+        let owner = self.lock();
+        match &*owner {
+            Owner::Stream(cur, _) if *cur == id => Ok(()),
+            other => dev.order(Some(stream), other.raw()),
+        }
+    }
+
     /// Order the next work on the default stream after all work on the buffer so far and make
-    /// it the owner (before a blocking copy).
+    /// it the owner (before a blocking copy, which completes before it returns or holds the
+    /// buffer exclusively).
     pub(crate) fn acquire_default(&self, dev: &RawDevice) -> Result<()> {
         for l in &self.links {
             l.acquire_default(dev)?;
@@ -105,5 +126,36 @@ impl Residency {
     /// The owner, leaving the default stream in its place (at the buffer's drop).
     pub(crate) fn take(&self) -> Owner {
         std::mem::take(&mut *self.lock())
+    }
+}
+
+#[cfg(all(test, feature = "sim"))]
+mod tests {
+    use super::Residency;
+    use crate::device::Device;
+    use flydsl_ir::Target;
+    use std::sync::Arc;
+
+    #[test]
+    fn release_leaves_a_newer_owner_and_links_follow() {
+        let dev = Device::new_sim(Target::Gfx942);
+        let raw = &dev.inner.raw;
+        let (a, b) = (dev.stream().unwrap(), dev.stream().unwrap());
+        let parent = Arc::new(Residency::default());
+        let view = Residency::linked(vec![Arc::clone(&parent)]);
+        view.acquire(raw, a.id, &a.raw).unwrap();
+        assert_eq!(
+            (view.owner_id(), parent.owner_id()),
+            (Some(a.id), Some(a.id))
+        );
+        // Another thread's use on `b` lands between this use's acquire and release.
+        parent.acquire(raw, b.id, &b.raw).unwrap();
+        view.release(raw, a.id, &a.raw).unwrap();
+        assert_eq!(parent.owner_id(), Some(b.id));
+        assert_eq!(view.owner_id(), Some(a.id));
+        parent.acquire_default(raw).unwrap();
+        assert_eq!(parent.owner_id(), None);
+        assert!(view.take().raw().is_some());
+        assert_eq!(view.owner_id(), None);
     }
 }

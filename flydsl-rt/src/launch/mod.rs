@@ -52,5 +52,9 @@ pub(crate) unsafe fn launch(
             .inner
             .raw
             .launch(raw_stream, &f, d, &cfg, args.bytes())
+    }?;
+    for r in args.residencies() {
+        r.release(&device.inner.raw, stream_id, raw_stream)?;
     }
+    Ok(())
 }
