@@ -7,7 +7,9 @@
 //! for the owner's queue and becomes the owner; a blocking copy moves ownership back to the
 //! default stream the same way. The free at drop is then enqueued on the owner
 //! (`cuMemFreeAsync` / `hipFreeAsync`), so dropping a buffer never waits on the host, and never
-//! frees memory that queued work may still touch. Within one stream nothing is recorded after
+//! frees memory that queued work may still touch. After the work is enqueued, `release`
+//! checks that no other stream took the buffer over in between (two threads using `&buffer`
+//! at once), else that owner also waits for this stream. Within one stream nothing is recorded after
 //! the first use, so the usual launch costs one uncontended lock per buffer.
 //!
 //! The price of one owner: a buffer used on two streams in turn orders the second use after
