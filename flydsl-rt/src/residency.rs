@@ -9,12 +9,12 @@
 //! (`cuMemFreeAsync` / `hipFreeAsync`), so dropping a buffer never waits on the host, and never
 //! frees memory that queued work may still touch. After the work is enqueued, `release`
 //! checks that no other stream took the buffer over in between (two threads using `&buffer`
-//! at once), else that owner also waits for this stream. Within one stream nothing is recorded after
-//! the first use, so the usual launch costs one uncontended lock per buffer.
+//! at once), else that owner also waits for this stream. Within one stream nothing is
+//! recorded after the first use, so the usual launch costs two uncontended locks per buffer.
 //!
 //! The price of one owner: a buffer used on two streams in turn orders the second use after
-//! the first (also for two readers). That is the rule cudarc's `CudaSlice` applies with its
-//! read and write events, kept to one stream at a time.
+//! the first (also for two readers). cudarc's `CudaSlice` follows the same idea with separate
+//! read and write events; one owner is simpler and never wrong, only sometimes stricter.
 
 use crate::backend::{RawDevice, RawStream};
 use crate::error::Result;
