@@ -58,9 +58,9 @@ if [ "${GEMM_ONLY:-0}" = 1 ]; then exit 0; fi
 if [ "${SKIP_SWEEP:-0}" != 1 ]; then
   timeout 150 ./bin/fwd_sweep 2>&1 | tee "$OUT/sweep.log"
 fi
-./bin/launch_overhead 2>&1 | tee "$OUT/launch.log"
 # Host cost of dropping a buffer that queued kernels use (bench/rt-drop-cost.md).
 ./bin/drop_cost 2>&1 | tee "$OUT/drop_cost.log"
+./bin/launch_overhead 2>&1 | tee "$OUT/launch.log"
 ./bin/xtask bench --backend cuda --json "$OUT/ours.json" 2>&1 | tee "$OUT/bench.log"
 # The same bench with the keep-in-L2 hint off everywhere (A/B of the hint; SKIP_AB=1 skips).
 if [ "${SKIP_AB:-0}" != 1 ]; then
