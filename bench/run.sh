@@ -66,6 +66,8 @@ if [ "${ATTN_ONLY:-0}" = 1 ]; then exit 0; fi
 if [ "${SKIP_SWEEP:-0}" != 1 ]; then
   timeout 150 ./bin/fwd_sweep 2>&1 | tee "$OUT/sweep.log"
 fi
+# Host cost of dropping a buffer that queued kernels use (bench/rt-drop-cost.md).
+./bin/drop_cost 2>&1 | tee "$OUT/drop_cost.log"
 ./bin/launch_overhead 2>&1 | tee "$OUT/launch.log"
 # BENCH_ARGS (e.g. "--shape 3000x5000 --dtype bf16") goes to both our bench and the peers.
 ./bin/xtask bench --backend cuda --family "${BENCH_FAMILY:-all}" ${BENCH_ARGS:-} --json "$OUT/ours.json" 2>&1 | tee "$OUT/bench.log"

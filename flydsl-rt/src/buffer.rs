@@ -3,15 +3,27 @@
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::repr::{as_bytes, as_bytes_mut, DeviceRepr};
-use crate::types::DeviceId;
-use ndarray::{Array, ArrayView, Dimension, ShapeBuilder};
+use crate::residency::Residency;
+use crate::types::{DeviceId, StreamId};
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 /// `len` elements of `T` in one device's memory, freed on drop.
 ///
 /// Sizes are `usize` elements and `u64` bytes throughout, so buffers past 4 GiB work. An empty
 /// buffer allocates nothing and has device pointer 0.
+///
+/// Memory is stream-ordered. A buffer remembers the stream of its last use (a launch that got
+/// it through [`KernelArgs::tensor`](crate::KernelArgs::tensor), an enqueued copy, or the
+/// default stream for the blocking copies); a use on another stream first waits, device-side,
+/// for that stream's queue. Dropping a buffer enqueues its free on that stream and returns at
+/// once: `cuMemFreeAsync` on CUDA devices with memory pools (allocations come from the device's
+/// default pool, `cuMemAllocAsync`), `hipFreeAsync` on HIP where the library has it, at once on
+/// the Sim. So a temporary can be dropped while kernels that use it are still queued, and the
+/// drop never waits for unrelated work. A free the driver refuses is printed and kept for
+/// [`diag::drop_errors`](crate::diag::drop_errors). Without memory pools the drop waits for
+/// the owning stream, then frees.
 ///
 /// `DeviceBuffer` is `Send + Sync`: `&self` methods only read device memory (blocking copies
 /// that the drivers allow from any thread), and every write takes `&mut self`.
@@ -30,6 +42,10 @@ pub struct DeviceBuffer<T: DeviceRepr> {
     ptr: u64,
     len: usize,
     device: Device,
+    /// The stream whose queue covers the device work on the buffer (`residency.rs`).
+    residency: Arc<Residency>,
+    /// Allocated here (freed on drop) or borrowed memory of other code (`foreign.rs`).
+    owned: bool,
     _elem: PhantomData<T>,
 }
 
@@ -40,11 +56,12 @@ impl<T: DeviceRepr> fmt::Debug for DeviceBuffer<T> {
             .field("len", &self.len)
             .field("ptr", &format_args!("{:#x}", self.ptr))
             .field("device", &self.device.id())
+            .field("owned", &self.owned)
             .finish()
     }
 }
 
-fn byte_len<T>(len: usize) -> Result<u64> {
+pub(crate) fn byte_len<T>(len: usize) -> Result<u64> {
     let elem = std::mem::size_of::<T>() as u64;
     (len as u64)
         .checked_mul(elem)
@@ -70,12 +87,24 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         } else {
             device.inner.raw.alloc(bytes)?
         };
-        Ok(DeviceBuffer {
+        // SAFETY: `ptr` is a fresh allocation of `len` elements on `device` (or 0, empty).
+        Ok(unsafe { Self::from_parts(device, ptr, len, true) })
+    }
+
+    /// A buffer over `[ptr, ptr + len elements)` of `device`, freed on drop when `owned`.
+    ///
+    /// # Safety
+    /// The range is device memory of `device` that stays valid for the buffer's life (and,
+    /// when `owned`, was allocated by the device's `alloc` and is freed by nobody else).
+    pub(crate) unsafe fn from_parts(device: &Device, ptr: u64, len: usize, owned: bool) -> Self {
+        DeviceBuffer {
             ptr,
             len,
             device: device.clone(),
+            residency: Arc::default(),
+            owned,
             _elem: PhantomData,
-        })
+        }
     }
 
     /// Allocate `len` zero-filled elements.
@@ -96,56 +125,6 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         let mut b = Self::alloc(device, data.len())?;
         b.copy_from_slice(data)?;
         Ok(b)
-    }
-
-    /// A buffer holding the elements of `view` in logical (row-major) order. A view in
-    /// standard layout is copied directly; any other view is first gathered on the host.
-    ///
-    /// ```
-    /// # use flydsl_rt::*;
-    /// let a = ndarray::arr2(&[[1i32, 2], [3, 4]]);
-    /// let b = DeviceBuffer::from_array(&Device::sim(Target::Gfx942), a.t()).unwrap();
-    /// assert_eq!(b.to_vec().unwrap(), vec![1, 3, 2, 4]);
-    /// ```
-    pub fn from_array<D: Dimension>(device: &Device, view: ArrayView<'_, T, D>) -> Result<Self> {
-        match view.as_slice() {
-            Some(s) => Self::from_slice(device, s),
-            None => Self::from_slice(device, &view.iter().copied().collect::<Vec<T>>()),
-        }
-    }
-
-    /// Overwrite the buffer with `view`'s elements in logical order (lengths must match).
-    pub fn copy_from_array<D: Dimension>(&mut self, view: ArrayView<'_, T, D>) -> Result<()> {
-        match view.as_slice() {
-            Some(s) => self.copy_from_slice(s),
-            None => self.copy_from_slice(&view.iter().copied().collect::<Vec<T>>()),
-        }
-    }
-
-    /// The contents as an array of `shape` (row-major); the shape's product must equal
-    /// [`len`](Self::len).
-    ///
-    /// ```
-    /// # use flydsl_rt::*;
-    /// let b = DeviceBuffer::from_slice(&Device::sim(Target::Gfx942), &[1u8, 2, 3, 4, 5, 6]).unwrap();
-    /// let a = b.to_array((2, 3)).unwrap();
-    /// assert_eq!(a[[1, 0]], 4);
-    /// assert!(b.to_array((4, 2)).is_err());
-    /// ```
-    pub fn to_array<Sh: ShapeBuilder>(&self, shape: Sh) -> Result<Array<T, Sh::Dim>> {
-        let shape = shape.into_shape_with_order();
-        let dims = shape.raw_dim().slice().to_vec();
-        if dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) != Some(self.len) {
-            return Err(Error::ShapeMismatch {
-                len: self.len,
-                shape: dims,
-            });
-        }
-        let data = self.to_vec()?;
-        Array::from_shape_vec(shape, data).map_err(|_| Error::ShapeMismatch {
-            len: self.len,
-            shape: dims,
-        })
     }
 
     /// Copy the contents to a new `Vec`.
@@ -169,6 +148,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         if self.len == 0 {
             return Ok(());
         }
+        self.residency.acquire_default(&self.device.inner.raw)?;
         // SAFETY: the destination range is exactly this live allocation.
         unsafe { self.device.inner.raw.htod(self.ptr, as_bytes(src)) }
     }
@@ -184,6 +164,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         if self.len == 0 {
             return Ok(());
         }
+        self.residency.acquire_default(&self.device.inner.raw)?;
         // SAFETY: the source range is exactly this live allocation.
         unsafe { self.device.inner.raw.dtoh(self.ptr, as_bytes_mut(dst)) }
     }
@@ -194,6 +175,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
             return Ok(());
         }
         let bytes = self.size_bytes();
+        self.residency.acquire_default(&self.device.inner.raw)?;
         // SAFETY: the range is exactly this live allocation.
         unsafe { self.device.inner.raw.memset_zero(self.ptr, bytes) }
     }
@@ -228,13 +210,85 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     pub fn as_device_ptr(&self) -> u64 {
         self.ptr
     }
+
+    /// The stream whose queue covers all device work on the buffer so far: the last stream
+    /// that used it, or `None` for the device's default stream (a new buffer, or after a
+    /// blocking copy). Its drop enqueues the free there.
+    ///
+    /// ```
+    /// # use flydsl_rt::*;
+    /// let dev = Device::sim(Target::Gfx942);
+    /// let (s, mut host) = (dev.stream().unwrap(), PinnedHostBuffer::<f32>::zeroed(&dev, 2).unwrap());
+    /// let buf = DeviceBuffer::<f32>::zeroed(&dev, 2).unwrap();
+    /// assert_eq!(buf.owner_stream(), None);
+    /// s.copy_to_host(&buf, &mut host).unwrap();
+    /// assert_eq!(buf.owner_stream(), Some(s.id()));
+    /// ```
+    pub fn owner_stream(&self) -> Option<StreamId> {
+        self.residency.owner_id()
+    }
+
+    /// False for memory of other code wrapped with
+    /// [`from_raw_parts`](Self::from_raw_parts) (never freed by us).
+    pub fn is_owned(&self) -> bool {
+        self.owned
+    }
+
+    /// A borrowed view of all of `buf` whose uses also order `links` (each acquired with
+    /// it), for memory a kernel reaches through `buf` (a tensor map's tensor).
+    ///
+    /// # Safety
+    /// `buf` outlives the view.
+    pub(crate) unsafe fn linked_view<U: DeviceRepr>(
+        buf: &DeviceBuffer<U>,
+        links: Vec<Arc<Residency>>,
+    ) -> Self {
+        let len = buf.size_bytes() as usize / std::mem::size_of::<T>().max(1);
+        // SAFETY: forwarded to the caller.
+        unsafe { Self::linked_range(buf, buf.ptr, len, links) }
+    }
+
+    /// A borrowed view of `len` elements at `ptr` inside `buf`, ordering `links` with it.
+    ///
+    /// # Safety
+    /// The range lies inside `buf`, which outlives the view.
+    pub(crate) unsafe fn linked_range<U: DeviceRepr>(
+        buf: &DeviceBuffer<U>,
+        ptr: u64,
+        len: usize,
+        links: Vec<Arc<Residency>>,
+    ) -> Self {
+        DeviceBuffer {
+            ptr,
+            len,
+            device: buf.device.clone(),
+            residency: Arc::new(Residency::linked(links)),
+            owned: false,
+            _elem: PhantomData,
+        }
+    }
+
+    pub(crate) fn residency(&self) -> &Arc<Residency> {
+        &self.residency
+    }
 }
 
 impl<T: DeviceRepr> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
-        if self.ptr != 0 {
-            // SAFETY: `ptr` is this buffer's live allocation on its device, freed once here.
-            unsafe { self.device.inner.raw.free(self.ptr) }
+        if self.ptr == 0 || !self.owned {
+            return;
+        }
+        let owner = self.residency.take();
+        // SAFETY: `ptr` is this buffer's live allocation on its device, freed once here; every
+        // use of it was ordered before the current end of `owner` (`residency.rs`).
+        let r = unsafe { self.device.inner.raw.free(self.ptr, owner.raw()) };
+        if let Err(e) = r {
+            crate::diag::report(format!(
+                "dropping a DeviceBuffer of {} bytes at {:#x} on {}: {e}",
+                self.size_bytes(),
+                self.ptr,
+                self.device.label()
+            ));
         }
     }
 }

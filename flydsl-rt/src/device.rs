@@ -138,7 +138,13 @@ fn gpu_devices(backend: Backend) -> Result<Vec<Result<Device>>> {
                 }),
             }
         }
+        #[cfg(feature = "sim")]
         Backend::Sim => Ok(vec![Ok(Device::sim(sim_target_from_env()?))]),
+        #[cfg(not(feature = "sim"))]
+        Backend::Sim => Err(Error::BackendUnavailable {
+            backend: Backend::Sim,
+            reason: "flydsl-rt was built without its `sim` cargo feature; enable it".into(),
+        }),
     }
 }
 
@@ -152,6 +158,7 @@ fn reenumerated(backend: Backend) -> impl Fn(usize, &str) -> Error {
     }
 }
 
+#[cfg(feature = "sim")]
 fn sim_target_from_env() -> Result<Target> {
     match std::env::var("FLYDSL_SIM_TARGET") {
         Ok(s) if !s.trim().is_empty() => s
@@ -232,15 +239,25 @@ impl Device {
                 Err(e) => return Err(e),
             }
         }
-        Ok(Device::sim(sim_target_from_env()?))
+        #[cfg(feature = "sim")]
+        return Ok(Device::sim(sim_target_from_env()?));
+        #[cfg(not(feature = "sim"))]
+        Err(Error::BackendUnavailable {
+            backend: Backend::Sim,
+            reason: "no HIP or CUDA device, and flydsl-rt was built without its `sim` cargo \
+                     feature to fall back to"
+                .into(),
+        })
     }
 
-    /// The process-wide Sim device emulating `target` (the same device on every call).
+    /// The process-wide Sim device emulating `target` (the same device on every call;
+    /// cargo feature `sim`).
     ///
     /// ```
     /// use flydsl_rt::{Device, Target};
     /// assert_eq!(Device::sim(Target::Sm90), Device::sim(Target::Sm90));
     /// ```
+    #[cfg(feature = "sim")]
     pub fn sim(target: Target) -> Device {
         static SIMS: Mutex<Option<HashMap<Target, Device>>> = Mutex::new(None);
         let mut sims = SIMS.lock().unwrap_or_else(|e| e.into_inner());
@@ -257,6 +274,7 @@ impl Device {
     /// use flydsl_rt::{Device, Target};
     /// assert_ne!(Device::new_sim(Target::Gfx950), Device::sim(Target::Gfx950));
     /// ```
+    #[cfg(feature = "sim")]
     pub fn new_sim(target: Target) -> Device {
         let wave = target.wave_size();
         let info = DeviceInfo {

@@ -223,6 +223,7 @@ pub enum Error {
         b: DeviceLabel,
     },
     /// The simulator reported a failure (out-of-bounds access, LDS race, ...).
+    #[cfg(feature = "sim")]
     #[error("kernel `{kernel}` failed in the simulator: {source}")]
     Sim {
         /// Kernel name (empty for memory operations).
@@ -235,6 +236,7 @@ pub enum Error {
 
 impl Error {
     /// A Sim failure outside of a kernel (allocation, copy).
+    #[cfg(feature = "sim")]
     pub(crate) fn sim_mem(source: flydsl_sim::SimError) -> Error {
         Error::Sim {
             kernel: String::from("<memory operation>"),

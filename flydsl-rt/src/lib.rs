@@ -19,6 +19,19 @@
 //! assert_eq!((dev.wave_size(), dev.max_lds_bytes()), (64, 65536));
 //! ```
 //!
+//! # Cargo features
+//!
+//! `cuda`, `hip`, `sim` (the backends) and `ndarray` (the `DeviceBuffer` conveniences over
+//! `ndarray` views), all on by default. A backend left out drops its dependency and
+//! enumerates no device (`Error::BackendUnavailable` names the feature).
+//!
+//! # Memory
+//!
+//! Device memory is stream-ordered: see [`DeviceBuffer`] (drops never wait for unrelated
+//! work), [`PinnedHostBuffer`] with the copies a [`Stream`] enqueues, [`DeviceSlice`] views,
+//! and [`DeviceBuffer::from_raw_parts`] / [`Stream::from_raw_cuda`] for memory and streams of
+//! other code.
+//!
 //! # Environment
 //!
 //! - `FLYDSL_BACKEND=hip|cuda|sim`: the backend [`Device::best`] uses.
@@ -28,13 +41,21 @@
 
 mod backend;
 mod buffer;
+#[cfg(feature = "ndarray")]
+mod buffer_nd;
+mod copy;
 mod device;
+pub mod diag;
 mod dtype;
 mod error;
+mod foreign;
 pub mod hints;
 mod launch;
 mod launch_table;
+mod pinned;
 mod repr;
+mod residency;
+mod slice;
 mod stream;
 mod tensor_map;
 pub mod timing;
@@ -50,12 +71,15 @@ pub use dtype::{
 };
 pub use error::{Error, Result};
 pub use flydsl_ir::{ScalarType, Target};
+#[cfg(feature = "sim")]
 pub use flydsl_sim as sim;
 pub use half;
 pub use launch::{KernelArgs, LaunchConfig};
 pub use launch_table::{launcher, Launcher, Launchers};
+pub use pinned::PinnedHostBuffer;
 pub use repr::{DeviceRepr, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ};
-pub use stream::{Event, Stream, StreamId};
+pub use slice::DeviceSlice;
+pub use stream::{Event, Stream};
 pub use tensor_map::{TensorMap, TmaSwizzle};
-pub use types::{Backend, DeviceId, DeviceLabel};
+pub use types::{Backend, DeviceId, DeviceLabel, StreamId};
 pub use variant::{KernelResources, KernelVariant, KernelVariants};

@@ -5,7 +5,9 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::launch::args::KernelArgs;
 use crate::launch::config::LaunchConfig;
+use crate::types::StreamId;
 use crate::variant::KernelVariants;
+use std::sync::Arc;
 
 // Streams and events are made by their device; the constructors live here, with the types
 // they build, so that `device` does not depend on this module.
@@ -19,7 +21,7 @@ impl Device {
     pub fn stream(&self) -> Result<Stream> {
         Ok(Stream {
             device: self.clone(),
-            raw: self.inner.raw.stream()?,
+            raw: Arc::new(self.inner.raw.stream()?),
             id: StreamId::next(),
         })
     }
@@ -46,8 +48,10 @@ impl Device {
 /// one stream are ordered by whichever submits first.
 ///
 /// Host copies ([`DeviceBuffer::to_vec`](crate::DeviceBuffer::to_vec) and friends) are
-/// blocking and ordered after work already submitted to streams of the same device, so a
-/// result can be read back without an explicit `synchronize`.
+/// blocking and ordered after the work already submitted on the buffer (on any stream), so a
+/// result can be read back without an explicit `synchronize`. Memory is stream-ordered: a
+/// buffer remembers the stream of its last use and its drop enqueues the free there, without
+/// waiting (see [`DeviceBuffer`](crate::DeviceBuffer)).
 ///
 /// ```
 /// use flydsl_rt::{Device, Target};
@@ -58,29 +62,9 @@ impl Device {
 #[derive(Debug)]
 pub struct Stream {
     pub(crate) device: Device,
-    pub(crate) raw: RawStream,
+    /// Shared with the buffers it owns (`residency.rs`), which enqueue their frees on it.
+    pub(crate) raw: Arc<RawStream>,
     pub(crate) id: StreamId,
-}
-
-/// A process-unique identity of a [`Stream`] (never reused, also after the stream is dropped):
-/// lets libraries that share per-device state between calls notice a change of stream.
-///
-/// ```
-/// use flydsl_rt::{Device, Target};
-/// let dev = Device::sim(Target::Gfx942);
-/// let (a, b) = (dev.stream().unwrap(), dev.stream().unwrap());
-/// assert_ne!(a.id(), b.id());
-/// assert_eq!(a.id(), a.id());
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct StreamId(u64);
-
-impl StreamId {
-    /// The next unused id.
-    fn next() -> StreamId {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        StreamId(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-    }
 }
 
 impl Stream {
@@ -129,8 +113,9 @@ impl Stream {
     ///
     /// # Safety
     /// The kernel's own index arithmetic must stay inside the buffers (the Sim checks this;
-    /// GPUs do not), and every buffer whose pointer is in `args` must stay alive until the
-    /// kernel has finished (synchronize the stream before dropping them).
+    /// GPUs do not). Buffers pushed with [`KernelArgs::tensor`] may be dropped as soon as this
+    /// returns (their free is ordered after the kernel); memory whose address reached `args`
+    /// any other way must stay valid until the kernel has finished.
     pub unsafe fn launch(
         &self,
         kernel: &'static KernelVariants,
@@ -138,7 +123,7 @@ impl Stream {
         args: &KernelArgs,
     ) -> Result<()> {
         // SAFETY: forwarded to the caller.
-        unsafe { crate::launch::launch(&self.device, &self.raw, kernel, cfg, args) }
+        unsafe { crate::launch::launch(&self.device, &self.raw, self.id, kernel, cfg, args) }
     }
 }
 

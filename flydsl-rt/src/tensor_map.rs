@@ -10,10 +10,21 @@ use crate::buffer::DeviceBuffer;
 use crate::error::{Error, Result};
 use crate::repr::DeviceRepr;
 use crate::types::Backend;
-use flydsl_sim::{SimTensorMap, TENSOR_MAP_BYTES, TENSOR_MAP_MAX_RANK};
+#[cfg(feature = "sim")]
+use flydsl_sim::SimTensorMap;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
+
+/// Bytes of a tensor map (CUDA's `CUtensorMap`, and the Sim's encoding of the same size).
+const TENSOR_MAP_BYTES: usize = 128;
+/// Most dimensions of a tensor map (CUDA's limit for tiled maps).
+const TENSOR_MAP_MAX_RANK: usize = 5;
+#[cfg(feature = "sim")]
+const _: () = assert!(
+    TENSOR_MAP_BYTES == flydsl_sim::TENSOR_MAP_BYTES
+        && TENSOR_MAP_MAX_RANK == flydsl_sim::TENSOR_MAP_MAX_RANK
+);
 
 /// How a TMA box is laid out in LDS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -46,7 +57,10 @@ pub enum TmaSwizzle {
 /// ```
 #[derive(Debug)]
 pub struct TensorMap<'a, T: DeviceRepr> {
-    map: Arc<DeviceBuffer<i8>>,
+    /// The view of `map` launches get (declared first: dropped before `map`).
+    view: DeviceBuffer<i8>,
+    /// Keeps the map's memory (shared with the cache) alive while the view lives.
+    _map: Arc<DeviceBuffer<i8>>,
     box_bytes: u64,
     _tensor: PhantomData<&'a DeviceBuffer<T>>,
 }
@@ -154,11 +168,7 @@ impl<'a, T: DeviceRepr> TensorMap<'a, T> {
         };
         let cache = CACHE.get_or_init(Default::default);
         if let Some(map) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
-            return Ok(TensorMap {
-                map,
-                box_bytes,
-                _tensor: PhantomData,
-            });
+            return Ok(TensorMap::with(map, src, box_bytes));
         }
         let bytes: [u8; TENSOR_MAP_BYTES] = match src.device().backend() {
             Backend::Cuda => crate::backend::cuda::encode_tensor_map(
@@ -169,6 +179,7 @@ impl<'a, T: DeviceRepr> TensorMap<'a, T> {
                 boxes,
                 swizzle == TmaSwizzle::B128,
             )?,
+            #[cfg(feature = "sim")]
             Backend::Sim => {
                 let mut m = SimTensorMap {
                     base: src.as_device_ptr(),
@@ -200,11 +211,23 @@ impl<'a, T: DeviceRepr> TensorMap<'a, T> {
             }
             c.insert(key, map.clone());
         }
-        Ok(TensorMap {
-            map,
+        Ok(TensorMap::with(map, src, box_bytes))
+    }
+
+    /// A map of `src` held in `map`: the kernel's parameter is a view of `map` that carries
+    /// both `map`'s and `src`'s stream ordering into every launch it is pushed to
+    /// (`residency.rs`), since the kernel reads `src` through the map.
+    fn with(map: Arc<DeviceBuffer<i8>>, src: &'a DeviceBuffer<T>, box_bytes: u64) -> Self {
+        let links = vec![Arc::clone(map.residency()), Arc::clone(src.residency())];
+        // SAFETY: the view covers `map`'s memory exactly, and `map` (kept next to it) outlives
+        // it; the view never frees.
+        let view = unsafe { DeviceBuffer::linked_view(&map, links) };
+        TensorMap {
+            _map: map,
+            view,
             box_bytes,
             _tensor: PhantomData,
-        })
+        }
     }
 
     /// Most maps the process-wide cache keeps.
@@ -213,7 +236,7 @@ impl<'a, T: DeviceRepr> TensorMap<'a, T> {
     /// The 128-byte map in device memory: pass it as the kernel's tensor-map parameter (an
     /// `i8` tensor).
     pub fn buffer(&self) -> &DeviceBuffer<i8> {
-        &self.map
+        &self.view
     }
 
     /// Bytes one box moves (what a TMA load of it signals on its mbarrier).

@@ -103,3 +103,24 @@ pub(crate) struct DeviceInfo {
     pub max_lds_bytes: u64,
     pub compute_units: u32,
 }
+
+/// A process-unique identity of a [`Stream`](crate::Stream) (never reused, also after the stream is dropped):
+/// lets libraries that share per-device state between calls notice a change of stream.
+///
+/// ```
+/// use flydsl_rt::{Device, Target};
+/// let dev = Device::sim(Target::Gfx942);
+/// let (a, b) = (dev.stream().unwrap(), dev.stream().unwrap());
+/// assert_ne!(a.id(), b.id());
+/// assert_eq!(a.id(), a.id());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StreamId(u64);
+
+impl StreamId {
+    /// The next unused id.
+    pub(crate) fn next() -> StreamId {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        StreamId(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+}

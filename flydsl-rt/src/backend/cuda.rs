@@ -20,7 +20,7 @@ use cudarc::driver::{result, sys};
 use flydsl_ir::Target;
 use std::ffi::{c_void, CString};
 
-fn driver(call: &'static str) -> impl FnOnce(result::DriverError) -> Error {
+pub(super) fn driver(call: &'static str) -> impl FnOnce(result::DriverError) -> Error {
     move |e| Error::Driver {
         backend: Backend::Cuda,
         call,
@@ -35,9 +35,12 @@ fn driver(call: &'static str) -> impl FnOnce(result::DriverError) -> Error {
 /// One CUDA device with its retained primary context.
 #[derive(Debug)]
 pub(crate) struct CudaDevice {
-    ctx: sys::CUcontext,
+    pub(super) ctx: sys::CUcontext,
     /// The most shared memory a block may use with the opt-in (static plus dynamic).
     max_shared_optin: i32,
+    /// The device supports memory pools: buffers are allocated and freed stream-ordered
+    /// (`cuda_mem.rs`).
+    pub(super) pools: bool,
 }
 
 // SAFETY: a CUcontext is an opaque driver handle that may be made current on any thread.
@@ -102,10 +105,12 @@ fn probe(ordinal: usize) -> Result<(CudaDevice, DeviceInfo)> {
     let ctx =
         unsafe { result::primary_ctx::retain(dev) }.map_err(driver("cuDevicePrimaryCtxRetain"))?;
     let max_shared_optin = info.max_lds_bytes as i32;
+    let pools = attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? != 0;
     Ok((
         CudaDevice {
             ctx,
             max_shared_optin,
+            pools,
         },
         info,
     ))
@@ -120,7 +125,7 @@ thread_local! {
 const INLINE_PARAMS: usize = 32;
 
 impl CudaDevice {
-    fn current(&self) -> Result<()> {
+    pub(super) fn current(&self) -> Result<()> {
         // SAFETY: `ctx` is a retained primary context, valid for the life of the process.
         unsafe { result::ctx::set_current(self.ctx) }.map_err(driver("cuCtxSetCurrent"))?;
         CURRENT.with(|c| c.set(self.ctx));
@@ -133,25 +138,6 @@ impl CudaDevice {
             return Ok(());
         }
         self.current()
-    }
-
-    pub(crate) fn alloc(&self, bytes: u64) -> Result<u64> {
-        self.current()?;
-        let bytes = usize::try_from(bytes).map_err(|_| Error::SizeOverflow {
-            len: bytes,
-            elem_bytes: 1,
-        })?;
-        // SAFETY: plain allocation in the current context.
-        unsafe { result::malloc_sync(bytes) }.map_err(driver("cuMemAlloc"))
-    }
-
-    /// # Safety
-    /// `ptr` must be a live allocation of this device.
-    pub(crate) unsafe fn free(&self, ptr: u64) {
-        if self.current().is_ok() {
-            // SAFETY: guaranteed by the caller; a failure cannot be reported from a drop.
-            let _ = unsafe { result::free_sync(ptr) };
-        }
     }
 
     /// # Safety
@@ -191,7 +177,11 @@ impl CudaDevice {
         self.current()?;
         let raw = result::stream::create(result::stream::StreamKind::Default)
             .map_err(driver("cuStreamCreate"))?;
-        Ok(CudaStream { raw })
+        Ok(CudaStream {
+            raw,
+            owned: true,
+            blocking: true,
+        })
     }
 
     pub(crate) fn event(&self) -> Result<CudaEvent> {
@@ -314,7 +304,13 @@ impl CudaDevice {
 /// the blocking copies are ordered after enqueued kernels).
 #[derive(Debug)]
 pub(crate) struct CudaStream {
-    raw: sys::CUstream,
+    pub(super) raw: sys::CUstream,
+    /// Created here (destroyed on drop) or borrowed from other code (never destroyed).
+    pub(super) owned: bool,
+    /// Not created non-blocking: the legacy default stream waits for this stream's earlier
+    /// work, and this stream's later work waits for the legacy stream's (CUDA's documented
+    /// default-stream semantics), so no event is needed between the two (`cuda_mem.rs`).
+    pub(super) blocking: bool,
 }
 
 // SAFETY: opaque driver handle; the driver API is thread-safe.
@@ -331,15 +327,20 @@ impl CudaStream {
 
 impl Drop for CudaStream {
     fn drop(&mut self) {
-        // SAFETY: `raw` is live and destroyed exactly once.
-        let _ = unsafe { result::stream::destroy(self.raw) };
+        if self.owned {
+            // SAFETY: `raw` is live and destroyed exactly once; work still queued on it
+            // completes (the driver releases the stream afterwards).
+            if let Err(e) = unsafe { result::stream::destroy(self.raw) } {
+                crate::diag::report(format!("cuStreamDestroy failed: {e}"));
+            }
+        }
     }
 }
 
 /// A CUDA event (timing enabled).
 #[derive(Debug)]
 pub(crate) struct CudaEvent {
-    raw: sys::CUevent,
+    pub(super) raw: sys::CUevent,
 }
 
 // SAFETY: opaque driver handle; the driver API is thread-safe.

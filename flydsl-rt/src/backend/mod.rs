@@ -4,8 +4,39 @@
 //! against a live [`DeviceBuffer`](crate::DeviceBuffer), which is what the `unsafe` backend
 //! calls require.
 
+#[cfg(feature = "cuda")]
 pub(crate) mod cuda;
+#[cfg(feature = "cuda")]
+mod cuda_mem;
+#[cfg(feature = "hip")]
 pub(crate) mod hip;
+#[cfg(any(not(feature = "cuda"), not(feature = "hip")))]
+#[macro_use]
+mod off;
+#[cfg(not(feature = "cuda"))]
+off_backend!(
+    cuda,
+    crate::types::Backend::Cuda,
+    "cuda",
+    CudaDevice,
+    CudaStream,
+    CudaEvent,
+    CudaFunction
+);
+#[cfg(not(feature = "hip"))]
+off_backend!(
+    hip,
+    crate::types::Backend::Hip,
+    "hip",
+    HipDevice,
+    HipStream,
+    HipEvent,
+    HipFunction
+);
+#[cfg(feature = "sim")]
+pub(crate) mod sim;
+#[cfg(not(feature = "sim"))]
+#[path = "sim_off.rs"]
 pub(crate) mod sim;
 
 use crate::error::{Error, Result};
@@ -17,6 +48,7 @@ use std::time::Instant;
 /// A device of one backend.
 #[derive(Debug)]
 pub(crate) enum RawDevice {
+    #[cfg_attr(not(feature = "sim"), allow(dead_code))]
     Sim(sim::SimDevice),
     Hip(hip::HipDevice),
     Cuda(cuda::CudaDevice),
@@ -72,15 +104,147 @@ impl RawDevice {
         }
     }
 
+    /// Free `ptr` once the work queued so far on `owner` (`None`: the default stream) has
+    /// run, without waiting on the host where the backend can (see `residency.rs`).
+    ///
     /// # Safety
-    /// `ptr` must be a live allocation of this device, freed once.
-    pub(crate) unsafe fn free(&self, ptr: u64) {
+    /// `ptr` must be a live allocation of this device made by [`alloc`](Self::alloc), freed
+    /// once, and every use of it must be ordered before the current end of `owner`.
+    pub(crate) unsafe fn free(&self, ptr: u64, owner: Option<&RawStream>) -> Result<()> {
+        match (self, owner) {
+            (RawDevice::Sim(d), None | Some(RawStream::Sim)) => d.free(ptr),
+            // SAFETY: guaranteed by the caller.
+            (RawDevice::Hip(d), None) => unsafe { d.free(ptr, None) },
+            // SAFETY: guaranteed by the caller.
+            (RawDevice::Hip(d), Some(RawStream::Hip(s))) => unsafe { d.free(ptr, Some(s)) },
+            // SAFETY: guaranteed by the caller.
+            (RawDevice::Cuda(d), None) => unsafe { d.free(ptr, None) },
+            // SAFETY: guaranteed by the caller.
+            (RawDevice::Cuda(d), Some(RawStream::Cuda(s))) => unsafe { d.free(ptr, Some(s)) },
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// Make later work on `to` wait for the work queued so far on `from` (`None`: the
+    /// default stream). The host does not wait where the backend can avoid it.
+    pub(crate) fn order(&self, from: Option<&RawStream>, to: Option<&RawStream>) -> Result<()> {
+        fn hip(s: Option<&RawStream>) -> Result<Option<&hip::HipStream>> {
+            match s {
+                None => Ok(None),
+                Some(RawStream::Hip(s)) => Ok(Some(s)),
+                Some(_) => Err(mismatch()),
+            }
+        }
+        fn cuda(s: Option<&RawStream>) -> Result<Option<&cuda::CudaStream>> {
+            match s {
+                None => Ok(None),
+                Some(RawStream::Cuda(s)) => Ok(Some(s)),
+                Some(_) => Err(mismatch()),
+            }
+        }
         match self {
-            RawDevice::Sim(d) => d.free(ptr),
+            // Sim work is synchronous: everything queued has already run.
+            RawDevice::Sim(_) => Ok(()),
+            RawDevice::Hip(d) => d.order(hip(from)?, hip(to)?),
+            RawDevice::Cuda(d) => d.order(cuda(from)?, cuda(to)?),
+        }
+    }
+
+    /// Enqueue a host-to-device copy of `bytes` from `src` on `stream` (Sim: done at once).
+    ///
+    /// # Safety
+    /// `[dst, dst + bytes)` lies in a live allocation of this device; `src` is valid for
+    /// `bytes` and stays valid and unchanged until the copy has run.
+    pub(crate) unsafe fn htod_async(
+        &self,
+        dst: u64,
+        src: *const u8,
+        bytes: usize,
+        stream: &RawStream,
+    ) -> Result<()> {
+        match (self, stream) {
+            (RawDevice::Sim(d), RawStream::Sim) => {
+                // SAFETY: `src` is valid for `bytes` (guaranteed by the caller).
+                d.htod(dst, unsafe { std::slice::from_raw_parts(src, bytes) })
+            }
             // SAFETY: guaranteed by the caller.
-            RawDevice::Hip(d) => unsafe { d.free(ptr) },
+            (RawDevice::Hip(d), RawStream::Hip(s)) => unsafe { d.htod_async(dst, src, bytes, s) },
             // SAFETY: guaranteed by the caller.
-            RawDevice::Cuda(d) => unsafe { d.free(ptr) },
+            (RawDevice::Cuda(d), RawStream::Cuda(s)) => unsafe { d.htod_async(dst, src, bytes, s) },
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// Enqueue a device-to-host copy of `bytes` into `dst` on `stream` (Sim: done at once).
+    ///
+    /// # Safety
+    /// `[src, src + bytes)` lies in a live allocation of this device; `dst` is valid for
+    /// `bytes` of writes and is not touched otherwise until the copy has run.
+    pub(crate) unsafe fn dtoh_async(
+        &self,
+        dst: *mut u8,
+        src: u64,
+        bytes: usize,
+        stream: &RawStream,
+    ) -> Result<()> {
+        match (self, stream) {
+            (RawDevice::Sim(d), RawStream::Sim) => {
+                // SAFETY: `dst` is valid for `bytes` of writes (guaranteed by the caller).
+                d.dtoh(src, unsafe { std::slice::from_raw_parts_mut(dst, bytes) })
+            }
+            // SAFETY: guaranteed by the caller.
+            (RawDevice::Hip(d), RawStream::Hip(s)) => unsafe { d.dtoh_async(dst, src, bytes, s) },
+            // SAFETY: guaranteed by the caller.
+            (RawDevice::Cuda(d), RawStream::Cuda(s)) => unsafe { d.dtoh_async(dst, src, bytes, s) },
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// Enqueue a device-to-device copy of `bytes` on `stream` (Sim: done at once).
+    ///
+    /// # Safety
+    /// Both ranges lie in live allocations of this device.
+    pub(crate) unsafe fn dtod_async(
+        &self,
+        dst: u64,
+        src: u64,
+        bytes: usize,
+        stream: &RawStream,
+    ) -> Result<()> {
+        match (self, stream) {
+            (RawDevice::Sim(d), RawStream::Sim) => d.dtod(dst, src, bytes),
+            // SAFETY: guaranteed by the caller.
+            (RawDevice::Hip(d), RawStream::Hip(s)) => unsafe { d.dtod_async(dst, src, bytes, s) },
+            // SAFETY: guaranteed by the caller.
+            (RawDevice::Cuda(d), RawStream::Cuda(s)) => unsafe { d.dtod_async(dst, src, bytes, s) },
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// `bytes` (> 0) of zeroed host memory that copies on this device's streams may use
+    /// asynchronously: page-locked on GPUs, 64-byte aligned heap memory on the Sim.
+    pub(crate) fn host_alloc(&self, bytes: usize) -> Result<*mut u8> {
+        let p = match self {
+            RawDevice::Sim(d) => d.host_alloc(bytes)?,
+            RawDevice::Hip(d) => d.host_alloc(bytes)?,
+            RawDevice::Cuda(d) => d.host_alloc(bytes)?,
+        };
+        // SAFETY: `p` is a fresh allocation of `bytes` bytes.
+        unsafe { std::ptr::write_bytes(p, 0, bytes) };
+        Ok(p)
+    }
+
+    /// # Safety
+    /// `ptr` came from [`host_alloc`](Self::host_alloc) of this device with `bytes`, and no
+    /// copy using it is pending.
+    pub(crate) unsafe fn host_free(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        match self {
+            // SAFETY: guaranteed by the caller.
+            RawDevice::Sim(d) => unsafe { d.host_free(ptr, bytes) },
+            // SAFETY: guaranteed by the caller.
+            RawDevice::Hip(d) => unsafe { d.host_free(ptr) },
+            // SAFETY: guaranteed by the caller.
+            RawDevice::Cuda(d) => unsafe { d.host_free(ptr) },
         }
     }
 
@@ -138,7 +302,7 @@ impl RawDevice {
 
     pub(crate) fn event(&self) -> Result<RawEvent> {
         Ok(match self {
-            RawDevice::Sim(_) => RawEvent::Sim(sim::SimEvent::default()),
+            RawDevice::Sim(d) => RawEvent::Sim(d.event()?),
             RawDevice::Hip(d) => RawEvent::Hip(d.event()?),
             RawDevice::Cuda(d) => RawEvent::Cuda(d.event()?),
         })
@@ -174,7 +338,7 @@ impl RawDevice {
             }
             (RawDevice::Hip(d), RawStream::Hip(s), RawFunction::Hip(f)) => {
                 // SAFETY: guaranteed by the caller.
-                unsafe { d.launch(s, f, cfg, args) }
+                unsafe { d.launch(s, f, decoded, cfg, args) }
             }
             (RawDevice::Cuda(d), RawStream::Cuda(s), RawFunction::Cuda(f)) => {
                 // SAFETY: guaranteed by the caller.

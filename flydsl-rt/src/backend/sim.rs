@@ -29,9 +29,20 @@ impl SimDevice {
         self.mem.alloc(bytes).map_err(Error::sim_mem)
     }
 
-    pub(crate) fn free(&self, ptr: u64) {
-        // A failed free can only mean a double free, which the safe layer rules out.
-        let _ = self.mem.free(ptr);
+    pub(crate) fn free(&self, ptr: u64) -> Result<()> {
+        self.mem.free(ptr).map_err(Error::sim_mem)
+    }
+
+    /// The Sim's copies are synchronous; a device-to-device copy goes through the host.
+    pub(crate) fn dtod(&self, dst: u64, src: u64, bytes: usize) -> Result<()> {
+        let mut tmp = vec![0u8; bytes];
+        self.mem.read(src, &mut tmp).map_err(Error::sim_mem)?;
+        self.mem.write(dst, &tmp).map_err(Error::sim_mem)
+    }
+
+    /// The size of the live allocation holding `addr` and `addr`'s offset in it.
+    pub(crate) fn allocation_of(&self, addr: u64) -> Option<(u64, u64)> {
+        self.mem.allocation_of(addr)
     }
 
     pub(crate) fn htod(&self, dst: u64, src: &[u8]) -> Result<()> {
@@ -90,4 +101,53 @@ impl SimEvent {
     pub(crate) fn time(&self) -> Option<Instant> {
         *self.at.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+impl SimDevice {
+    /// A new, unrecorded event.
+    pub(crate) fn event(&self) -> Result<SimEvent> {
+        Ok(SimEvent::default())
+    }
+
+    /// See [`host_alloc`].
+    pub(crate) fn host_alloc(&self, bytes: usize) -> Result<*mut u8> {
+        host_alloc(bytes)
+    }
+
+    /// # Safety
+    /// See [`host_free`].
+    pub(crate) unsafe fn host_free(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        // SAFETY: forwarded to the caller.
+        unsafe { host_free(ptr, bytes) }
+    }
+}
+
+/// The alignment of the Sim's host buffers (every `DeviceRepr` type's alignment divides it).
+const HOST_ALIGN: usize = 64;
+
+fn host_layout(bytes: usize) -> Result<std::alloc::Layout> {
+    std::alloc::Layout::from_size_align(bytes, HOST_ALIGN).map_err(|_| Error::SizeOverflow {
+        len: bytes as u64,
+        elem_bytes: 1,
+    })
+}
+
+/// `bytes` (> 0) of host memory for the Sim's "page-locked" buffers.
+fn host_alloc(bytes: usize) -> Result<*mut u8> {
+    let layout = host_layout(bytes)?;
+    // SAFETY: `layout` has a non-zero size (the caller allocates nothing for empty buffers).
+    let p = unsafe { std::alloc::alloc_zeroed(layout) };
+    if p.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    Ok(p)
+}
+
+/// # Safety
+/// `ptr` came from [`host_alloc`] with the same `bytes`.
+unsafe fn host_free(ptr: *mut u8, bytes: usize) -> Result<()> {
+    let layout = host_layout(bytes)?;
+    // SAFETY: guaranteed by the caller.
+    unsafe { std::alloc::dealloc(ptr, layout) };
+    Ok(())
 }

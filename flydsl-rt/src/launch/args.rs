@@ -4,8 +4,10 @@
 use crate::buffer::DeviceBuffer;
 use crate::device::Device;
 use crate::repr::{as_bytes, DeviceRepr};
+use crate::residency::Residency;
 use crate::types::DeviceId;
 use flydsl_ir::KernargLayout;
+use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug)]
 struct Push {
@@ -16,7 +18,9 @@ struct Push {
     device: Option<DeviceId>,
 }
 
-/// A packed kernel-argument buffer plus the devices of the buffers pushed into it.
+/// A packed kernel-argument buffer plus the devices of the buffers pushed into it and their
+/// stream-order records (the launch orders itself after their earlier work: see
+/// [`DeviceBuffer`]).
 ///
 /// The layout is the kernel's [`KernargLayout`]: a tensor parameter is a 64-bit device pointer
 /// followed by its element count as `i64`; a scalar is its bytes at natural alignment.
@@ -43,6 +47,8 @@ pub struct KernelArgs {
     other_owners: Vec<Device>,
     pushes: Vec<Push>,
     overflow: Option<String>,
+    /// The pushed buffers' owners, which the launch moves to its stream (`residency.rs`).
+    residencies: Vec<Arc<Residency>>,
 }
 
 impl KernelArgs {
@@ -60,6 +66,7 @@ impl KernelArgs {
             // A slot is at least 4 bytes: one allocation covers every push of a launcher.
             pushes: Vec::with_capacity(size.div_ceil(4).min(64)),
             overflow: None,
+            residencies: Vec::new(),
         }
     }
 
@@ -101,6 +108,10 @@ impl KernelArgs {
     pub fn tensor<T: DeviceRepr>(&mut self, offset: usize, buf: &DeviceBuffer<T>) {
         let id = buf.device_id();
         self.write(offset, &buf.as_device_ptr().to_le_bytes(), true, Some(id));
+        let r = buf.residency();
+        if !self.residencies.iter().any(|x| Arc::ptr_eq(x, r)) {
+            self.residencies.push(Arc::clone(r));
+        }
         let len = i64::try_from(buf.len()).unwrap_or(i64::MAX);
         self.write(offset.saturating_add(8), &len.to_le_bytes(), false, None);
         if !self.devices.contains(&id) {
@@ -126,6 +137,11 @@ impl KernelArgs {
     /// The packed bytes.
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
+    }
+
+    /// The owners of the buffers pushed so far.
+    pub(crate) fn residencies(&self) -> &[Arc<Residency>] {
+        &self.residencies
     }
 
     /// The devices of the buffers pushed so far.

@@ -17,7 +17,9 @@ pub use config::LaunchConfig;
 use crate::backend::RawStream;
 use crate::device::Device;
 use crate::error::Result;
+use crate::types::StreamId;
 use crate::variant::KernelVariants;
+use std::sync::Arc;
 
 /// Validate and launch (the body of [`Stream::launch`](crate::Stream::launch)).
 ///
@@ -25,7 +27,8 @@ use crate::variant::KernelVariants;
 /// See `Stream::launch`.
 pub(crate) unsafe fn launch(
     device: &Device,
-    raw_stream: &RawStream,
+    raw_stream: &Arc<RawStream>,
+    stream_id: StreamId,
     kernel: &'static KernelVariants,
     cfg: LaunchConfig,
     args: &KernelArgs,
@@ -37,6 +40,10 @@ pub(crate) unsafe fn launch(
         return Ok(());
     }
     let f = device.module(lookup::module_key(variant), code, d)?;
+    // Order the launch after earlier work on its buffers, on any stream (`residency.rs`).
+    for r in args.residencies() {
+        r.acquire(&device.inner.raw, stream_id, raw_stream)?;
+    }
     // SAFETY: the stream and function belong to `device`, the argument buffer matches the
     // layout (checked above) and holds pointers of live buffers of this device; in-bounds
     // accesses are the caller's obligation.
@@ -45,5 +52,9 @@ pub(crate) unsafe fn launch(
             .inner
             .raw
             .launch(raw_stream, &f, d, &cfg, args.bytes())
+    }?;
+    for r in args.residencies() {
+        r.release(&device.inner.raw, stream_id, raw_stream)?;
     }
+    Ok(())
 }

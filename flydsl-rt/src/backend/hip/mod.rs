@@ -7,6 +7,7 @@
 //! Every call that depends on the current device runs after `hipSetDevice(ordinal)` on the
 //! calling thread, so handles can move between threads freely.
 
+mod mem;
 pub(crate) mod result;
 pub(crate) mod sys;
 
@@ -87,24 +88,6 @@ impl HipDevice {
         Ok(self.lib)
     }
 
-    pub(crate) fn alloc(&self, bytes: u64) -> Result<u64> {
-        let lib = self.current()?;
-        let bytes = usize::try_from(bytes).map_err(|_| Error::SizeOverflow {
-            len: bytes,
-            elem_bytes: 1,
-        })?;
-        Ok(result::malloc(lib, bytes)?)
-    }
-
-    /// # Safety
-    /// `ptr` must be a live allocation of this device.
-    pub(crate) unsafe fn free(&self, ptr: u64) {
-        if let Ok(lib) = self.current() {
-            // SAFETY: guaranteed by the caller. A failure cannot be reported from a drop.
-            let _ = unsafe { result::free(lib, ptr) };
-        }
-    }
-
     /// # Safety
     /// The device range must lie inside a live allocation of this device.
     pub(crate) unsafe fn htod(&self, dst: u64, src: &[u8]) -> Result<()> {
@@ -142,6 +125,8 @@ impl HipDevice {
         Ok(HipStream {
             lib,
             raw: result::stream_create(lib)?,
+            owned: true,
+            blocking: true,
         })
     }
 
@@ -198,6 +183,7 @@ impl HipDevice {
         &self,
         stream: &HipStream,
         f: &HipFunction,
+        _decoded: &Decoded,
         cfg: &LaunchConfig,
         args: &[u8],
     ) -> Result<()> {
@@ -224,6 +210,11 @@ impl HipDevice {
 pub(crate) struct HipStream {
     lib: &'static HipLib,
     raw: sys::hipStream_t,
+    /// Created here (destroyed on drop) or borrowed from other code (never destroyed).
+    owned: bool,
+    /// Known not to be non-blocking: the null stream and this one order each other by HIP's
+    /// default-stream semantics (streams of other code are assumed non-blocking).
+    blocking: bool,
 }
 
 // SAFETY: a hipStream_t is an opaque handle that HIP allows to be used from any thread; the
@@ -241,8 +232,12 @@ impl HipStream {
 
 impl Drop for HipStream {
     fn drop(&mut self) {
-        // SAFETY: `raw` is live and dropped exactly once.
-        let _ = unsafe { result::stream_destroy(self.lib, self.raw) };
+        if self.owned {
+            // SAFETY: `raw` is live and dropped exactly once.
+            if let Err(e) = unsafe { result::stream_destroy(self.lib, self.raw) } {
+                crate::diag::report(e.to_string());
+            }
+        }
     }
 }
 

@@ -350,3 +350,123 @@ pub unsafe fn module_launch_kernel(
         )
     })
 }
+
+/// The optional entry point `f`, or the error a call of a missing one gives.
+fn present<F: Copy>(f: Option<F>, call: &'static str) -> Result<F> {
+    f.ok_or_else(|| HipError {
+        call,
+        code: -1,
+        message: "the loaded libamdhip64 does not export it".into(),
+    })
+}
+
+/// `hipMallocAsync` of `bytes` on `stream`.
+///
+/// # Safety
+/// `stream` is live (or null, the default stream).
+pub unsafe fn malloc_async(lib: &HipLib, bytes: usize, stream: sys::hipStream_t) -> Result<u64> {
+    let f = present(lib.opt.hipMallocAsync, "hipMallocAsync")?;
+    let mut p: *mut c_void = null_mut();
+    // SAFETY: `p` is a valid out-pointer; the caller guarantees the stream.
+    check(lib, "hipMallocAsync", unsafe { f(&mut p, bytes, stream) })?;
+    Ok(p as u64)
+}
+
+/// `hipFreeAsync` of `ptr` on `stream`.
+///
+/// # Safety
+/// `ptr` came from [`malloc_async`] and is freed once; every use is ordered before the free.
+pub unsafe fn free_async(lib: &HipLib, ptr: u64, stream: sys::hipStream_t) -> Result<()> {
+    let f = present(lib.opt.hipFreeAsync, "hipFreeAsync")?;
+    // SAFETY: guaranteed by the caller.
+    check(lib, "hipFreeAsync", unsafe {
+        f(ptr as *mut c_void, stream)
+    })
+}
+
+/// `hipStreamWaitEvent(stream, event, 0)`.
+///
+/// # Safety
+/// Both handles are live (the stream may be null, the default stream).
+pub unsafe fn stream_wait_event(
+    lib: &HipLib,
+    stream: sys::hipStream_t,
+    e: sys::hipEvent_t,
+) -> Result<()> {
+    let f = present(lib.opt.hipStreamWaitEvent, "hipStreamWaitEvent")?;
+    // SAFETY: guaranteed by the caller.
+    check(lib, "hipStreamWaitEvent", unsafe { f(stream, e, 0) })
+}
+
+/// `hipMemcpyHtoDAsync`.
+///
+/// # Safety
+/// The device range lies in a live allocation; `src` stays valid until the copy has run.
+pub unsafe fn memcpy_htod_async(
+    lib: &HipLib,
+    dst: u64,
+    src: *const u8,
+    bytes: usize,
+    stream: sys::hipStream_t,
+) -> Result<()> {
+    let f = present(lib.opt.hipMemcpyHtoDAsync, "hipMemcpyHtoDAsync")?;
+    // SAFETY: guaranteed by the caller.
+    check(lib, "hipMemcpyHtoDAsync", unsafe {
+        f(dst as *mut c_void, src.cast(), bytes, stream)
+    })
+}
+
+/// `hipMemcpyDtoHAsync`.
+///
+/// # Safety
+/// The device range lies in a live allocation; `dst` stays valid until the copy has run.
+pub unsafe fn memcpy_dtoh_async(
+    lib: &HipLib,
+    dst: *mut u8,
+    src: u64,
+    bytes: usize,
+    stream: sys::hipStream_t,
+) -> Result<()> {
+    let f = present(lib.opt.hipMemcpyDtoHAsync, "hipMemcpyDtoHAsync")?;
+    // SAFETY: guaranteed by the caller.
+    check(lib, "hipMemcpyDtoHAsync", unsafe {
+        f(dst.cast(), src as *mut c_void, bytes, stream)
+    })
+}
+
+/// `hipMemcpyDtoDAsync`.
+///
+/// # Safety
+/// Both device ranges lie in live allocations.
+pub unsafe fn memcpy_dtod_async(
+    lib: &HipLib,
+    dst: u64,
+    src: u64,
+    bytes: usize,
+    stream: sys::hipStream_t,
+) -> Result<()> {
+    let f = present(lib.opt.hipMemcpyDtoDAsync, "hipMemcpyDtoDAsync")?;
+    // SAFETY: guaranteed by the caller.
+    check(lib, "hipMemcpyDtoDAsync", unsafe {
+        f(dst as *mut c_void, src as *mut c_void, bytes, stream)
+    })
+}
+
+/// `hipHostMalloc(bytes, hipHostMallocDefault)`: page-locked host memory.
+pub fn host_malloc(lib: &HipLib, bytes: usize) -> Result<*mut u8> {
+    let f = present(lib.opt.hipHostMalloc, "hipHostMalloc")?;
+    let mut p: *mut c_void = null_mut();
+    // SAFETY: `p` is a valid out-pointer.
+    check(lib, "hipHostMalloc", unsafe { f(&mut p, bytes, 0) })?;
+    Ok(p.cast())
+}
+
+/// `hipHostFree`.
+///
+/// # Safety
+/// `ptr` came from [`host_malloc`] and no copy using it is pending.
+pub unsafe fn host_free(lib: &HipLib, ptr: *mut u8) -> Result<()> {
+    let f = present(lib.opt.hipHostFree, "hipHostFree")?;
+    // SAFETY: guaranteed by the caller.
+    check(lib, "hipHostFree", unsafe { f(ptr.cast()) })
+}

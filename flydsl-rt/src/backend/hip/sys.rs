@@ -100,6 +100,29 @@ pub struct HipLib {
         *mut *mut c_void,
     ) -> hipError_t,
     pub hipGetErrorString: unsafe extern "C" fn(hipError_t) -> *const c_char,
+    /// The stream-ordered and asynchronous entry points, optional: a library without them
+    /// (an old ROCm, the test fake) gets the blocking fallbacks of `mem.rs`.
+    pub opt: HipOptional,
+}
+
+/// Entry points that may be missing (see [`HipLib::opt`]).
+#[derive(Default)]
+pub struct HipOptional {
+    pub hipMallocAsync:
+        Option<unsafe extern "C" fn(*mut *mut c_void, usize, hipStream_t) -> hipError_t>,
+    pub hipFreeAsync: Option<unsafe extern "C" fn(*mut c_void, hipStream_t) -> hipError_t>,
+    pub hipStreamWaitEvent:
+        Option<unsafe extern "C" fn(hipStream_t, hipEvent_t, c_uint) -> hipError_t>,
+    pub hipMemcpyHtoDAsync: Option<
+        unsafe extern "C" fn(hipDeviceptr_t, *const c_void, usize, hipStream_t) -> hipError_t,
+    >,
+    pub hipMemcpyDtoHAsync:
+        Option<unsafe extern "C" fn(*mut c_void, hipDeviceptr_t, usize, hipStream_t) -> hipError_t>,
+    pub hipMemcpyDtoDAsync: Option<
+        unsafe extern "C" fn(hipDeviceptr_t, hipDeviceptr_t, usize, hipStream_t) -> hipError_t,
+    >,
+    pub hipHostMalloc: Option<unsafe extern "C" fn(*mut *mut c_void, usize, c_uint) -> hipError_t>,
+    pub hipHostFree: Option<unsafe extern "C" fn(*mut c_void) -> hipError_t>,
 }
 
 impl std::fmt::Debug for HipLib {
@@ -179,6 +202,14 @@ fn open(path: &str) -> Result<HipLib, libloading::Error> {
             unsafe { *lib.get(concat!(stringify!($name), "\0").as_bytes())? }
         };
     }
+    macro_rules! opt {
+        ($name:ident) => {
+            // SAFETY: as for `sym!`; a missing symbol is `None`.
+            unsafe { lib.get(concat!(stringify!($name), "\0").as_bytes()) }
+                .ok()
+                .map(|s| *s)
+        };
+    }
     // SAFETY: only the symbol's presence is checked; it is never called through this lookup.
     let is_test_fake =
         unsafe { lib.get::<unsafe extern "C" fn() -> u32>(b"flydsl_fake_hip\0") }.is_ok();
@@ -210,6 +241,16 @@ fn open(path: &str) -> Result<HipLib, libloading::Error> {
         hipModuleGetFunction: sym!(hipModuleGetFunction),
         hipModuleLaunchKernel: sym!(hipModuleLaunchKernel),
         hipGetErrorString: sym!(hipGetErrorString),
+        opt: HipOptional {
+            hipMallocAsync: opt!(hipMallocAsync),
+            hipFreeAsync: opt!(hipFreeAsync),
+            hipStreamWaitEvent: opt!(hipStreamWaitEvent),
+            hipMemcpyHtoDAsync: opt!(hipMemcpyHtoDAsync),
+            hipMemcpyDtoHAsync: opt!(hipMemcpyDtoHAsync),
+            hipMemcpyDtoDAsync: opt!(hipMemcpyDtoDAsync),
+            hipHostMalloc: opt!(hipHostMalloc),
+            hipHostFree: opt!(hipHostFree),
+        },
         _lib: lib,
     })
 }
