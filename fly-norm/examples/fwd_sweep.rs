@@ -249,7 +249,7 @@ fn run_shape<T: Element>(c: &mut Ctx, s: &Stream, dt: &str, (m, n): (usize, usiz
         };
         let bytes = (2 * m * n * es + wbytes) as f64;
         let beta = (norm == Norm::Layer).then_some(&b);
-        let default = plan_forward(m, n, T::DTYPE, false, ws, cus);
+        let default = plan_forward(norm, m, n, T::DTYPE, false, ws, cus);
         let mut plans = forward_plans(m, n, T::DTYPE, false, ws);
         plans.extend(rows_block_variants(&plans, m, ws));
         if !plans.contains(&default) {

@@ -595,7 +595,10 @@ fn group<T: Element + NormDtype + Raw, W: Element + Raw>(
     let (ws, cus) = (dev.wave_size(), dev.compute_units());
     for op in Fwd::ALL {
         let quant = op.quant() != "none";
-        let path = format!("{:?}", plan_forward(m, n, T::DTYPE, quant, ws, cus).path);
+        let path = format!(
+            "{:?}",
+            plan_forward(norm, m, n, T::DTYPE, quant, ws, cus).path
+        );
         let case = format!("{}_{:?}", g.tag, op)
             .replace(['(', ')'], "_")
             .to_lowercase();

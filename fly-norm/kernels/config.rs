@@ -78,7 +78,7 @@ impl Kind {
 /// every kernel crate, and the dispatcher picks it from `n` and the dtype).
 ///
 /// ```
-/// assert_eq!(fly_norm::plan_forward(1, 1001, fly_norm::DType::F32, false, 32, 1).path, fly_norm::Path::Generic);
+/// assert_eq!(fly_norm::plan_forward(fly_norm::Norm::Rms, 1, 1001, fly_norm::DType::F32, false, 32, 1).path, fly_norm::Path::Generic);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Path {

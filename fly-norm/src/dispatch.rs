@@ -1,7 +1,7 @@
 //! The dispatcher: which kernel path and launch geometry serve a shape on a device.
 
 use crate::config::{
-    bwd_fast_spill_free, fast_max_block, fast_tiles, DType, Kind, Path, FWD_ROWS_TILES,
+    bwd_fast_spill_free, fast_max_block, fast_tiles, DType, Kind, Norm, Path, FWD_ROWS_TILES,
     GENERIC_THREADS, ROWS_BLOCK,
 };
 /// Activations of more than this many bytes are read with the keep-in-L2 hint (see
@@ -15,21 +15,21 @@ const MAX_GRID: usize = crate::config::MAX_GRID as usize;
 /// A chosen kernel path and its launch geometry.
 ///
 /// ```
-/// use fly_norm::{plan_forward, DType, Path};
+/// use fly_norm::{plan_forward, DType, Norm, Path};
 /// // bf16 rows of 8192 on a wave64 device: one row per block, 4 tiles of 8 elements per thread.
-/// let p = plan_forward(4096, 8192, DType::BF16, false, 64, 304);
+/// let p = plan_forward(Norm::Rms, 4096, 8192, DType::BF16, false, 64, 304);
 /// assert_eq!(p.path, Path::Fast(4));
 /// assert_eq!(p.cfg.block, [256, 1, 1]);
 /// // Odd rows take the generic path.
-/// assert_eq!(plan_forward(8, 1021, DType::F32, false, 32, 132).path, Path::Generic);
+/// assert_eq!(plan_forward(Norm::Rms, 8, 1021, DType::F32, false, 32, 132).path, Path::Generic);
 /// // 2-byte rows of 4096: 4 tiles in 128 threads, read with the keep-in-L2 hint (256 MiB).
-/// let p = plan_forward(32768, 4096, DType::BF16, false, 32, 132);
+/// let p = plan_forward(Norm::Rms, 32768, 4096, DType::BF16, false, 32, 132);
 /// assert_eq!((p.path, p.cfg.block, p.keep_l2), (Path::Fast(4), [128, 1, 1], true));
 /// // Few rows: at most 32 blocks per compute unit, each looping over its rows.
-/// let p = plan_forward(8192, 2048, DType::BF16, false, 32, 132);
+/// let p = plan_forward(Norm::Rms, 8192, 2048, DType::BF16, false, 32, 132);
 /// assert_eq!((p.path, p.cfg.grid, p.keep_l2), (Path::Fast(2), [4224, 1, 1], false));
 /// // Short rows: one wave per row, blocks of 2 waves.
-/// let p = plan_forward(65536, 1024, DType::BF16, false, 32, 132);
+/// let p = plan_forward(Norm::Rms, 65536, 1024, DType::BF16, false, 32, 132);
 /// assert_eq!((p.path, p.cfg.block, p.lanes), (Path::Rows(4), [64, 1, 1], 32));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,26 +96,84 @@ fn rows_plan(m: usize, t: u32, lanes: usize, cap: usize, ws: usize) -> Plan {
 /// (`bench/fly-norm-dispatch.md`).
 ///
 /// ```
-/// use fly_norm::{plan_forward, DType, KEEP_L2_MIN_BYTES};
+/// use fly_norm::{plan_forward, DType, Norm, KEEP_L2_MIN_BYTES};
 /// let rows = KEEP_L2_MIN_BYTES / (4096 * 2); // bf16 rows of 4096: exactly the threshold
-/// assert!(!plan_forward(rows, 4096, DType::BF16, false, 32, 132).keep_l2);
-/// assert!(plan_forward(rows + 1, 4096, DType::BF16, false, 32, 132).keep_l2);
+/// assert!(!plan_forward(Norm::Rms, rows, 4096, DType::BF16, false, 32, 132).keep_l2);
+/// assert!(plan_forward(Norm::Rms, rows + 1, 4096, DType::BF16, false, 32, 132).keep_l2);
 /// ```
 ///
 /// ```
-/// use fly_norm::{plan_forward, DType, Path};
+/// use fly_norm::{plan_forward, DType, Norm, Path};
 /// // f32 rows of 8192 on the H200 (wave32, 132 SMs): 8 tiles of 4 in 256 threads.
-/// let p = plan_forward(4096, 8192, DType::F32, false, 32, 132);
+/// let p = plan_forward(Norm::Rms, 4096, 8192, DType::F32, false, 32, 132);
 /// assert_eq!((p.path, p.cfg.block[0], p.keep_l2), (Path::Fast(8), 256, false));
 /// // Rows that are not a multiple of the vector width: the generic path.
-/// assert_eq!(plan_forward(4, 4000, DType::BF16, true, 64, 304).path, Path::Fast(2));
-/// assert_eq!(plan_forward(4, 4001, DType::BF16, true, 64, 304).path, Path::Generic);
+/// assert_eq!(plan_forward(Norm::Rms, 4, 4000, DType::BF16, true, 64, 304).path, Path::Fast(2));
+/// assert_eq!(plan_forward(Norm::Rms, 4, 4001, DType::BF16, true, 64, 304).path, Path::Generic);
 /// ```
-pub fn plan_forward(m: usize, n: usize, dt: DType, quant: bool, wave: u32, cus: u32) -> Plan {
+///
+/// LayerNorm's plain forward of 2-byte rows on wave32 devices (NVIDIA) takes the most tiles
+/// per thread whose block still fills a wave (8, then 4), fast path even for rows of 1024
+/// that would go to the multi-row path: its accurate variance costs more instructions per
+/// element, and fewer, longer threads win back issue slots (the H200 sweep behind it:
+/// `bench/fly-norm-dispatch.md`).
+///
+/// ```
+/// use fly_norm::{plan_forward, DType, Norm, Path};
+/// let p = plan_forward(Norm::Layer, 32768, 8192, DType::BF16, false, 32, 132);
+/// assert_eq!((p.path, p.cfg.block[0]), (Path::Fast(8), 128));
+/// let p = plan_forward(Norm::Layer, 65536, 1024, DType::BF16, false, 32, 132);
+/// assert_eq!((p.path, p.cfg.block[0]), (Path::Fast(4), 32));
+/// // RMSNorm keeps the general rule.
+/// let p = plan_forward(Norm::Rms, 32768, 8192, DType::BF16, false, 32, 132);
+/// assert_eq!((p.path, p.cfg.block[0]), (Path::Fast(4), 256));
+/// ```
+pub fn plan_forward(
+    norm: Norm,
+    m: usize,
+    n: usize,
+    dt: DType,
+    quant: bool,
+    wave: u32,
+    cus: u32,
+) -> Plan {
+    let path = layer_long_tiles(norm, m, n, dt, quant, wave, cus)
+        .unwrap_or_else(|| plan_forward_path(m, n, dt, quant, wave, cus));
     Plan {
         keep_l2: keeps_l2(m, n, dt),
-        ..plan_forward_path(m, n, dt, quant, wave, cus)
+        ..path
     }
+}
+
+/// LayerNorm's 2-byte plain forward on wave32 (see [`plan_forward`]): the fast path with 8
+/// tiles when that leaves at least one wave a row, else 4 (rows of 1024 to 16384 2-byte
+/// elements); `None` for everything else.
+fn layer_long_tiles(
+    norm: Norm,
+    m: usize,
+    n: usize,
+    dt: DType,
+    quant: bool,
+    wave: u32,
+    cus: u32,
+) -> Option<Plan> {
+    let (ws, vec) = (wave as usize, dt.vec() as usize);
+    if norm != Norm::Layer || quant || ws != 32 || dt.bytes() != 2 || !multiple_of(n, vec) {
+        return None;
+    }
+    let v = n / vec;
+    let t = [8u32, 4]
+        .into_iter()
+        .find(|&t| v >= t as usize * ws && v.div_ceil(t as usize) <= 256)?;
+    let block = round_up(v.div_ceil(t as usize), ws);
+    let cus = cus.max(1) as usize;
+    let blocks = if m <= 64 * cus { m.min(32 * cus) } else { m };
+    Some(Plan {
+        path: Path::Fast(t),
+        cfg: LaunchConfig::linear(grid(blocks), block as u32),
+        lanes: 0,
+        keep_l2: false,
+    })
 }
 
 /// Whether the dispatcher reads `m x n` activations of `dt` with the keep-in-L2 hint.
@@ -280,10 +338,10 @@ pub fn plan_backward(m: usize, n: usize, dt: DType, wave: u32, cus: u32) -> Plan
 /// `examples/fwd_sweep.rs`), not a stable API.
 ///
 /// ```
-/// use fly_norm::{forward_plans, plan_forward, DType, Path};
+/// use fly_norm::{forward_plans, plan_forward, DType, Norm, Path};
 /// let plans = forward_plans(65536, 1024, DType::BF16, false, 32);
 /// // The dispatcher's plan is among them (with few rows it caps the grid instead).
-/// assert!(plans.contains(&plan_forward(65536, 1024, DType::BF16, false, 32, 132)));
+/// assert!(plans.contains(&plan_forward(Norm::Rms, 65536, 1024, DType::BF16, false, 32, 132)));
 /// // 128 vectors a row: 2 tiles in blocks of 64..=256 threads, ...
 /// assert_eq!(plans.iter().filter(|p| p.path == Path::Fast(2)).count(), 7);
 /// // ... and one wave per row with 4 tiles a lane.

@@ -234,7 +234,7 @@ pub(crate) fn forward<T: Element, W: Element>(
     if !validate(call, stream, norm, &bufs, &args)? {
         return Ok(());
     }
-    let plan = dispatch(stream, &bufs, &args);
+    let plan = dispatch(stream, norm, &bufs, &args);
     // SAFETY: every buffer length was checked against (m, n) above, which is what the kernels
     // index with, and the dispatcher's plan fits the shape; the buffers outlive the call
     // (launches are ordered before later copies).
@@ -244,12 +244,14 @@ pub(crate) fn forward<T: Element, W: Element>(
 /// The dispatcher's plan of a forward call.
 fn dispatch<T: Element, W: Element>(
     stream: &Stream,
+    norm: Norm,
     bufs: &FwdBuffers<'_, T, W>,
     args: &NormArgs,
 ) -> Plan {
     let dev = stream.device();
     let quant = matches!(bufs.out, FwdOut::Quant { .. });
     plan_forward(
+        norm,
         args.m,
         args.n,
         T::DTYPE,
@@ -290,7 +292,7 @@ pub unsafe fn norm_fwd_unchecked<T: Element, W: Element>(
     if args.m == 0 {
         return Ok(());
     }
-    let plan = dispatch(stream, &bufs, &args);
+    let plan = dispatch(stream, norm, &bufs, &args);
     let call = Call::new("fly_norm::norm_fwd_unchecked");
     // SAFETY: forwarded from this function's contract; the dispatcher's plan fits the shape.
     unsafe { launch(call, stream, norm, bufs, args, plan) }

@@ -35,7 +35,7 @@ fn all_paths_one<T: Element + NormDtype, W: Element + Storage>(t: Target, norm: 
             _ => 2,
         };
         assert_eq!(
-            plan_forward(m, n, T::DTYPE, false, ws as u32, 64).path,
+            plan_forward(Norm::Rms, m, n, T::DTYPE, false, ws as u32, 64).path,
             path,
             "n = {n}"
         );
@@ -46,7 +46,7 @@ fn all_paths_one<T: Element + NormDtype, W: Element + Storage>(t: Target, norm: 
             path
         };
         assert_eq!(
-            plan_forward(m, n, T::DTYPE, true, ws as u32, 64).path,
+            plan_forward(Norm::Rms, m, n, T::DTYPE, true, ws as u32, 64).path,
             qpath,
             "n = {n}"
         );
@@ -146,7 +146,10 @@ fn generic_vector_rows() {
             let quant = o.quant.is_some();
             for (n, dt) in [(8196, fly_norm::DType::F32), (16392, fly_norm::DType::BF16)] {
                 if quant {
-                    assert_eq!(plan_forward(2, n, dt, true, ws, 64).path, Path::Generic);
+                    assert_eq!(
+                        plan_forward(Norm::Rms, 2, n, dt, true, ws, 64).path,
+                        Path::Generic
+                    );
                 }
             }
             case::<f32, f32>(&s, Norm::Rms, 2, 8196, o, ci as u64);

@@ -55,13 +55,18 @@ fn thresholds() -> Vec<usize> {
     for wave in [32u32, 64] {
         for dt in [NormDtype::F32, NormDtype::F16, NormDtype::BF16] {
             let vec = dt.vec() as usize;
-            let keys: [&dyn Fn(usize) -> (fly_norm::Path, u32, bool); 3] = [
+            let keys: [&dyn Fn(usize) -> (fly_norm::Path, u32, bool); 4] = [
                 &|n| {
-                    let p = fly_norm::plan_forward(1, n, dt, false, wave, 64);
+                    let p = fly_norm::plan_forward(fly_norm::Norm::Rms, 1, n, dt, false, wave, 64);
                     (p.path, p.lanes, p.cfg.block[0] > 256)
                 },
                 &|n| {
-                    let p = fly_norm::plan_forward(1, n, dt, true, wave, 64);
+                    let p =
+                        fly_norm::plan_forward(fly_norm::Norm::Layer, 1, n, dt, false, wave, 64);
+                    (p.path, p.lanes, p.cfg.block[0] > 256)
+                },
+                &|n| {
+                    let p = fly_norm::plan_forward(fly_norm::Norm::Rms, 1, n, dt, true, wave, 64);
                     (p.path, p.lanes, p.cfg.block[0] > 256)
                 },
                 &|n| {
@@ -1080,7 +1085,7 @@ fn thresholds_cover_the_dispatcher() {
                 .map(|k| k * vec)
                 .find(|&n| {
                     matches!(
-                        fly_norm::plan_forward(1, n, dt, false, wave, 64).path,
+                        fly_norm::plan_forward(fly_norm::Norm::Rms, 1, n, dt, false, wave, 64).path,
                         fly_norm::Path::Fast(_)
                     )
                 })
