@@ -19,11 +19,12 @@ mod portable;
 // ---- end portable GEMM ----
 
 use flydsl_build::glue::DispatchTable;
-/// The one dtype enum of the workspace (`src/table.rs` imports it from the crate root).
-pub use flydsl_build::ir::DType;
-use flydsl_build::ir::Target;
+/// The one dtype and target enums of the workspace (`src/table.rs` imports them from the
+/// crate root).
+pub use flydsl_build::ir::{DType, Target};
 use table::{
-    kernel_name, key16, scaled_kernel_name, scaled_key, Epilogue, Quant, DTYPES, SCALED_OUT, TILES,
+    kernel_name, key16, scaled_kernel_name, scaled_key, Epilogue, Operands, Quant, DTYPES,
+    SCALED_OUT, TILES,
 };
 
 fn main() {
@@ -46,7 +47,7 @@ fn main() {
     let mut sc = DispatchTable::new("WGMMA_SCALED", "ScaledLaunchers");
     for out in SCALED_OUT {
         for tile in TILES {
-            for q in Quant::ALL {
+            for q in Quant::WGMMA {
                 for epi in Epilogue::ALL {
                     let name = scaled_kernel_name(q, out, epi, tile);
                     b = b.kernel_on(&name, &[Target::Sm90], move |t| {
@@ -60,21 +61,47 @@ fn main() {
     }
     // ---- portable GEMM (gemmport): every AMD target and sm90 (the fallback), per dtype,
     // config and B read; the epilogue is a run-time argument ----
-    let mut tile = DispatchTable::new("PORTABLE", "PortableLaunchers");
-    for d in DTYPES {
-        for (ci, cfg) in table::PORTABLE_CONFIGS.into_iter().enumerate() {
-            for br in table::BRead::ALL {
-                if !table::has_variant(ci, br) {
-                    continue;
+    // The 16-bit table is keyed per dtype; the 8-bit ones (one per input type: their
+    // launchers take differently typed A and B) per output dtype, on the targets whose
+    // matrix instructions read the input type.
+    let mut tables = vec![(
+        DispatchTable::new("PORTABLE", "PortableLaunchers"),
+        DTYPES.map(Operands::Half).to_vec(),
+    )];
+    for (q, ty) in [
+        (Quant::Fp8, "F8E4M3FN"),
+        (Quant::Fp8Fnuz, "F8E4M3FNUZ"),
+        (Quant::Int8, "i8"),
+    ] {
+        let path = if ty == "i8" {
+            ty.to_string()
+        } else {
+            format!("::flydsl_rt::{ty}")
+        };
+        let table = DispatchTable::new(
+            &format!("PORTABLE8_{}", q.name().to_uppercase()),
+            &format!("Portable8Launchers<{path}>"),
+        );
+        tables.push((table, SCALED_OUT.map(|o| Operands::Scaled(q, o)).to_vec()));
+    }
+    for (mut table, ops) in tables {
+        for op in ops {
+            for (ci, cfg) in op.configs().into_iter().enumerate() {
+                for br in table::BRead::ALL {
+                    if !table::has_variant(ci, br) {
+                        continue;
+                    }
+                    let name = table::portable_name(op, cfg, br);
+                    b = b.kernel_on(&name, &op.targets(), move |t| {
+                        portable::build(t, op, cfg, br)
+                    });
+                    let key = table::portable_key(ci, br);
+                    table = table.entry(&[op.out()], format!("{key}usize"), &name);
                 }
-                let name = table::portable_name(d, cfg, br);
-                b = b.kernel(&name, move |t| portable::build(t, d, cfg, br));
-                let key = table::portable_key(ci, br);
-                tile = tile.entry(&[d], format!("{key}usize"), &name);
             }
         }
+        b = b.table(table);
     }
-    b = b.table(tile);
     // ---- end portable GEMM ----
     b.table(wg).table(sc).run_or_exit();
 }

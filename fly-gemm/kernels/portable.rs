@@ -1,11 +1,14 @@
-//! The portable GEMM: `C = epilogue(A * B^T)` with 16-bit inputs and f32 accumulation,
-//! described once over the tile layer (`flydsl_dsl::tile`) and built for every AMD target
-//! (MFMA on gfx942/gfx950, WMMA on gfx1201/gfx1250) and for sm_90 (`mma.sync`), where it is
-//! the fallback for what the wgmma kernel refuses (k % 8 != 0, preshuffled B).
+//! The portable GEMM: `C = epilogue(A * B^T)` with 16-bit inputs and f32 accumulation, or
+//! `C = epilogue((A * B^T) * scale_a[m] * scale_b[n])` with 8-bit inputs (fp8 E4M3 in the
+//! target's format, f32 accumulation; int8, exact s32 accumulation), described once over the
+//! tile layer (`flydsl_dsl::tile`) and built for every AMD target (MFMA on gfx942/gfx950,
+//! WMMA on gfx1201/gfx1250) and for sm_90 (`mma.sync`), where it is the fallback for what
+//! the wgmma kernels refuse (16-bit `k % 8 != 0`, 8-bit `k % 16 != 0`, preshuffled B).
 //!
 //! One workgroup computes one `tile_m x tile_n` tile of C with four waves along N
-//! (`TiledMma` of the target's native 16-bit atom). Per K step of `tile_k` (whole 64-byte
-//! micro-steps) A and B move global -> registers (128-bit, zeros past M, N, K) -> XOR-16
+//! (`TiledMma` of the target's native 16-bit or 8-bit atom: `MmaAtom::native_16bit`,
+//! `MmaAtom::native_8bit`). Per K step of `tile_k` (whole 64-byte micro-steps) A and B move
+//! global -> registers (128-bit, zeros past M, N, K) -> XOR-16
 //! swizzled LDS; with `lds_stage` 2 the loads of step t + 1 are in flight while step t feeds
 //! the matrix atoms out of the other buffer (one barrier per step); with `lds_stage` 1 the
 //! loads are in flight during the atoms and land after a barrier (two barriers per step).
@@ -16,32 +19,35 @@
 //! elsewhere each thread moves whole 16-byte chunks of 16-row groups into LDS. The
 //! `PlainScalar` variant reads A and B one element at a time for any K (rows not 16-byte
 //! aligned). The epilogue is chosen at run time (`epi`, [`Epilogue::index`]) and applied in
-//! f32; stores outside C are dropped.
+//! f32 (8-bit: the accumulator converted to f32, times `scale_a[row]`, then times
+//! `scale_b[col]`, as the wgmma kernel does); stores outside C are dropped.
 //!
 //! Host side (`src/lib.rs`): grid `(ceil(m / tile_m), ceil(n / tile_n))`, `4 * wave` threads,
 //! no dynamic LDS; i32 index arithmetic inside a row panel: `tile_m * k`, `tile_n * k` and
 //! `tile_m * n` below 2^31 (panels start at i64 offsets).
 
-use crate::table::{portable_name, BRead, Epilogue, TileConfig, PORTABLE_WAVES};
-use crate::DType;
-use flydsl_dsl::ir::{Dim, Kernel, MmaAtom, ScalarType::*, Target};
+use crate::table::{portable_name, BRead, Epilogue, Operands, TileConfig, PORTABLE_WAVES};
+use crate::wgmma::epilogue;
+use flydsl_dsl::ir::{Dim, Kernel, MmaAtom, ScalarType, ScalarType::*, Target, Type};
 use flydsl_dsl::tile::*;
 use flydsl_dsl::*;
 
-/// The epilogue `epi` on one f32 accumulator `x` already holding the bias (if any).
-fn activate(epi: Epilogue, x: Val) -> Val {
-    let log2e = std::f32::consts::LOG2_E;
-    match epi {
-        Epilogue::None | Epilogue::Bias => x,
-        Epilogue::BiasRelu => x.max(0.0f32),
-        // x sigmoid(x) = x / (1 + 2^(-x log2 e)).
-        Epilogue::BiasSilu => x * ((x * -log2e).exp2() + 1.0f32).rcp(),
-        // 0.5 x (1 + tanh(u)) = x - x / (1 + e^(2u)), u = sqrt(2/pi) (x + 0.044715 x^3).
-        Epilogue::BiasGelu => {
-            let u = (x + x * x * x * 0.044715f32) * (2.0f32 / std::f32::consts::PI).sqrt();
-            x - x * ((u * (2.0 * log2e)).exp2() + 1.0f32).rcp()
-        }
+/// The element type of A and B.
+fn input_scalar(ops: Operands) -> ScalarType {
+    match ops {
+        Operands::Half(dt) => dt.scalar(),
+        Operands::Scaled(q, _) => crate::wgmma_scaled::input_scalar(q),
     }
+}
+
+/// `lanes` zeros of `st` (all bits clear: 0.0 in every float format, fp8 FNUZ included).
+fn zeros(st: ScalarType, lanes: u32) -> Val {
+    let int = match st.size_bytes() {
+        1 => I8,
+        2 => I16,
+        _ => I32,
+    };
+    splat(c_i32(0).cast(int), lanes).bitcast(Type::vec(st, lanes))
 }
 
 /// The tile-layer objects of one variant (checked before the kernel body is built).
@@ -53,9 +59,12 @@ struct Plan {
     lay_b: flydsl_dsl::layout::ComposedLayout,
 }
 
-fn plan(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Plan, TileError> {
-    let st = dt.scalar();
-    let atom = MmaAtom::native_16bit(target, dt == DType::BF16);
+fn plan(target: Target, ops: Operands, cfg: TileConfig, b: BRead) -> Result<Plan, TileError> {
+    let st = input_scalar(ops);
+    let atom = match ops {
+        Operands::Half(dt) => MmaAtom::native_16bit(target, dt == crate::DType::BF16),
+        Operands::Scaled(q, _) => MmaAtom::native_8bit(target, q == crate::Quant::Int8),
+    };
     let (am, an, _) = atom.shape();
     let reps = (cfg.tile_m / am, cfg.tile_n / (PORTABLE_WAVES * an));
     let mma = TiledMma::new(atom, target, (1, PORTABLE_WAVES), reps)?;
@@ -80,46 +89,60 @@ fn plan(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Plan, Ti
 }
 
 /// Where preshuffled B can skip LDS: when each lane's B operand of the target's atom is
-/// whole 16-byte K chunks of one column (runs of 8 consecutive K starting at a multiple of
-/// 8, the atom 16 columns wide), every run is one chunk of the preshuffled layout, loaded
-/// straight from global memory into the operand registers (the reference's design). The
-/// value indices where the runs start; `None` for atoms whose lanes hold shorter K runs
-/// (MFMA 16x16x16 on gfx942, `mma.sync` on sm90), which stage B through LDS.
-fn direct_b_runs(mma: &TiledMma, target: Target) -> Option<Vec<i64>> {
+/// whole 16-byte K chunks of one column (runs of `kpack` = 16 bytes of consecutive K
+/// starting at a multiple of `kpack`, the atom 16 columns wide), every run is one chunk of
+/// the preshuffled layout, loaded straight from global memory into the operand registers
+/// (the reference's design). The value indices where the runs start; `None` for atoms whose
+/// lanes hold shorter K runs (MFMA 16x16x16 16-bit and 16x16x32 8-bit, `mma.sync`), which
+/// stage B through LDS.
+fn direct_b_runs(mma: &TiledMma, target: Target, kpack: i64) -> Option<Vec<i64>> {
     let tv = mma.atom().b();
     let (_, an, _) = mma.atom().atom().shape();
-    if an != 16 || tv.vals() % 8 != 0 {
+    if an != 16 || tv.vals() % kpack != 0 {
         return None;
     }
-    let runs: Vec<i64> = (0..tv.vals()).step_by(8).collect();
+    let runs: Vec<i64> = (0..tv.vals()).step_by(kpack as usize).collect();
     for &v in &runs {
         let (r, c) = tv.val_coord(v);
-        if c % 8 != 0 || (1..8).any(|u| tv.val_coord(v + u) != (r, c + u)) {
+        if c % kpack != 0 || (1..kpack).any(|u| tv.val_coord(v + u) != (r, c + u)) {
             return None;
         }
     }
-    let lanes_aligned = (0..target.wave_size() as i64).all(|l| tv.thr_coord_lit(l).1 % 8 == 0);
+    let lanes_aligned = (0..target.wave_size() as i64).all(|l| tv.thr_coord_lit(l).1 % kpack == 0);
     lanes_aligned.then_some(runs)
 }
 
-/// The kernel for `dt` (bf16 or f16), `cfg` and the B read `b` on `target`.
-pub fn build(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Kernel, BuildError> {
-    let name = portable_name(dt, cfg, b);
+/// The kernel for the operands `ops` (16-bit, or 8-bit with scales), `cfg` and the B read
+/// `b` on `target`.
+pub fn build(
+    target: Target,
+    ops: Operands,
+    cfg: TileConfig,
+    b: BRead,
+) -> Result<Kernel, BuildError> {
+    let name = portable_name(ops, cfg, b);
     let fail = |reason: String| BuildError::Invalid {
         kernel: name.clone(),
         target,
         reason,
     };
-    let p = plan(target, dt, cfg, b).map_err(|e| fail(e.to_string()))?;
-    if cfg.lds_stage == 0 || cfg.lds_stage > 2 || !cfg.tile_k.is_multiple_of(32) {
-        return Err(fail(format!("{cfg:?}: lds_stage 1 or 2, tile_k % 32 == 0")));
+    let p = plan(target, ops, cfg, b).map_err(|e| fail(e.to_string()))?;
+    let eb = ops.elem_bytes();
+    if cfg.lds_stage == 0 || cfg.lds_stage > 2 || !(cfg.tile_k * eb).is_multiple_of(64) {
+        return Err(fail(format!(
+            "{cfg:?}: lds_stage 1 or 2, tile_k * {eb} bytes % 64 == 0"
+        )));
     }
-    let st = dt.scalar();
+    let st = input_scalar(ops);
+    let st_out = ops.out().scalar();
+    let scaled = matches!(ops, Operands::Scaled(..));
+    // Elements per 16-byte chunk (the preshuffle layout's KPACK).
+    let kpack = 16 / eb as i64;
     let (bm, bn, bk) = (cfg.tile_m as i64, cfg.tile_n as i64, cfg.tile_k as i64);
     let s = cfg.lds_stage;
     let scalar = b == BRead::PlainScalar;
     let runs = match b {
-        BRead::Preshuffled => direct_b_runs(&p.mma, target),
+        BRead::Preshuffled => direct_b_runs(&p.mma, target, kpack),
         _ => None,
     };
     let direct_b = runs.is_some();
@@ -128,8 +151,9 @@ pub fn build(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Ker
     KernelBuilder::new(&name, target, threads).build(|k| {
         let a = k.tensor("a", st);
         let bt = k.tensor("b", st);
-        let bias = k.tensor("bias", st);
-        let c = k.tensor_mut("c", st);
+        let scales = scaled.then(|| (k.tensor("scale_a", F32), k.tensor("scale_b", F32)));
+        let bias = k.tensor("bias", st_out);
+        let c = k.tensor_mut("c", st_out);
         let (m, n, kd) = (k.scalar("m", I32), k.scalar("n", I32), k.scalar("k", I32));
         let epi = k.scalar("epi", I32);
         let sa = STensor::new(
@@ -166,23 +190,24 @@ pub fn build(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Ker
         // 16-byte chunks v = tid + i * threads: row 16 g + nl, chunk cl of the step.
         let rows_in = (n - bx * bn as i32).min(bn as i32).max(0);
         let panel = bt.offset((bx * bn as i32).cast(I64) * kd.cast(I64));
-        let kc = (bk / 8) as i32; // 16-byte chunks per row per step
-        let per_thread = (bn * bk / 8) / threads as i64;
+        let kc = (bk / kpack) as i32; // 16-byte chunks per row per step
+        let per_thread = (bn * bk / kpack) / threads as i64;
         let chunk = move |i: i64| {
             let v = tid + (i * threads as i64) as i32;
             (v % 16, (v / 16) % kc, v / (16 * kc))
         };
         // One preshuffled 16-byte chunk: row `nl` (of this workgroup's panel), columns
-        // `col .. col + 8` (col a multiple of 8); zeros past n and k.
+        // `col .. col + kpack` (col a multiple of kpack); zeros past n and k.
+        let kp = kpack as i32;
         let b_chunk = move |rs: Option<flydsl_dsl::Rsrc>, row: Val, col: Val| {
             let num = rows_in * kd;
             let ok = row.lt(rows_in) & col.lt(kd);
-            let idx = (row / 16) * 16 * kd + col * 16 + (row % 16) * 8;
+            let idx = (row / 16) * 16 * kd + col * 16 + (row % 16) * kp;
             match rs {
-                Some(rs) => rs.load_vec(select(ok, idx, num), 8, 16),
+                Some(rs) => rs.load_vec(select(ok, idx, num), kp as u32, 16),
                 None => {
-                    let x = panel.load_vec(select(ok, idx, c_i32(0)), 8, 16);
-                    select(ok, x, splat(c_f32(0.0).cast(st), 8))
+                    let x = panel.load_vec(select(ok, idx, c_i32(0)), kp as u32, 16);
+                    select(ok, x, zeros(st, kp as u32))
                 }
             }
         };
@@ -224,7 +249,7 @@ pub fn build(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Ker
             (0..per_thread)
                 .map(|i| {
                     let (nl, cl, g) = chunk(i);
-                    b_chunk(rs, g * 16 + nl, t * bk as i32 + cl * 8)
+                    b_chunk(rs, g * 16 + nl, t * bk as i32 + cl * kp)
                 })
                 .collect()
         };
@@ -240,7 +265,7 @@ pub fn build(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Ker
             (None, Some(dst)) => {
                 for (i, v) in vals.into_iter().enumerate() {
                     let (nl, cl, g) = chunk(i as i64);
-                    dst.store(Idx::Dyn(g * 16 + nl), Idx::Dyn(cl * 8), v);
+                    dst.store(Idx::Dyn(g * 16 + nl), Idx::Dyn(cl * kp), v);
                 }
             }
         };
@@ -339,9 +364,15 @@ pub fn build(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Ker
         });
         let acc = acc0.with_vals(acc[..n_acc].to_vec());
 
-        // Epilogue (chosen at run time): bias and activation in f32, stores guarded.
+        // Epilogue (chosen at run time): scales, bias and activation in f32, stores guarded.
         let gc = GTensor::new(c, m, n).local_tile((bm, bn), (by, bx));
         let gbias = GTensor::new(bias, c_i32(1), n).local_tile((1, bn), (c_i32(0), bx));
+        let gscale = scales.map(|(sa, sb)| {
+            (
+                GTensor::new(sa, m, c_i32(1)).local_tile((bm, 1), (by, c_i32(0))),
+                GTensor::new(sb, c_i32(1), n).local_tile((1, bn), (c_i32(0), bx)),
+            )
+        });
         let (am, an, _) = mma.atom().atom().shape();
         let (nc, reps_m, reps_n) = (
             mma.atom().atom().frag_lanes(target.wave_size()).2,
@@ -355,11 +386,13 @@ pub fn build(target: Target, dt: DType, cfg: TileConfig, b: BRead) -> Result<Ker
                         let f = acc.at(&[i as i64, j as i64]);
                         for v in 0..nc {
                             let (r, col) = thr.partition_c(i, j, v);
-                            let mut x = f.at(v);
-                            if e.has_bias() {
-                                x = x + gbias.load(Idx::Lit(0), col, 1).cast(F32);
+                            let mut x = f.at(v).cast(F32);
+                            if let Some((sa, sb)) = &gscale {
+                                x = x * sa.load(r, Idx::Lit(0), 1);
+                                x = x * sb.load(Idx::Lit(0), col, 1);
                             }
-                            gc.store(r, col, activate(e, x).cast(st));
+                            let bias = || gbias.load(Idx::Lit(0), col, 1).cast(F32);
+                            gc.store(r, col, epilogue(e, x, bias).cast(st_out));
                         }
                     }
                 }

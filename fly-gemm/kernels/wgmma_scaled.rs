@@ -29,6 +29,7 @@ use flydsl_dsl::*;
 pub fn input_scalar(q: Quant) -> ScalarType {
     match q {
         Quant::Fp8 => F8E4M3FN,
+        Quant::Fp8Fnuz => F8E4M3FNUZ,
         Quant::Int8 => I8,
     }
 }
@@ -100,7 +101,7 @@ pub fn build(
         });
 
         let zero = match q {
-            Quant::Fp8 => splat(c_f32(0.0), bn / 2),
+            Quant::Fp8 | Quant::Fp8Fnuz => splat(c_f32(0.0), bn / 2),
             Quant::Int8 => splat(c_i32(0), bn / 2),
         };
         let acc = for_range(c_i32(0), ktiles, c_i32(1), &[zero], |kt, carried| {

@@ -7,7 +7,7 @@ use flydsl_rt::{DeviceBuffer, Element, ElementMap, LaunchConfig, Launchers, Resu
 /// Generated variant tables (`GEMM_WGMMA_...`), launchers and the dispatch table.
 #[allow(missing_docs, dead_code, clippy::all)]
 pub(crate) mod generated {
-    use super::{PortableLaunchers, ScaledLaunchers, WgmmaLaunchers};
+    use super::{Portable8Launchers, PortableLaunchers, ScaledLaunchers, WgmmaLaunchers};
     include!(concat!(env!("OUT_DIR"), "/flydsl_kernels.rs"));
 }
 
@@ -98,3 +98,35 @@ pub(crate) fn portable<T: Element>(
     flydsl_rt::launcher(t, &key)
 }
 // ---- end portable GEMM ----
+
+/// An 8-bit portable-kernel launcher:
+/// `(stream, cfg, a, b, scale_a, scale_b, bias, c, m, n, k, epi)` with inputs `Q`, output `T`.
+pub type Portable8Fn<Q, T> = unsafe fn(
+    &Stream,
+    LaunchConfig,
+    &DeviceBuffer<Q>,
+    &DeviceBuffer<Q>,
+    &DeviceBuffer<f32>,
+    &DeviceBuffer<f32>,
+    &DeviceBuffer<T>,
+    &mut DeviceBuffer<T>,
+    i32,
+    i32,
+    i32,
+    i32,
+) -> Result<()>;
+
+/// 8-bit portable launchers of inputs `Q` and output elements `T`, keyed by
+/// `table::portable_key`; one table per input type (`PORTABLE8_*`), reached through
+/// [`crate::QuantElement`]'s sealed supertrait.
+pub struct Portable8Launchers<Q>(std::marker::PhantomData<Q>);
+impl<Q: flydsl_rt::DeviceRepr + 'static> ElementMap for Portable8Launchers<Q> {
+    type Of<T: Element> = Launchers<usize, Portable8Fn<Q, T>>;
+}
+
+/// The 8-bit portable launcher of `key` for inputs `Q` and output `T`, if any.
+pub(crate) fn portable8<Q: crate::QuantElement, T: Element>(
+    key: usize,
+) -> Option<&'static flydsl_rt::Launcher<usize, Portable8Fn<Q, T>>> {
+    flydsl_rt::launcher(Q::portable8().get::<T>(), &key)
+}

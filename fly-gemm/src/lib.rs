@@ -7,14 +7,14 @@
 //!
 //! Kernels: the NVIDIA Hopper kernel (sm_90a: TMA-fed multi-stage mbarrier pipeline into
 //! wgmma, three tile configs picked by [`Tile::pick`]; `kernels/wgmma.rs`) and its 8-bit
-//! form [`gemm_scaled`] (fp8 e4m3fn or int8 inputs with per-row `scale_a` and per-column
+//! form [`gemm_scaled`] (fp8 or int8 inputs with per-row `scale_a` and per-column
 //! `scale_b`, bf16 or f16 output; k32 wgmma; `kernels/wgmma_scaled.rs`) with the host
 //! quantization helpers ([`quantize_rows`], [`dequantize_rows`]); and the portable tile-layer
-//! kernel (`kernels/portable.rs`, 16-bit) on gfx942, gfx950, gfx1201, gfx1250 and on sm90
-//! as the fallback for what wgmma refuses (`k % 8 != 0`, preshuffled B). B is plain
-//! row-major or in the reference's preshuffled layout ([`BLayout`], [`preshuffle_b`]).
-//! Every kernel also runs on the Sim of its target. Not built yet: 8-bit inputs on the AMD
-//! targets and 8-bit preshuffled B (clear errors).
+//! kernel (`kernels/portable.rs`, 16-bit and 8-bit: fp8 e4m3fnuz on gfx942 and e4m3fn
+//! elsewhere, int8) on gfx942, gfx950, gfx1201, gfx1250 and on sm90 as the fallback for what
+//! wgmma refuses (16-bit `k % 8 != 0`, 8-bit `k % 16 != 0`, preshuffled B). B is plain
+//! row-major or in the reference's preshuffled layout ([`BLayout`], [`preshuffle_b`]) for
+//! every input type. Every kernel also runs on the Sim of its target.
 //!
 //! ```
 //! use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target};
@@ -39,7 +39,7 @@ mod scaled;
 pub mod table;
 
 pub use quant::{dequantize_rows, quantize_rows, quantize_rows_into, QuantElement};
-pub use scaled::{gemm_scaled, gemm_scaled_with};
+pub use scaled::{default_config8, gemm_scaled, gemm_scaled_with, gemm_scaled_with_config};
 pub use table::{Epilogue, Quant, Tile};
 
 // ---- portable GEMM (gemmport): preshuffled B ----
@@ -95,7 +95,7 @@ pub enum BLayout {
     Preshuffled,
 }
 
-pub use table::{TileConfig, PORTABLE_CONFIGS};
+pub use table::{TileConfig, PORTABLE_CONFIGS, PORTABLE_CONFIGS8};
 
 /// The portable kernel's config for a shape: the single-stage 16-row tile for `m <= 16`
 /// (decode), the 64 x 128 ping-pong tile otherwise.
@@ -231,20 +231,8 @@ fn portable<T: Element>(
     args: GemmArgs,
     config: TileConfig,
 ) -> Result<()> {
-    let GemmArgs { m, n, k, .. } = args;
     let target = stream.device().target();
-    let read = match args.b_layout {
-        BLayout::Preshuffled => table::BRead::Preshuffled,
-        BLayout::Plain if k.is_multiple_of(8) => table::BRead::Plain,
-        BLayout::Plain => table::BRead::PlainScalar,
-    };
-    // k % 8 != 0 with plain B: the scalar variant, which only the SCALAR_CONFIG tile has.
-    let ci = match config.index() {
-        Some(ci) if table::has_variant(ci, read) => ci,
-        _ => table::SCALAR_CONFIG,
-    };
-    let config = PORTABLE_CONFIGS[ci];
-    let key = table::portable_key(ci, read);
+    let (key, ci) = portable_key(&PORTABLE_CONFIGS, config, args, 2);
     let Some(launcher) = kernels::portable::<T>(key) else {
         return Err(call.error(
             "T",
@@ -254,9 +242,66 @@ fn portable<T: Element>(
         ));
     };
     call.kernel(stream, launcher.kernel)?;
-    if m == 0 {
+    if args.m == 0 {
         return Ok(());
     }
+    let cfg = portable_launch(call, target, PORTABLE_CONFIGS[ci], args)?;
+    // Without a bias the kernel never reads it: pass A (any T buffer will do).
+    let bias_buf: &DeviceBuffer<T> = bias.unwrap_or(a);
+    let GemmArgs { m, n, k, .. } = args;
+    // SAFETY: the lengths were checked (A m * k, B n * k, C m * n, bias n or unread), the
+    // kernel guards every access against m, n, k (zeros past the edges, stores dropped),
+    // m, n, k fit in i32 (MAX_DIM) and one tile's row panels stay below 2^31 (checked by
+    // portable_launch).
+    unsafe {
+        (launcher.launch)(
+            stream,
+            cfg,
+            a,
+            b,
+            bias_buf,
+            c,
+            m as i32,
+            n as i32,
+            k as i32,
+            args.epilogue.index() as i32,
+        )
+    }
+}
+
+/// The portable variant that serves `args` with `config` (an entry of `configs`, the table
+/// of `elem_bytes`-byte inputs): its dispatch key and config index. Preshuffled B reads
+/// chunks; plain B reads 16-byte vectors when its rows are whole vectors
+/// (`k * elem_bytes % 16 == 0`), else takes the scalar variant, which only the
+/// [`table::SCALAR_CONFIG`] tile has.
+pub(crate) fn portable_key(
+    configs: &[TileConfig],
+    config: TileConfig,
+    args: GemmArgs,
+    elem_bytes: usize,
+) -> (usize, usize) {
+    let read = match args.b_layout {
+        BLayout::Preshuffled => table::BRead::Preshuffled,
+        BLayout::Plain if (args.k * elem_bytes).is_multiple_of(16) => table::BRead::Plain,
+        BLayout::Plain => table::BRead::PlainScalar,
+    };
+    let ci = match configs.iter().position(|&c| c == config) {
+        Some(ci) if table::has_variant(ci, read) => ci,
+        _ => table::SCALAR_CONFIG,
+    };
+    (table::portable_key(ci, read), ci)
+}
+
+/// The launch geometry of the portable kernel with `config` for `args` (`m >= 1`): grid
+/// `(ceil(m / tile_m), ceil(n / tile_n))` of four waves, or an error when one tile's row
+/// panels pass the kernel's i32 index arithmetic or the grid its limits.
+pub(crate) fn portable_launch(
+    call: &Call<'_>,
+    target: Target,
+    config: TileConfig,
+    args: GemmArgs,
+) -> Result<LaunchConfig> {
+    let GemmArgs { m, n, k, .. } = args;
     let (tm, tn) = (config.tile_m as usize, config.tile_n as usize);
     let lim = 1usize << 31;
     if tm * k >= lim || tn * k >= lim || tm * n >= lim {
@@ -287,26 +332,7 @@ fn portable<T: Element>(
             ))
         }
     };
-    let cfg = LaunchConfig::grid_2d([gm, gn], [threads, 1]);
-    // Without a bias the kernel never reads it: pass A (any T buffer will do).
-    let bias_buf: &DeviceBuffer<T> = bias.unwrap_or(a);
-    // SAFETY: the lengths were checked (A m * k, B n * k, C m * n, bias n or unread), the
-    // kernel guards every access against m, n, k (zeros past the edges, stores dropped),
-    // m, n, k fit in i32 (MAX_DIM) and one tile's row panels stay below 2^31 (checked above).
-    unsafe {
-        (launcher.launch)(
-            stream,
-            cfg,
-            a,
-            b,
-            bias_buf,
-            c,
-            m as i32,
-            n as i32,
-            k as i32,
-            args.epilogue.index() as i32,
-        )
-    }
+    Ok(LaunchConfig::grid_2d([gm, gn], [threads, 1]))
 }
 // ---- end portable GEMM ----
 
@@ -534,23 +560,30 @@ pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariant
 
 // ---- portable GEMM (gemmport) ----
 /// Every portable-kernel variant with its name (for structural tests and inspection):
-/// per dtype, config and B read.
+/// the 16-bit ones per dtype, config and B read, then the 8-bit ones per input type
+/// (e4m3fn, e4m3fnuz, i8), output dtype, config and B read.
 ///
 /// ```
-/// assert_eq!(fly_gemm::portable_variants().len(), 2 * 5);
+/// assert_eq!(fly_gemm::portable_variants().len(), 2 * 5 + 3 * 2 * 5);
 /// ```
 pub fn portable_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariants)> {
+    use flydsl_rt::half::{bf16, f16};
+    type Named = (&'static str, &'static flydsl_rt::KernelVariants);
+    fn scaled<Q: QuantElement>(v: &mut Vec<Named>) {
+        let t = Q::portable8();
+        v.extend(t.get::<bf16>().iter().map(|l| (l.kernel.name, l.kernel)));
+        v.extend(t.get::<f16>().iter().map(|l| (l.kernel.name, l.kernel)));
+    }
     let g = &kernels::generated::PORTABLE;
-    let mut v: Vec<_> = g
-        .get::<flydsl_rt::half::bf16>()
+    let mut v: Vec<Named> = g
+        .get::<bf16>()
         .iter()
         .map(|l| (l.kernel.name, l.kernel))
         .collect();
-    v.extend(
-        g.get::<flydsl_rt::half::f16>()
-            .iter()
-            .map(|l| (l.kernel.name, l.kernel)),
-    );
+    v.extend(g.get::<f16>().iter().map(|l| (l.kernel.name, l.kernel)));
+    scaled::<flydsl_rt::F8E4M3FN>(&mut v);
+    scaled::<flydsl_rt::F8E4M3FNUZ>(&mut v);
+    scaled::<i8>(&mut v);
     v
 }
 // ---- end portable GEMM ----

@@ -21,30 +21,54 @@
 
 use crate::table::Quant;
 use flydsl_rt::validate::Call;
-use flydsl_rt::{DeviceRepr, Result, F8E4M3FN};
+use flydsl_rt::{DeviceRepr, Result, F8E4M3FN, F8E4M3FNUZ};
 
 mod sealed {
-    pub trait Sealed {}
-    impl Sealed for flydsl_rt::F8E4M3FN {}
-    impl Sealed for i8 {}
+    use crate::kernels::{generated, Portable8Launchers};
+    use flydsl_rt::PerElement;
+
+    /// Seals [`super::QuantElement`] and gives each input type its portable-kernel table.
+    pub trait Sealed: flydsl_rt::DeviceRepr + 'static {
+        /// The 8-bit portable kernels reading this type (per output dtype).
+        fn portable8() -> &'static PerElement<Portable8Launchers<Self>>;
+    }
+    impl Sealed for flydsl_rt::F8E4M3FN {
+        fn portable8() -> &'static PerElement<Portable8Launchers<Self>> {
+            &generated::PORTABLE8_E4M3FN
+        }
+    }
+    impl Sealed for flydsl_rt::F8E4M3FNUZ {
+        fn portable8() -> &'static PerElement<Portable8Launchers<Self>> {
+            &generated::PORTABLE8_E4M3FNUZ
+        }
+    }
+    impl Sealed for i8 {
+        fn portable8() -> &'static PerElement<Portable8Launchers<Self>> {
+            &generated::PORTABLE8_I8
+        }
+    }
 }
 
-/// An 8-bit input element of [`crate::gemm_scaled`]: `flydsl_rt::F8E4M3FN` (OCP fp8,
-/// f32 accumulation) or `i8` (exact s32 accumulation). Sealed.
+/// An 8-bit input element of [`crate::gemm_scaled`]: `flydsl_rt::F8E4M3FN` (OCP fp8, f32
+/// accumulation; gfx950, gfx1201, gfx1250, sm90), `flydsl_rt::F8E4M3FNUZ` (AMD fp8 FNUZ,
+/// f32 accumulation; gfx942, whose matrix instructions read this format) or `i8` (exact
+/// s32 accumulation; every target). Sealed.
 ///
 /// ```
 /// use fly_gemm::QuantElement;
-/// use flydsl_rt::F8E4M3FN;
+/// use flydsl_rt::{F8E4M3FN, F8E4M3FNUZ};
 /// assert_eq!(F8E4M3FN::quantize(1.0).to_bits(), 0x38);
 /// assert_eq!(F8E4M3FN::quantize(1e9).dequantize(), 448.0); // saturates
+/// assert_eq!(F8E4M3FNUZ::quantize(1.0).0, 0x40); // bias 8
+/// assert_eq!(F8E4M3FNUZ::quantize(-1e9).dequantize(), -240.0);
 /// assert_eq!(i8::quantize(-300.0), -127);
 /// assert_eq!(i8::quantize(2.5), 2); // ties to even
 /// ```
 pub trait QuantElement: DeviceRepr + sealed::Sealed {
     /// Which kernel family reads it.
     const QUANT: Quant;
-    /// The largest magnitude [`QuantElement::quantize`] produces (448 for e4m3fn, 127 for
-    /// int8: the symmetric range, -128 is never produced).
+    /// The largest magnitude [`QuantElement::quantize`] produces (448 for e4m3fn, 240 for
+    /// e4m3fnuz, 127 for int8: the symmetric range, -128 is never produced).
     const MAX: f32;
     /// The nearest value to `x`: round to nearest even, saturating at `±MAX`; NaN gives
     /// fp8 NaN and int8 0.
@@ -61,6 +85,17 @@ impl QuantElement for F8E4M3FN {
     }
     fn dequantize(self) -> f32 {
         flydsl_rt::sim::fp8::e4m3fn_to_f32(self.0)
+    }
+}
+
+impl QuantElement for F8E4M3FNUZ {
+    const QUANT: Quant = Quant::Fp8Fnuz;
+    const MAX: f32 = 240.0;
+    fn quantize(x: f32) -> Self {
+        F8E4M3FNUZ(flydsl_rt::sim::fp8::f32_to_e4m3fnuz(x))
+    }
+    fn dequantize(self) -> f32 {
+        flydsl_rt::sim::fp8::e4m3fnuz_to_f32(self.0)
     }
 }
 

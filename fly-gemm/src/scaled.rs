@@ -1,33 +1,39 @@
 //! [`gemm_scaled`]: the fp8 / int8 GEMM with per-row and per-column scales.
 
 use crate::quant::QuantElement;
-use crate::table::{self, scaled_key, Tile, TILES};
-use crate::{kernels, GemmArgs, MAX_DIM};
+use crate::table::{self, scaled_key, Quant, Tile, TileConfig, PORTABLE_CONFIGS8, TILES};
+use crate::{kernels, preshuffle, BLayout, GemmArgs, MAX_DIM};
 use flydsl_rt::validate::Call;
 use flydsl_rt::{
     DeviceBuffer, Element, LaunchConfig, Result, Stream, Target, TensorMap, TmaSwizzle,
 };
 
 /// `C = act((A * B^T) * scale_a[m] * scale_b[n] + bias[n])` on `stream` with 8-bit inputs
-/// `Q` ([`QuantElement`]: `flydsl_rt::F8E4M3FN`, f32 accumulation, or `i8`, exact s32
-/// accumulation) and output `T` (bf16 or f16).
+/// `Q` ([`QuantElement`]: `flydsl_rt::F8E4M3FN` or, on gfx942, `flydsl_rt::F8E4M3FNUZ`,
+/// f32 accumulation; `i8`, exact s32 accumulation) and output `T` (bf16 or f16).
 ///
 /// A is `[m, k]` and B `[n, k]`, both row-major `Q` (make them with
-/// [`crate::quantize_rows`]); `scale_a` has `m` and `scale_b` `n` f32 values; bias `[n]`
-/// (in `T`) is required exactly when the epilogue has one; C is `[m, n]` row-major `T`. The
-/// accumulator is converted to f32 (int8: from the exact s32 sum), multiplied by
-/// `scale_a[row]` and then `scale_b[col]`, the bias and activation are applied in f32 and
-/// the result is rounded once.
+/// [`crate::quantize_rows`]), or B in the preshuffled layout ([`BLayout::Preshuffled`],
+/// [`crate::preshuffle_b`]; `n % 16 == 0`, `k % 64 == 0`); `scale_a` has `m` and `scale_b`
+/// `n` f32 values; bias `[n]` (in `T`) is required exactly when the epilogue has one; C is
+/// `[m, n]` row-major `T`. The accumulator is converted to f32 (int8: from the exact s32
+/// sum), multiplied by `scale_a[row]` and then `scale_b[col]`, the bias and activation are
+/// applied in f32 and the result is rounded once.
+///
+/// Dispatch: on sm90 with plain B and `k % 16 == 0` the Hopper wgmma kernel with the tile
+/// [`Tile::pick`] chooses (128 x 256 when that makes at least [`table::FILL_TILES`]
+/// workgroups, else 128 x 128, else 64 x 64; [`gemm_scaled_with`] pins one); everything
+/// else (the AMD targets, preshuffled B, other `k` on sm90) takes the portable tile-layer
+/// kernel with [`default_config8`] ([`gemm_scaled_with_config`] pins one). Any `k >= 1`
+/// works with plain B (rows that are not whole 16-byte vectors are read one element at a
+/// time).
 ///
 /// Errors (before anything is written): a length other than `m * k` (A), `n * k` (B), `m`
 /// (`scale_a`), `n` (`scale_b`, bias) or `m * n` (C), a missing or unexpected bias, `n` or
-/// `k` of 0, `k` not a multiple of 16 (TMA row strides are 16-byte multiples: pad K with
-/// zeros), a dimension past [`MAX_DIM`], buffers on another device, and a device this build
-/// has no 8-bit kernel for (so far: sm90 and its Sim only).
-///
-/// The tile config comes from [`Tile::pick`]: 128 x 256 when that makes at least
-/// [`table::FILL_TILES`] workgroups, else 128 x 128, else 64 x 64 (small M is memory-bound;
-/// more, smaller workgroups read B with more SMs). [`gemm_scaled_with`] pins one.
+/// `k` of 0, preshuffled B with `n % 16 != 0` or `k % 64 != 0`, a dimension past
+/// [`MAX_DIM`] (or a tile's row panel past 2^31 elements), buffers on another device, an
+/// input type the device's matrix instructions do not read (e4m3fn on gfx942, e4m3fnuz
+/// elsewhere), a device this build has no kernel for.
 ///
 /// ```
 /// use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target, F8E4M3FN};
@@ -46,6 +52,26 @@ use flydsl_rt::{
 /// assert!(c.to_vec()?.iter().all(|x| x.to_f32() == 16.0)); // 16 * 0.5 * 2
 /// # Ok::<(), flydsl_rt::Error>(())
 /// ```
+///
+/// The same call on gfx942 takes e4m3fnuz inputs:
+///
+/// ```
+/// use flydsl_rt::{half::f16, Device, DeviceBuffer, Target, F8E4M3FNUZ};
+/// use fly_gemm::{gemm_scaled, quantize_rows, GemmArgs};
+/// let dev = Device::sim(Target::Gfx942);
+/// let s = dev.stream()?;
+/// let (m, n, k) = (2, 16, 7); // any k
+/// let (a, sa) = quantize_rows::<F8E4M3FNUZ>(&vec![0.5; m * k], m, k)?;
+/// let (b, sb) = quantize_rows::<F8E4M3FNUZ>(&vec![-2.0; n * k], n, k)?;
+/// let up = |v: &[F8E4M3FNUZ]| DeviceBuffer::from_slice(&dev, v);
+/// let (a, b) = (up(&a)?, up(&b)?);
+/// let (sa, sb) = (DeviceBuffer::from_slice(&dev, &sa)?, DeviceBuffer::from_slice(&dev, &sb)?);
+/// let mut c = DeviceBuffer::<f16>::zeroed(&dev, m * n)?;
+/// let args = GemmArgs { m, n, k, ..Default::default() };
+/// gemm_scaled(&s, &a, &b, &sa, &sb, None, &mut c, args)?;
+/// assert!(c.to_vec()?.iter().all(|x| x.to_f32() == -7.0)); // 7 * 0.5 * -2
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_scaled<Q: QuantElement, T: Element>(
     stream: &Stream,
@@ -57,26 +83,40 @@ pub fn gemm_scaled<Q: QuantElement, T: Element>(
     c: &mut DeviceBuffer<T>,
     args: GemmArgs,
 ) -> Result<()> {
+    let call = Call::new("fly_gemm::gemm_scaled");
+    check(&call, stream, a, b, scale_a, scale_b, bias, c, args)?;
     let tile = Tile::pick(args.m, args.n);
-    run(
-        "fly_gemm::gemm_scaled",
-        stream,
-        a,
-        b,
-        scale_a,
-        scale_b,
-        bias,
-        c,
-        args,
-        tile,
-    )
+    let wgmma_takes = stream.device().target() == Target::Sm90
+        && args.b_layout == BLayout::Plain
+        && args.k.is_multiple_of(16)
+        && kernels::wgmma_scaled::<T>(scaled_key(Q::QUANT, args.epilogue, tile)).is_some();
+    let route = if wgmma_takes {
+        Route::Wgmma(tile)
+    } else {
+        Route::Portable(default_config8(args.m, args.n, args.k))
+    };
+    launch(&call, stream, a, b, scale_a, scale_b, bias, c, args, route)
 }
 
-/// [`gemm_scaled`] with a pinned tile config (one of [`TILES`]) instead of the
-/// dispatcher's ([`Tile::pick`]): for benchmarks and callers who tune their own shapes.
-/// Every config is correct at every shape [`gemm_scaled`] accepts.
+/// The portable kernel's 8-bit config for a shape: the single-stage 16-row tile for
+/// `m <= 16` (decode), the 64 x 128 ping-pong tile otherwise (the 16-bit rule of
+/// [`crate::default_config`] on [`PORTABLE_CONFIGS8`]).
 ///
-/// Errors: those of [`gemm_scaled`], and a `tile` that is not in [`TILES`].
+/// ```
+/// assert_eq!(fly_gemm::default_config8(1, 4096, 4096).tile_k, 256);
+/// assert_eq!(fly_gemm::default_config8(1024, 4096, 4096).lds_stage, 2);
+/// ```
+pub fn default_config8(m: usize, n: usize, k: usize) -> TileConfig {
+    let i = crate::default_config(m, n, k).index().unwrap_or(1);
+    PORTABLE_CONFIGS8[i]
+}
+
+/// [`gemm_scaled`] on the Hopper wgmma kernel with a pinned tile config (one of [`TILES`])
+/// instead of the dispatcher's ([`Tile::pick`]): for benchmarks and callers who tune their
+/// own shapes. Every config is correct at every shape it accepts.
+///
+/// Errors: those of [`gemm_scaled`], a `tile` that is not in [`TILES`], and what only the
+/// portable kernel takes (a target other than sm90, preshuffled B, `k % 16 != 0`).
 ///
 /// ```
 /// use flydsl_rt::{half::f16, Device, DeviceBuffer, Target};
@@ -106,21 +146,80 @@ pub fn gemm_scaled_with<Q: QuantElement, T: Element>(
     args: GemmArgs,
     tile: Tile,
 ) -> Result<()> {
-    let op = "fly_gemm::gemm_scaled_with";
+    let call = Call::new("fly_gemm::gemm_scaled_with");
     if !TILES.contains(&tile) {
-        return Err(Call::new(op).error(
+        return Err(call.error(
             "tile",
             format_args!("{tile:?}"),
             "not one of the built 8-bit tile configs",
             format_args!("pass one of fly_gemm::table::TILES: {TILES:?}"),
         ));
     }
-    run(op, stream, a, b, scale_a, scale_b, bias, c, args, tile)
+    check(&call, stream, a, b, scale_a, scale_b, bias, c, args)?;
+    let target = stream.device().target();
+    if target != Target::Sm90 {
+        return Err(call.error(
+            "stream",
+            format_args!("a {target} device"),
+            "the wgmma kernel exists on sm90 (and the sm90 Sim) only",
+            "call fly_gemm::gemm_scaled or gemm_scaled_with_config (the portable kernel)",
+        ));
+    }
+    if args.b_layout != BLayout::Plain {
+        return Err(call.error(
+            "args.b_layout",
+            format_args!("{:?}", args.b_layout),
+            "the wgmma kernel reads plain row-major B",
+            "pass BLayout::Plain, or call fly_gemm::gemm_scaled (it takes the portable kernel)",
+        ));
+    }
+    if !args.k.is_multiple_of(16) {
+        return Err(call.error(
+            "args.k",
+            args.k,
+            "the wgmma kernel needs k % 16 == 0 for 8-bit inputs (TMA row strides are \
+             16-byte multiples)",
+            "pad K with zeros, or call fly_gemm::gemm_scaled (it takes the portable kernel)",
+        ));
+    }
+    launch(
+        &call,
+        stream,
+        a,
+        b,
+        scale_a,
+        scale_b,
+        bias,
+        c,
+        args,
+        Route::Wgmma(tile),
+    )
 }
 
+/// [`gemm_scaled`] on the portable tile-layer kernel with a pinned `config` (one of
+/// [`PORTABLE_CONFIGS8`]), on every target (on sm90 too, where [`gemm_scaled`] would take
+/// the wgmma kernel). Same arguments and errors as [`gemm_scaled`], plus a config outside
+/// the table. With plain B and `k % 16 != 0` every config runs as the 64 x 128 x 64 one
+/// (the only one with a scalar-load variant).
+///
+/// ```
+/// use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target};
+/// use fly_gemm::{gemm_scaled_with_config, GemmArgs, PORTABLE_CONFIGS8};
+/// let dev = Device::sim(Target::Gfx1201);
+/// let s = dev.stream()?;
+/// let (m, n, k) = (3, 16, 64);
+/// let a = DeviceBuffer::from_slice(&dev, &vec![3i8; m * k])?;
+/// let b = DeviceBuffer::from_slice(&dev, &vec![-1i8; n * k])?;
+/// let sa = DeviceBuffer::from_slice(&dev, &vec![0.5f32; m])?;
+/// let sb = DeviceBuffer::from_slice(&dev, &vec![2.0f32; n])?;
+/// let mut c = DeviceBuffer::<bf16>::zeroed(&dev, m * n)?;
+/// let args = GemmArgs { m, n, k, ..Default::default() };
+/// gemm_scaled_with_config(&s, &a, &b, &sa, &sb, None, &mut c, args, PORTABLE_CONFIGS8[0])?;
+/// assert!(c.to_vec()?.iter().all(|x| x.to_f32() == -192.0)); // 64 * -3 * 0.5 * 2
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
 #[allow(clippy::too_many_arguments)]
-fn run<Q: QuantElement, T: Element>(
-    op: &'static str,
+pub fn gemm_scaled_with_config<Q: QuantElement, T: Element>(
     stream: &Stream,
     a: &DeviceBuffer<Q>,
     b: &DeviceBuffer<Q>,
@@ -129,9 +228,47 @@ fn run<Q: QuantElement, T: Element>(
     bias: Option<&DeviceBuffer<T>>,
     c: &mut DeviceBuffer<T>,
     args: GemmArgs,
-    tile: Tile,
+    config: TileConfig,
 ) -> Result<()> {
-    let call = Call::new(op);
+    let call = Call::new("fly_gemm::gemm_scaled_with_config");
+    if config.index8().is_none() {
+        return Err(call.error(
+            "config",
+            format_args!("{config:?}"),
+            "not a config of the portable kernel's 8-bit table",
+            format_args!("pass one of fly_gemm::PORTABLE_CONFIGS8: {PORTABLE_CONFIGS8:?}"),
+        ));
+    }
+    check(&call, stream, a, b, scale_a, scale_b, bias, c, args)?;
+    launch(
+        &call,
+        stream,
+        a,
+        b,
+        scale_a,
+        scale_b,
+        bias,
+        c,
+        args,
+        Route::Portable(config),
+    )
+}
+
+/// The checks every 8-bit entry point shares (before anything is written): shapes, lengths,
+/// devices, the bias, preshuffled B's rules, and an input type the device's matrix
+/// instructions read.
+#[allow(clippy::too_many_arguments)]
+fn check<Q: QuantElement, T: Element>(
+    call: &Call<'_>,
+    stream: &Stream,
+    a: &DeviceBuffer<Q>,
+    b: &DeviceBuffer<Q>,
+    scale_a: &DeviceBuffer<f32>,
+    scale_b: &DeviceBuffer<f32>,
+    bias: Option<&DeviceBuffer<T>>,
+    c: &DeviceBuffer<T>,
+    args: GemmArgs,
+) -> Result<()> {
     let GemmArgs {
         m,
         n,
@@ -139,14 +276,6 @@ fn run<Q: QuantElement, T: Element>(
         epilogue,
         b_layout,
     } = args;
-    if b_layout != crate::BLayout::Plain {
-        return Err(call.error(
-            "args.b_layout",
-            format_args!("{b_layout:?}"),
-            "the 8-bit kernels read plain row-major B only so far",
-            "pass BLayout::Plain (unpreshuffle B with fly_gemm::unpreshuffle_b)",
-        ));
-    }
     for (name, v) in [("m", m), ("n", n), ("k", k)] {
         call.at_most(name, v, MAX_DIM, "split the GEMM")?;
     }
@@ -159,20 +288,18 @@ fn run<Q: QuantElement, T: Element>(
             "pass n >= 1 and k >= 1 (an empty batch is m = 0)",
         ));
     }
-    if !k.is_multiple_of(16) {
-        return Err(call.error(
-            "k",
-            k,
-            "k must be a multiple of 16 for 8-bit inputs (TMA reads rows whose byte strides \
-             are multiples of 16)",
-            "pad A and B with zero columns up to the next multiple of 16",
-        ));
+    if b_layout == BLayout::Preshuffled {
+        preshuffle::check(call, n, k, 1)?;
     }
     let mk = call.product(m, k)?;
     let nk = call.product(n, k)?;
     let mn = call.product(m, n)?;
     call.buffer("a", a, stream, mk, "m * k")?;
-    call.buffer("b", b, stream, nk, "n * k")?;
+    let what = match b_layout {
+        BLayout::Plain => "n * k",
+        BLayout::Preshuffled => "n * k (preshuffled)",
+    };
+    call.buffer("b", b, stream, nk, what)?;
     call.buffer("scale_a", scale_a, stream, m, "m (one scale per row of A)")?;
     call.buffer("scale_b", scale_b, stream, n, "n (one scale per row of B)")?;
     call.buffer("c", c, stream, mn, "m * n")?;
@@ -197,21 +324,125 @@ fn run<Q: QuantElement, T: Element>(
         (false, None) => {}
     }
     let target = stream.device().target();
-    let launcher = match kernels::wgmma_scaled::<T>(scaled_key(Q::QUANT, epilogue, tile)) {
-        Some(l) if target == Target::Sm90 => l,
-        _ => {
-            return Err(call.error(
-                "stream",
-                format_args!(
-                    "a {target} device with {} inputs and {} output",
-                    Q::QUANT.name(),
-                    T::DTYPE
-                ),
-                "fly-gemm has 8-bit (e4m3fn, i8) kernels with bf16 or f16 output on sm90 (and \
-                 the sm90 Sim) only so far",
-                "run on an H100/H200 or on Device::sim(Target::Sm90)",
-            ))
+    if !Q::QUANT.on(target) {
+        let fix = match Q::QUANT {
+            Quant::Fp8 => "gfx942 reads fp8 as e4m3fnuz: quantize with flydsl_rt::F8E4M3FNUZ",
+            _ => "only gfx942 reads fp8 as e4m3fnuz: quantize with flydsl_rt::F8E4M3FN",
+        };
+        return Err(call.error(
+            "Q",
+            Q::QUANT.name(),
+            format_args!(
+                "{target}'s matrix instructions do not read {}",
+                Q::QUANT.name()
+            ),
+            fix,
+        ));
+    }
+    Ok(())
+}
+
+/// Which 8-bit kernel serves a call, decided after [`check`].
+enum Route {
+    /// The Hopper wgmma kernel with this tile.
+    Wgmma(Tile),
+    /// The portable tile-layer kernel with this config (of [`PORTABLE_CONFIGS8`]).
+    Portable(TileConfig),
+}
+
+#[allow(clippy::too_many_arguments)]
+fn launch<Q: QuantElement, T: Element>(
+    call: &Call<'_>,
+    stream: &Stream,
+    a: &DeviceBuffer<Q>,
+    b: &DeviceBuffer<Q>,
+    scale_a: &DeviceBuffer<f32>,
+    scale_b: &DeviceBuffer<f32>,
+    bias: Option<&DeviceBuffer<T>>,
+    c: &mut DeviceBuffer<T>,
+    args: GemmArgs,
+    route: Route,
+) -> Result<()> {
+    // Without a bias the kernel never reads it, but the launcher takes a `T` buffer and
+    // C is borrowed mutably: pass an empty stand-in (no device allocation happens for zero
+    // elements; the 16-bit `gemm` passes A, which has the output's type there).
+    let placeholder;
+    let bias_buf: &DeviceBuffer<T> = match bias {
+        Some(b) => b,
+        None => {
+            placeholder = DeviceBuffer::<T>::alloc(stream.device(), 0)?;
+            &placeholder
         }
+    };
+    let GemmArgs { m, n, k, .. } = args;
+    match route {
+        Route::Wgmma(tile) => wgmma(
+            call, stream, a, b, scale_a, scale_b, bias_buf, c, args, tile,
+        ),
+        Route::Portable(config) => {
+            let target = stream.device().target();
+            let (key, ci) = crate::portable_key(&PORTABLE_CONFIGS8, config, args, 1);
+            let Some(launcher) = kernels::portable8::<Q, T>(key) else {
+                return Err(call.error(
+                    "T",
+                    T::DTYPE,
+                    "the 8-bit kernels write bf16 or f16",
+                    "pass a bf16 or f16 bias and C",
+                ));
+            };
+            call.kernel(stream, launcher.kernel)?;
+            if m == 0 {
+                return Ok(());
+            }
+            let cfg = crate::portable_launch(call, target, PORTABLE_CONFIGS8[ci], args)?;
+            // SAFETY: the lengths were checked (A m * k, B n * k, scale_a m, scale_b n,
+            // C m * n, bias n or unread), the kernel guards every access against m, n, k
+            // (zeros past the edges, stores dropped), m, n, k fit in i32 (MAX_DIM) and one
+            // tile's row panels stay below 2^31 (portable_launch).
+            unsafe {
+                (launcher.launch)(
+                    stream,
+                    cfg,
+                    a,
+                    b,
+                    scale_a,
+                    scale_b,
+                    bias_buf,
+                    c,
+                    m as i32,
+                    n as i32,
+                    k as i32,
+                    args.epilogue.index() as i32,
+                )
+            }
+        }
+    }
+}
+
+/// Launch the scaled Hopper kernel of `tile` (checked: sm90, plain B, `k % 16 == 0`).
+#[allow(clippy::too_many_arguments)]
+fn wgmma<Q: QuantElement, T: Element>(
+    call: &Call<'_>,
+    stream: &Stream,
+    a: &DeviceBuffer<Q>,
+    b: &DeviceBuffer<Q>,
+    scale_a: &DeviceBuffer<f32>,
+    scale_b: &DeviceBuffer<f32>,
+    bias: &DeviceBuffer<T>,
+    c: &mut DeviceBuffer<T>,
+    args: GemmArgs,
+    tile: Tile,
+) -> Result<()> {
+    let GemmArgs {
+        m, n, k, epilogue, ..
+    } = args;
+    let Some(launcher) = kernels::wgmma_scaled::<T>(scaled_key(Q::QUANT, epilogue, tile)) else {
+        return Err(call.error(
+            "T",
+            T::DTYPE,
+            "the 8-bit kernels write bf16 or f16",
+            "pass a bf16 or f16 bias and C",
+        ));
     };
     call.kernel(stream, launcher.kernel)?;
     if m == 0 {
@@ -231,17 +462,6 @@ fn run<Q: QuantElement, T: Element>(
         )
     })?;
     let cfg = LaunchConfig::linear(grid, tile.threads()).with_dynamic_lds(tile.lds_bytes());
-    // Without a bias the kernel never reads it, but the launcher takes a `T` buffer and
-    // C is borrowed mutably: pass an empty stand-in (no device allocation happens for zero
-    // elements; the 16-bit `gemm` passes A, which has the output's type there).
-    let placeholder;
-    let bias_buf: &DeviceBuffer<T> = match bias {
-        Some(b) => b,
-        None => {
-            placeholder = DeviceBuffer::<T>::alloc(stream.device(), 0)?;
-            &placeholder
-        }
-    };
     // SAFETY: the maps describe `a` and `b` exactly (their lengths were checked: m * k and
     // n * k, TensorMap::tiled re-checks the extents), the scales hold m and n values, C
     // holds m * n elements and bias n (or is unread); the kernel guards rows < m and
@@ -254,12 +474,11 @@ fn run<Q: QuantElement, T: Element>(
             b_map.buffer(),
             scale_a,
             scale_b,
-            bias_buf,
+            bias,
             c,
             m as i32,
             n as i32,
             k as i32,
         )
-    }?;
-    Ok(())
+    }
 }

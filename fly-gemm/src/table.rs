@@ -1,8 +1,8 @@
 //! What the build script and the library share: the epilogues, the kernel names and the
 //! tiling of the Hopper kernel. Included by `build.rs` with `#[path]`, so it depends on
-//! nothing but `crate::DType`.
+//! nothing but `crate::DType` and `crate::Target`.
 
-use crate::DType;
+use crate::{DType, Target};
 
 /// The fused epilogue applied to each f32 accumulator `v` (column `j`) before rounding to
 /// the output dtype.
@@ -85,28 +85,49 @@ pub const LDS_BYTES: u32 = STAGES * STAGE_BYTES + 1024;
 /// The 8-bit input types of the scaled GEMM ([`crate::gemm_scaled`]): A and B share one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Quant {
-    /// OCP fp8 e4m3fn (`flydsl_rt::F8E4M3FN`), f32 accumulation.
+    /// OCP fp8 e4m3fn (`flydsl_rt::F8E4M3FN`), f32 accumulation: gfx950, gfx1201, gfx1250
+    /// and sm90.
     Fp8,
-    /// Signed int8, exact s32 accumulation.
+    /// AMD fp8 e4m3fnuz (`flydsl_rt::F8E4M3FNUZ`), f32 accumulation: gfx942, whose matrix
+    /// instructions read this format.
+    Fp8Fnuz,
+    /// Signed int8, exact s32 accumulation: every target.
     Int8,
 }
 
 impl Quant {
     /// Every input type, in kernel-table order.
-    pub const ALL: [Quant; 2] = [Quant::Fp8, Quant::Int8];
+    pub const ALL: [Quant; 3] = [Quant::Fp8, Quant::Fp8Fnuz, Quant::Int8];
+    /// The input types of the Hopper wgmma kernel, in its table order ([`scaled_key`]).
+    pub const WGMMA: [Quant; 2] = [Quant::Fp8, Quant::Int8];
     /// Short name used in kernel names and errors.
     pub fn name(self) -> &'static str {
         match self {
             Quant::Fp8 => "e4m3fn",
+            Quant::Fp8Fnuz => "e4m3fnuz",
             Quant::Int8 => "i8",
         }
     }
-    /// Index in [`Quant::ALL`].
+    /// Index in [`Quant::WGMMA`] (the wgmma table's key; `Fp8Fnuz` has no wgmma kernel and
+    /// shares `Fp8`'s index).
     pub fn index(self) -> usize {
         match self {
-            Quant::Fp8 => 0,
+            Quant::Fp8 | Quant::Fp8Fnuz => 0,
             Quant::Int8 => 1,
         }
+    }
+    /// Whether `target`'s matrix instructions read this type (its fp8 format is
+    /// `Target::native_fp8_e4m3`: FNUZ on gfx942, OCP elsewhere; int8 everywhere).
+    pub fn on(self, target: Target) -> bool {
+        match self {
+            Quant::Fp8 => target != Target::Gfx942,
+            Quant::Fp8Fnuz => target == Target::Gfx942,
+            Quant::Int8 => true,
+        }
+    }
+    /// The targets that read this type ([`Quant::on`]).
+    pub fn targets(self) -> Vec<Target> {
+        Target::ALL.into_iter().filter(|&t| self.on(t)).collect()
     }
 }
 
@@ -202,7 +223,7 @@ pub fn scaled_kernel_name(q: Quant, out: DType, epi: Epilogue, tile: Tile) -> St
 /// The scaled dispatch-table key of (`q`, `epi`, `tile`) (per output dtype); ascending in
 /// the build script's declaration order.
 pub fn scaled_key(q: Quant, epi: Epilogue, tile: Tile) -> usize {
-    (tile.index() * Quant::ALL.len() + q.index()) * Epilogue::ALL.len() + epi.index()
+    (tile.index() * Quant::WGMMA.len() + q.index()) * Epilogue::ALL.len() + epi.index()
 }
 
 /// K per pipeline stage of the 8-bit kernels (128 one-byte elements: one 128-byte swizzled
@@ -284,14 +305,39 @@ pub const PORTABLE_CONFIGS: [TileConfig; 2] = [
     },
 ];
 
+/// The portable kernel's 8-bit configs: [`PORTABLE_CONFIGS`] with the same bytes per K
+/// step (`tile_k` twice as many 1-byte elements), the same LDS and the same roles.
+pub const PORTABLE_CONFIGS8: [TileConfig; 2] = [
+    TileConfig {
+        tile_m: 16,
+        tile_n: 128,
+        tile_k: 256,
+        lds_stage: 1,
+    },
+    TileConfig {
+        tile_m: 64,
+        tile_n: 128,
+        tile_k: 64,
+        lds_stage: 2,
+    },
+];
+
 impl TileConfig {
     /// LDS bytes of one launch (A and B tiles of 2-byte elements, every stage).
     pub fn lds_bytes(&self) -> u32 {
-        (self.tile_m + self.tile_n) * self.tile_k * 2 * self.lds_stage
+        self.lds_bytes_of(2)
+    }
+    /// LDS bytes of one launch with `elem_bytes`-byte inputs (A and B tiles, every stage).
+    pub fn lds_bytes_of(&self, elem_bytes: u32) -> u32 {
+        (self.tile_m + self.tile_n) * self.tile_k * elem_bytes * self.lds_stage
     }
     /// The config's index in [`PORTABLE_CONFIGS`], if it is one.
     pub fn index(&self) -> Option<usize> {
         PORTABLE_CONFIGS.iter().position(|c| c == self)
+    }
+    /// The config's index in [`PORTABLE_CONFIGS8`], if it is one.
+    pub fn index8(&self) -> Option<usize> {
+        PORTABLE_CONFIGS8.iter().position(|c| c == self)
     }
     /// Short name used in kernel names, e.g. `16x128x128s1`.
     pub fn name(&self) -> String {
@@ -316,8 +362,58 @@ pub fn portable_key(config: usize, b: BRead) -> usize {
     config * BRead::ALL.len() + BRead::ALL.iter().position(|&x| x == b).unwrap_or(0)
 }
 
-/// The portable kernel's name for `dt`, config and B read.
-pub fn portable_name(dt: DType, cfg: TileConfig, b: BRead) -> String {
-    format!("gemm_tile_{}_{}_{}", dt.name(), cfg.name(), b.name())
+/// What a portable variant reads and writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Operands {
+    /// A, B, bias and C of one 16-bit dtype (bf16, f16), f32 accumulation.
+    Half(DType),
+    /// 8-bit A and B, f32 `scale_a` `[m]` and `scale_b` `[n]`, bias and C of the 16-bit
+    /// output dtype.
+    Scaled(Quant, DType),
+}
+
+impl Operands {
+    /// Bytes of one A or B element.
+    pub fn elem_bytes(self) -> u32 {
+        match self {
+            Operands::Half(_) => 2,
+            Operands::Scaled(..) => 1,
+        }
+    }
+    /// The output (bias and C) dtype.
+    pub fn out(self) -> DType {
+        match self {
+            Operands::Half(d) | Operands::Scaled(_, d) => d,
+        }
+    }
+    /// The config table of these operands ([`PORTABLE_CONFIGS`] or [`PORTABLE_CONFIGS8`]).
+    pub fn configs(self) -> [TileConfig; 2] {
+        match self {
+            Operands::Half(_) => PORTABLE_CONFIGS,
+            Operands::Scaled(..) => PORTABLE_CONFIGS8,
+        }
+    }
+    /// The targets with a kernel for these operands.
+    pub fn targets(self) -> Vec<Target> {
+        match self {
+            Operands::Half(_) => Target::ALL.to_vec(),
+            Operands::Scaled(q, _) => q.targets(),
+        }
+    }
+}
+
+/// The portable kernel's name for the operands, config and B read (16-bit:
+/// `gemm_tile_bf16_...`; 8-bit: `gemm_tile_e4m3fn_bf16_...`).
+pub fn portable_name(ops: Operands, cfg: TileConfig, b: BRead) -> String {
+    match ops {
+        Operands::Half(dt) => format!("gemm_tile_{}_{}_{}", dt.name(), cfg.name(), b.name()),
+        Operands::Scaled(q, out) => format!(
+            "gemm_tile_{}_{}_{}_{}",
+            q.name(),
+            out.name(),
+            cfg.name(),
+            b.name()
+        ),
+    }
 }
 // ---- end portable GEMM ----

@@ -1,26 +1,54 @@
 //! Structural checks of the portable GEMM's code objects (built with `--features
-//! all-targets`): per AMD target valid ELF, kernarg layout equal to the launcher's, no
-//! scratch, LDS as declared and within the target's limit, the expected MFMA / WMMA count
-//! per K step, 128-bit buffer loads on the vector variants; `mma.sync` and no local memory
-//! in the sm90 PTX. Prints VGPR / AGPR / occupancy next to the reference's anchors
-//! (`amd-codeobject-anchors.md`, bf16 preshuffle GEMM, whose K step is longer: 16x128x256
-//! gfx942 128 VGPRs / 4 waves, gfx950 134 / 3; 64x256x128 gfx942 190 / 2, gfx950 256 / 2).
+//! all-targets`), 16-bit and 8-bit: per AMD target valid ELF, kernarg layout equal to the
+//! launcher's, no scratch, LDS as declared and within the target's limit, the expected
+//! MFMA / WMMA count per K step (of the 8-bit atom for 8-bit inputs), 128-bit buffer loads
+//! on the vector variants; `mma.sync` (m16n8k16, or m16n8k32 for 8-bit inputs) and no local
+//! memory in the sm90 PTX. Prints VGPR / AGPR / occupancy next to the reference's anchors
+//! (`amd-codeobject-anchors.md`, preshuffle GEMM, whose K step is longer; bf16 16x128x256
+//! gfx942 128 VGPRs / 4 waves, gfx950 134 / 3; 64x256x128 gfx942 190 / 2, gfx950 256 / 2;
+//! fp8 16x128x256 gfx942 88 / 5, gfx950 96 / 5; 64x256x128 gfx942 148 / 3, gfx950 194 / 2).
 
-use fly_gemm::{TileConfig, PORTABLE_CONFIGS};
+use fly_gemm::{TileConfig, PORTABLE_CONFIGS, PORTABLE_CONFIGS8};
 use flydsl_devtools::inspect::{count_instructions, disassemble};
 use flydsl_ir::codeobj::{check_kernarg_layout, occupancy, parse_hsaco};
 use flydsl_ir::{MmaAtom, Target};
 
+/// The 8-bit input type of a variant's name (`gemm_tile_e4m3fn_bf16_...`), if it has one:
+/// whether it is int8.
+fn int8_input(name: &str) -> Option<bool> {
+    let rest = name.strip_prefix("gemm_tile_")?;
+    if rest.starts_with("e4m3fn_") || rest.starts_with("e4m3fnuz_") {
+        Some(false)
+    } else if rest.starts_with("i8_") {
+        Some(true)
+    } else {
+        None
+    }
+}
+
 fn config_of(name: &str) -> TileConfig {
-    PORTABLE_CONFIGS
+    let table = if int8_input(name).is_some() {
+        PORTABLE_CONFIGS8
+    } else {
+        PORTABLE_CONFIGS
+    };
+    table
         .into_iter()
         .find(|c| name.contains(&format!("_{}_", c.name())))
         .unwrap_or_else(|| panic!("{name}: no config in the name"))
 }
 
+/// The matrix atom a variant issues on `t`.
+fn atom_of(name: &str, t: Target) -> MmaAtom {
+    match int8_input(name) {
+        Some(int) => MmaAtom::native_8bit(t, int),
+        None => MmaAtom::native_16bit(t, name.starts_with("gemm_tile_bf16")),
+    }
+}
+
 /// Matrix atoms per wave per K step of `cfg` on `t`.
-fn atoms_per_step(t: Target, bf16: bool, cfg: TileConfig) -> usize {
-    let (am, an, ak) = MmaAtom::native_16bit(t, bf16).shape();
+fn atoms_per_step(atom: MmaAtom, cfg: TileConfig) -> usize {
+    let (am, an, ak) = atom.shape();
     let reps = (cfg.tile_m / am) * (cfg.tile_n / (4 * an));
     (reps * (cfg.tile_k / ak)) as usize
 }
@@ -30,16 +58,21 @@ fn portable_code_objects_have_the_expected_structure() {
     let mut seen = 0;
     for (name, k) in fly_gemm::portable_variants() {
         let cfg = config_of(name);
-        let bf16 = name.contains("bf16");
+        let elem_bytes = if int8_input(name).is_some() { 1 } else { 2 };
         for v in k.variants {
             let Some(code) = v.code else { continue };
             seen += 1;
             let t = v.target;
             let ir = flydsl_ir::from_bytes(v.ir).unwrap();
-            let per_step = atoms_per_step(t, bf16, cfg);
+            let per_step = atoms_per_step(atom_of(name, t), cfg);
             if !t.is_amd() {
                 let text = std::str::from_utf8(code).unwrap();
-                let n = text.matches("mma.sync.aligned.m16n8k16").count();
+                let shape = if elem_bytes == 1 {
+                    "m16n8k32"
+                } else {
+                    "m16n8k16"
+                };
+                let n = text.matches(&format!("mma.sync.aligned.{shape}")).count();
                 assert!(
                     n >= per_step && n.is_multiple_of(per_step),
                     "{name} ({t}): {n} mma.sync, want a multiple of {per_step} per K step"
@@ -62,13 +95,13 @@ fn portable_code_objects_have_the_expected_structure() {
             );
             // Preshuffled B skips LDS where the atom's B operand is whole 16-byte K chunks
             // (MFMA 16x16x32 on gfx950, the gfx12 WMMAs); then only A is staged.
-            let a_only = cfg.tile_m * cfg.tile_k * 2 * cfg.lds_stage;
+            let a_only = cfg.tile_m * cfg.tile_k * elem_bytes * cfg.lds_stage;
             let direct_b = name.ends_with("preshuffled") && ir.lds_bytes() == a_only;
             assert!(
-                ir.lds_bytes() == cfg.lds_bytes() || direct_b,
+                ir.lds_bytes() == cfg.lds_bytes_of(elem_bytes) || direct_b,
                 "{name} ({t}): LDS {} is neither the config's A + B ({}) nor A only ({a_only})",
                 ir.lds_bytes(),
-                cfg.lds_bytes()
+                cfg.lds_bytes_of(elem_bytes)
             );
             assert!(
                 ir.lds_bytes() <= t.max_lds_bytes(),

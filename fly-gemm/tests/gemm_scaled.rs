@@ -2,19 +2,17 @@
 //! bf16 / f16 output, every epilogue) on every device that has its kernel: the sm90 Sim
 //! always (memcheck, racecheck and initcheck on: a store outside C is an error there), a
 //! CUDA GPU when present (`FLYDSL_REQUIRE_GPU` makes a missing GPU a failure), against
-//! `flydsl_testutil::gemm::gemm_scaled_ref` on the exact 8-bit values.
-//!
-//! Tolerance: the kernel sums in f32 (int8: exactly in s32), scales in f32 and rounds once
-//! to the output: the output's rounding (2^-8 bf16, 2^-11 f16, relative) plus f32 rounding
-//! of the sum and the scaling (2^-20 of the sum of |terms|); the activations' approximate exp2 / rcp add 1e-2
-//! relative as in the 16-bit tests.
+//! `flydsl_testutil::gemm::gemm_scaled_ref` on the exact 8-bit values (the case and its
+//! tolerance: `common/mod.rs`). The portable 8-bit kernel (the AMD targets, and sm90's
+//! fallback) is `portable8.rs`.
 
+mod common;
+
+use common::{case, case_with, Pin};
 use fly_gemm::table::{Tile, TILES};
-use fly_gemm::{gemm_scaled, gemm_scaled_with, quantize_rows, Epilogue, GemmArgs, QuantElement};
+use fly_gemm::{gemm_scaled, gemm_scaled_with, BLayout, Epilogue, GemmArgs};
 use flydsl_rt::half::{bf16, f16};
-use flydsl_rt::{Backend, Device, DeviceBuffer, Element, Target, F8E4M3FN};
-use flydsl_testutil::gemm::{gemm_ref, gemm_scaled_ref, Act};
-use flydsl_testutil::rng::Rng;
+use flydsl_rt::{Backend, Device, DeviceBuffer, Target, F8E4M3FN, F8E4M3FNUZ};
 
 fn devices() -> Vec<Device> {
     let mut v = vec![Device::new_sim(Target::Sm90)];
@@ -24,121 +22,6 @@ fn devices() -> Vec<Device> {
         Err(e) => flydsl_testutil::gpu::skip(&format!("CUDA unavailable: {e}")),
     }
     v
-}
-
-fn act(e: Epilogue) -> Act {
-    match e {
-        Epilogue::None | Epilogue::Bias => Act::None,
-        Epilogue::BiasRelu => Act::Relu,
-        Epilogue::BiasSilu => Act::Silu,
-        Epilogue::BiasGelu => Act::Gelu,
-    }
-}
-
-/// Uniform values in [-r, r).
-fn uniform(rng: &mut Rng, n: usize, r: f32) -> Vec<f32> {
-    (0..n)
-        .map(|_| ((rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * r)
-        .collect()
-}
-
-fn case<Q: QuantElement + Default + Clone, T: Element>(
-    dev: &Device,
-    shape: (usize, usize, usize),
-    epi: Epilogue,
-    seed: u64,
-) {
-    case_with::<Q, T>(dev, shape, epi, seed, None)
-}
-
-/// One call (through the dispatcher, or with `tile` pinned) against the reference.
-fn case_with<Q: QuantElement + Default + Clone, T: Element>(
-    dev: &Device,
-    (m, n, k): (usize, usize, usize),
-    epi: Epilogue,
-    seed: u64,
-    tile: Option<Tile>,
-) {
-    let mut rng = Rng::new(seed);
-    // Rows of different magnitudes, so the scales differ per row and column.
-    let x: Vec<f32> = uniform(&mut rng, m * k, 1.0)
-        .iter()
-        .enumerate()
-        .map(|(i, v)| v * (1 + (i / k) % 7) as f32)
-        .collect();
-    let w: Vec<f32> = uniform(&mut rng, n * k, 0.5)
-        .iter()
-        .enumerate()
-        .map(|(i, v)| v * (1 + (i / k) % 5) as f32)
-        .collect();
-    let (a, sa) = quantize_rows::<Q>(&x, m, k).unwrap();
-    let (b, sb) = quantize_rows::<Q>(&w, n, k).unwrap();
-    let bias: Vec<T> = uniform(&mut rng, n, 4.0)
-        .iter()
-        .map(|&v| T::from_f32(v))
-        .collect();
-    let deq = |v: &[Q]| v.iter().map(|q| q.dequantize()).collect::<Vec<f32>>();
-    let (af, bf) = (deq(&a), deq(&b));
-    let biasf: Vec<f32> = bias.iter().map(|v| v.to_f32()).collect();
-    let want = gemm_scaled_ref(
-        &af,
-        &bf,
-        &sa,
-        &sb,
-        epi.has_bias().then_some(&biasf[..]),
-        m,
-        n,
-        k,
-        act(epi),
-    );
-    let abs: Vec<f32> = af.iter().map(|v| v.abs()).collect();
-    let babs: Vec<f32> = bf.iter().map(|v| v.abs()).collect();
-    let mag = gemm_ref(&abs, &babs, None, m, n, k, Act::None);
-    let s = dev.stream().unwrap();
-    let da = DeviceBuffer::from_slice(dev, &a).unwrap();
-    let db = DeviceBuffer::from_slice(dev, &b).unwrap();
-    let dsa = DeviceBuffer::from_slice(dev, &sa).unwrap();
-    let dsb = DeviceBuffer::from_slice(dev, &sb).unwrap();
-    let dbias = DeviceBuffer::from_slice(dev, &bias).unwrap();
-    let mut dc = DeviceBuffer::from_slice(dev, &vec![T::from_f32(f32::NAN); m * n]).unwrap();
-    let args = GemmArgs {
-        m,
-        n,
-        k,
-        epilogue: epi,
-        ..Default::default()
-    };
-    let bias_arg = epi.has_bias().then_some(&dbias);
-    match tile {
-        None => gemm_scaled(&s, &da, &db, &dsa, &dsb, bias_arg, &mut dc, args),
-        Some(t) => gemm_scaled_with(&s, &da, &db, &dsa, &dsb, bias_arg, &mut dc, args, t),
-    }
-    .unwrap();
-    let c = dc.to_vec().unwrap();
-    // The output's rounding: at most 2^-8 (bf16) / 2^-11 (f16) of the value.
-    let eps = if T::DTYPE == flydsl_rt::DType::BF16 {
-        2f64.powi(-8)
-    } else {
-        2f64.powi(-11)
-    };
-    for i in 0..m {
-        for j in 0..n {
-            let (got, wv) = (c[i * n + j].to_f32() as f64, want[i * n + j]);
-            let sum_err = mag[i * n + j] * sa[i] as f64 * sb[j] as f64 * 2f64.powi(-20);
-            let mut tol = eps * wv.abs() + sum_err + 1e-30;
-            if act(epi) != Act::None {
-                tol += 1e-2 * wv.abs() + 1e-3;
-            }
-            assert!(
-                (got - wv).abs() <= tol,
-                "{} {:?} -> {:?} {m}x{n}x{k} {epi:?} {tile:?}: C[{i}][{j}] = {got}, want {wv} \
-                 (tol {tol})",
-                dev.name(),
-                Q::QUANT,
-                T::DTYPE
-            );
-        }
-    }
 }
 
 #[test]
@@ -176,8 +59,9 @@ fn every_tile_config_is_correct_at_ragged_shapes() {
                 .enumerate()
             {
                 let s = seed + j as u64;
-                case_with::<F8E4M3FN, bf16>(&dev, shape, Epilogue::BiasSilu, s, Some(tile));
-                case_with::<i8, f16>(&dev, shape, Epilogue::Bias, s + 5, Some(tile));
+                let (plain, pin) = (BLayout::Plain, Pin::Tile(tile));
+                case_with::<F8E4M3FN, bf16>(&dev, shape, Epilogue::BiasSilu, plain, pin, s);
+                case_with::<i8, f16>(&dev, shape, Epilogue::Bias, plain, pin, s + 5);
             }
         }
     }
@@ -237,14 +121,18 @@ fn bad_arguments_are_errors_that_write_nothing() {
     };
     let cases: Vec<Case<'_>> = vec![
         (
-            "k not a multiple of 16",
-            GemmArgs { k: 24, ..ok },
+            "preshuffled B with k % 64 != 0",
+            GemmArgs {
+                k: 48,
+                b_layout: BLayout::Preshuffled,
+                ..ok
+            },
             &a,
             &b,
             &sa,
             &sb,
             None,
-            "`k` = 24",
+            "`k` = 48",
         ),
         (
             "n = 0",
@@ -364,29 +252,66 @@ fn bad_arguments_are_errors_that_write_nothing() {
             .to_string();
         assert!(e.contains("`c`") && e.contains("m * n"), "{e}");
     }
-    // Every target without the 8-bit kernels: a clear error naming sm90, nothing written.
-    for t in [
-        Target::Gfx942,
-        Target::Gfx950,
-        Target::Gfx1201,
-        Target::Gfx1250,
-    ] {
-        let amd = Device::new_sim(t);
-        let s2 = amd.stream().unwrap();
-        let a2 = DeviceBuffer::<i8>::zeroed(&amd, m * k).unwrap();
-        let b2 = DeviceBuffer::<i8>::zeroed(&amd, n * k).unwrap();
-        let sa2 = DeviceBuffer::from_slice(&amd, &vec![1.0f32; m]).unwrap();
-        let sb2 = DeviceBuffer::from_slice(&amd, &vec![1.0f32; n]).unwrap();
-        let mut c2 = DeviceBuffer::from_slice(&amd, &sentinel).unwrap();
-        let e = gemm_scaled(&s2, &a2, &b2, &sa2, &sb2, None, &mut c2, ok)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("`stream`") && e.contains(&t.to_string()) && e.contains("sm90"),
-            "{t}: {e}"
-        );
-        assert_eq!(c2.to_vec().unwrap(), sentinel);
-    }
+    // The fp8 format the target does not read (e4m3fn on gfx942, e4m3fnuz elsewhere): a
+    // clear error naming the type and the one to use, nothing written.
+    let fnuz_a = DeviceBuffer::<F8E4M3FNUZ>::zeroed(&dev, m * k).unwrap();
+    let fnuz_b = DeviceBuffer::<F8E4M3FNUZ>::zeroed(&dev, n * k).unwrap();
+    let mut c = DeviceBuffer::from_slice(&dev, &sentinel).unwrap();
+    let e = gemm_scaled(&s, &fnuz_a, &fnuz_b, &sa, &sb, None, &mut c, ok)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`Q`") && e.contains("e4m3fnuz") && e.contains("F8E4M3FN"),
+        "{e}"
+    );
+    assert_eq!(c.to_vec().unwrap(), sentinel);
+    let amd = Device::new_sim(Target::Gfx942);
+    let s2 = amd.stream().unwrap();
+    let a2 = DeviceBuffer::<F8E4M3FN>::zeroed(&amd, m * k).unwrap();
+    let b2 = DeviceBuffer::<F8E4M3FN>::zeroed(&amd, n * k).unwrap();
+    let sa2 = DeviceBuffer::from_slice(&amd, &vec![1.0f32; m]).unwrap();
+    let sb2 = DeviceBuffer::from_slice(&amd, &vec![1.0f32; n]).unwrap();
+    let mut c2 = DeviceBuffer::from_slice(&amd, &sentinel).unwrap();
+    let e = gemm_scaled(&s2, &a2, &b2, &sa2, &sb2, None, &mut c2, ok)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`Q`") && e.contains("gfx942") && e.contains("F8E4M3FNUZ"),
+        "{e}"
+    );
+    assert_eq!(c2.to_vec().unwrap(), sentinel);
+    // The wgmma kernel pinned where it does not run: another target, preshuffled B,
+    // k % 16 != 0.
+    let mut c2 = DeviceBuffer::from_slice(&amd, &sentinel).unwrap();
+    let (ai, bi) = (
+        DeviceBuffer::<i8>::zeroed(&amd, m * k).unwrap(),
+        DeviceBuffer::<i8>::zeroed(&amd, n * k).unwrap(),
+    );
+    let e = gemm_scaled_with(&s2, &ai, &bi, &sa2, &sb2, None, &mut c2, ok, TILES[0])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`stream`") && e.contains("gfx942"), "{e}");
+    assert_eq!(c2.to_vec().unwrap(), sentinel);
+    let odd_k = GemmArgs { k: 24, ..ok };
+    let a24 = DeviceBuffer::<F8E4M3FN>::zeroed(&dev, m * 24).unwrap();
+    let b24 = DeviceBuffer::<F8E4M3FN>::zeroed(&dev, n * 24).unwrap();
+    let mut c = DeviceBuffer::from_slice(&dev, &sentinel).unwrap();
+    let e = gemm_scaled_with(&s, &a24, &b24, &sa, &sb, None, &mut c, odd_k, TILES[0])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`args.k` = 24"), "{e}");
+    let pre = GemmArgs {
+        b_layout: BLayout::Preshuffled,
+        k: 64,
+        ..ok
+    };
+    let a64 = DeviceBuffer::<F8E4M3FN>::zeroed(&dev, m * 64).unwrap();
+    let b64 = DeviceBuffer::<F8E4M3FN>::zeroed(&dev, n * 64).unwrap();
+    let e = gemm_scaled_with(&s, &a64, &b64, &sa, &sb, None, &mut c, pre, TILES[0])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`args.b_layout`"), "{e}");
+    assert_eq!(c.to_vec().unwrap(), sentinel);
     // m = 0 is a no-op.
     let empty = DeviceBuffer::<F8E4M3FN>::zeroed(&dev, 0).unwrap();
     let sa0 = DeviceBuffer::<f32>::zeroed(&dev, 0).unwrap();

@@ -554,6 +554,35 @@ impl MmaAtom {
     pub fn is_scaled(self) -> bool {
         self == MmaAtom::MfmaScale16x16x128Fp8
     }
+    /// The preferred 8-bit-input atom of a target that [`OpKind::Mma`] issues: signed int8
+    /// (`int`, s32 accumulation) or the target's fp8 E4M3 ([`Target::native_fp8_e4m3`]:
+    /// FNUZ on gfx942, OCP elsewhere; f32 accumulation). K per atom: 32 on gfx942, gfx950
+    /// fp8 and sm_90; 64 for gfx950 int8 and gfx1250; 16 on gfx1201.
+    ///
+    /// ```
+    /// use flydsl_ir::{MmaAtom, Target};
+    /// for t in Target::ALL {
+    ///     for int in [false, true] {
+    ///         let a = MmaAtom::native_8bit(t, int);
+    ///         assert!(a.supported_on(t) && !a.is_scaled());
+    ///     }
+    /// }
+    /// assert_eq!(MmaAtom::native_8bit(Target::Gfx950, true).shape(), (16, 16, 64));
+    /// ```
+    pub fn native_8bit(target: Target, int: bool) -> MmaAtom {
+        use MmaAtom::*;
+        match (target, int) {
+            (Target::Gfx942 | Target::Gfx950, false) => Mfma16x16x32Fp8,
+            (Target::Gfx942, true) => Mfma16x16x32I8,
+            (Target::Gfx950, true) => Mfma16x16x64I8,
+            (Target::Gfx1201, false) => Wmma16x16x16Fp8,
+            (Target::Gfx1201, true) => Wmma16x16x16I8,
+            (Target::Gfx1250, false) => Wmma16x16x64Fp8,
+            (Target::Gfx1250, true) => Wmma16x16x64I8,
+            (Target::Sm90, false) => MmaM16N8K32E4M3,
+            (Target::Sm90, true) => MmaM16N8K32S8,
+        }
+    }
     /// The preferred 16-bit-input atom of a target, for `f16` or `bf16` inputs.
     pub fn native_16bit(target: Target, bf16: bool) -> MmaAtom {
         use MmaAtom::*;

@@ -20,7 +20,8 @@ pub struct Args {
     /// Shape `MxN` (`MxNxK` for gemm; attention takes its own options instead).
     #[arg(long)]
     shape: Option<String>,
-    /// Element type: f32, f16, bf16.
+    /// Element type: f32, f16, bf16 (gemm also fp8, int8: 8-bit inputs quantized per row,
+    /// bf16 out; fp8 is the device's format, e4m3fnuz on gfx942 and e4m3fn elsewhere).
     #[arg(long, default_value = "bf16")]
     dtype: String,
     /// gemm: the fused epilogue (none, bias, bias-relu, bias-silu, bias-gelu).
@@ -140,6 +141,17 @@ pub fn run(a: Args) -> R<ExitCode> {
             format!("{:?} on {}", a.attn, dev.name()),
             a.dtype.clone(),
         )
+    } else if a.family == "gemm" && matches!(a.dtype.as_str(), "fp8" | "int8") {
+        let sh = a
+            .shape
+            .clone()
+            .ok_or("--shape MxNxK is required for gemm")?;
+        let shape = parse_shape(&sh)?;
+        let epi = crate::verify_gemm::parse_epilogue(&a.epilogue)?;
+        let dev = pick(&a.dev)?;
+        let s = dev.stream().map_err(e)?;
+        let o = crate::verify_gemm::run_scaled(&s, &a.dtype, &shape, epi, a.plain_b)?;
+        (o, format!("{sh} on {}", dev.name()), a.dtype.clone())
     } else {
         let sh = a
             .shape
