@@ -92,14 +92,14 @@ pub fn check_code_object(ir: &Kernel, code: &[u8]) -> Result<Resources, String> 
         }
         let agpr = meta.agpr_count.unwrap_or(0);
         Ok(Resources {
-            vgpr: meta.vgpr_count,
+            vgpr: meta.arch_vgprs(),
             agpr,
             sgpr: meta.sgpr_count,
             lds_bytes: meta.group_segment_fixed_size,
             scratch_bytes: meta.private_segment_fixed_size,
             occupancy: occupancy(
                 t,
-                meta.vgpr_count,
+                meta.arch_vgprs(),
                 agpr,
                 meta.group_segment_fixed_size,
                 meta.waves_per_workgroup(),

@@ -71,8 +71,16 @@ impl TargetHooks for Amdgpu {
     fn rsrc_type(&self) -> &'static str {
         "ptr addrspace(8)"
     }
-    fn make_rsrc(&self, f: &mut Func, p: &str, n: &str, e: ScalarType, _rt: Type) -> String {
-        make_rsrc(f, p, n, e)
+    fn make_rsrc(
+        &self,
+        f: &mut Func,
+        p: &str,
+        n: &str,
+        e: ScalarType,
+        _rt: Type,
+        uniform: bool,
+    ) -> String {
+        make_rsrc(f, p, n, e, uniform)
     }
     fn buffer_load(
         &self,
@@ -376,7 +384,13 @@ fn rsrc_flags(t: Target) -> u32 {
 }
 
 /// `llvm.amdgcn.make.buffer.rsrc` with num_records = elements * element size (bytes).
-pub(crate) fn make_rsrc(f: &mut Func, p: &str, n: &str, e: ScalarType) -> String {
+///
+/// With `uniform` operands (proved by `flydsl_ir::uniform`) the pointer and the count go
+/// through `readfirstlane` (exact for uniform values): a descriptor is an SGPR operand, and
+/// when LLVM happens to compute a uniform address or count in VGPRs (64-bit arithmetic it
+/// moved to the VALU) it would otherwise wrap every access through the descriptor in a
+/// waterfall loop (`v_readfirstlane` + `s_cbranch_execnz` per access).
+pub(crate) fn make_rsrc(f: &mut Func, p: &str, n: &str, e: ScalarType, uniform: bool) -> String {
     let mut bytes = f.inst(format!("mul i64 {n}, {}", e.size_bytes()));
     if f.target != Target::Gfx1250 {
         // The num_records field is 32 bits wide before gfx1250: clamp instead of wrapping.
@@ -386,12 +400,27 @@ pub(crate) fn make_rsrc(f: &mut Func, p: &str, n: &str, e: ScalarType) -> String
             &[("i64", &bytes), ("i64", "4294967295")],
         );
     }
+    let mut p = p.to_string();
+    if uniform {
+        p = f.call(
+            "ptr addrspace(1)",
+            "llvm.amdgcn.readfirstlane.p1",
+            &[("ptr addrspace(1)", &p)],
+        );
+        bytes = if f.target == Target::Gfx1250 {
+            f.call("i64", "llvm.amdgcn.readfirstlane.i64", &[("i64", &bytes)])
+        } else {
+            let lo = f.inst(format!("trunc i64 {bytes} to i32"));
+            let lo = f.call("i32", "llvm.amdgcn.readfirstlane.i32", &[("i32", &lo)]);
+            f.inst(format!("zext i32 {lo} to i64"))
+        };
+    }
     let flags = rsrc_flags(f.target).to_string();
     f.call(
         "ptr addrspace(8)",
         "llvm.amdgcn.make.buffer.rsrc.p8.p1",
         &[
-            ("ptr addrspace(1)", p),
+            ("ptr addrspace(1)", &p),
             ("i16", "0"),
             ("i64", &bytes),
             ("i32", &flags),

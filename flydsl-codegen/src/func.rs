@@ -49,7 +49,18 @@ pub(crate) trait TargetHooks: Sync {
     /// The LLVM type of a buffer resource.
     fn rsrc_type(&self) -> &'static str;
     /// A buffer resource over `n` elements of `e` from pointer `p` (IR result type `rt`).
-    fn make_rsrc(&self, f: &mut Func, p: &str, n: &str, e: ScalarType, rt: Type) -> String;
+    ///
+    /// `uniform`: the pointer and count are provably wave-uniform
+    /// ([`flydsl_ir::uniform`]), so the resource may be forced into scalar registers.
+    fn make_rsrc(
+        &self,
+        f: &mut Func,
+        p: &str,
+        n: &str,
+        e: ScalarType,
+        rt: Type,
+        uniform: bool,
+    ) -> String;
     /// A buffer load of type `rt` at element `idx` of resource `r`; out-of-range reads zero.
     fn buffer_load(
         &self,
@@ -104,6 +115,8 @@ pub(crate) struct Func<'k> {
     pub op_name: String,
     /// Instructions to emit right after the entry label (parameter fix-ups).
     entry_fixups: Vec<String>,
+    /// Which values are provably wave-uniform ([`flydsl_ir::uniform::uniform_values`]).
+    uniform: Vec<bool>,
 }
 
 impl<'k> Func<'k> {
@@ -124,7 +137,13 @@ impl<'k> Func<'k> {
             op_index: 0,
             op_name: "kernel".into(),
             entry_fixups: Vec::new(),
+            uniform: flydsl_ir::uniform::uniform_values(k),
         }
+    }
+
+    /// Whether `v` is provably the same in every lane of a wave.
+    pub fn is_uniform(&self, v: ValueId) -> bool {
+        self.uniform.get(v.0 as usize).copied().unwrap_or(false)
     }
 
     /// The target's vendor hooks.

@@ -191,7 +191,8 @@ pub(crate) fn make_rsrc(
     let Type::BufferRsrc(e) = rt else {
         return Err(f.err(format!("make_rsrc gives {rt}, not a resource")));
     };
-    Ok(f.hooks().make_rsrc(f, &p, &n, e, rt))
+    let uniform = f.is_uniform(ptr) && f.is_uniform(num_elems);
+    Ok(f.hooks().make_rsrc(f, &p, &n, e, rt, uniform))
 }
 
 /// The resource's element type and operand.

@@ -64,7 +64,15 @@ impl TargetHooks for Nvptx {
     fn rsrc_type(&self) -> &'static str {
         "{ ptr addrspace(1), i64 }"
     }
-    fn make_rsrc(&self, f: &mut Func, p: &str, n: &str, _e: ScalarType, rt: Type) -> String {
+    fn make_rsrc(
+        &self,
+        f: &mut Func,
+        p: &str,
+        n: &str,
+        _e: ScalarType,
+        rt: Type,
+        _uniform: bool,
+    ) -> String {
         let t = f.lty(rt);
         let r0 = f.inst(format!("insertvalue {t} poison, ptr addrspace(1) {p}, 0"));
         f.inst(format!("insertvalue {t} {r0}, i64 {n}, 1"))

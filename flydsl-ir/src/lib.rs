@@ -18,6 +18,7 @@ mod ops_nv;
 mod srcloc;
 pub mod target;
 mod types;
+pub mod uniform;
 mod value;
 mod verify;
 mod wgmma_flow;

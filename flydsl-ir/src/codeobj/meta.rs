@@ -205,7 +205,10 @@ pub struct KernelMeta {
     pub group_segment_fixed_size: u32,
     /// `.private_segment_fixed_size`: scratch per work-item, bytes.
     pub private_segment_fixed_size: u32,
-    /// `.vgpr_count`: architectural VGPRs.
+    /// `.vgpr_count`: VGPRs per work-item. On gfx90a+ (gfx942, gfx950), whose accumulation
+    /// VGPRs follow the architectural ones in one file, LLVM writes their total here
+    /// (`TotalNumVgprs` = architectural rounded up to 4, plus `.agpr_count`); see
+    /// [`KernelMeta::arch_vgprs`].
     pub vgpr_count: u32,
     /// `.agpr_count`: accumulation VGPRs (gfx90a+), when present.
     pub agpr_count: Option<u32>,
@@ -229,6 +232,20 @@ pub struct KernelMeta {
 }
 
 impl KernelMeta {
+    /// Architectural VGPRs (rounded up to 4 when AGPRs follow them): `.vgpr_count` less
+    /// `.agpr_count` (the two counts [`crate::codeobj::occupancy`] takes).
+    ///
+    /// ```
+    /// # use flydsl_ir::codeobj::KernelMeta;
+    /// // llc: NumVgprs 203, NumAgprs 128, TotalNumVgprs 332 (= 204 + 128).
+    /// let k = KernelMeta { vgpr_count: 332, agpr_count: Some(128), ..Default::default() };
+    /// assert_eq!(k.arch_vgprs(), 204);
+    /// let k = KernelMeta { vgpr_count: 60, agpr_count: None, ..Default::default() };
+    /// assert_eq!(k.arch_vgprs(), 60);
+    /// ```
+    pub fn arch_vgprs(&self) -> u32 {
+        self.vgpr_count.saturating_sub(self.agpr_count.unwrap_or(0))
+    }
     /// Waves in the largest workgroup: `ceil(max_flat_workgroup_size / wavefront_size)`
     /// (at least 1).
     ///
