@@ -92,9 +92,13 @@ fn main() {
                         continue;
                     }
                     let name = table::portable_name(op, cfg, br);
-                    b = b.kernel_on(&name, &op.targets(), move |t| {
-                        portable::build(t, op, cfg, br)
-                    });
+                    let direct_only = table::DIRECT_B_CONFIGS.contains(&ci);
+                    let targets: Vec<Target> = op
+                        .targets()
+                        .into_iter()
+                        .filter(|&t| !direct_only || portable::has_direct_b(t, op, cfg))
+                        .collect();
+                    b = b.kernel_on(&name, &targets, move |t| portable::build(t, op, cfg, br));
                     let key = table::portable_key(ci, br);
                     table = table.entry(&[op.out()], format!("{key}usize"), &name);
                 }

@@ -118,15 +118,8 @@ pub type Portable8Fn<Q, T> = unsafe fn(
 
 /// 8-bit portable launchers of inputs `Q` and output elements `T`, keyed by
 /// `table::portable_key`; one table per input type (`PORTABLE8_*`), reached through
-/// [`crate::QuantElement`]'s sealed supertrait.
+/// `crate::QuantElement`'s sealed supertrait.
 pub struct Portable8Launchers<Q>(std::marker::PhantomData<Q>);
 impl<Q: flydsl_rt::DeviceRepr + 'static> ElementMap for Portable8Launchers<Q> {
     type Of<T: Element> = Launchers<usize, Portable8Fn<Q, T>>;
-}
-
-/// The 8-bit portable launcher of `key` for inputs `Q` and output `T`, if any.
-pub(crate) fn portable8<Q: crate::QuantElement, T: Element>(
-    key: usize,
-) -> Option<&'static flydsl_rt::Launcher<usize, Portable8Fn<Q, T>>> {
-    flydsl_rt::launcher(Q::portable8().get::<T>(), &key)
 }

@@ -232,7 +232,7 @@ fn portable<T: Element>(
     config: TileConfig,
 ) -> Result<()> {
     let target = stream.device().target();
-    let (key, ci) = portable_key(&PORTABLE_CONFIGS, config, args, 2);
+    let (key, ci) = portable_key(&PORTABLE_CONFIGS, config, args, 2, exists16::<T>(target));
     let Some(launcher) = kernels::portable::<T>(key) else {
         return Err(call.error(
             "T",
@@ -269,27 +269,56 @@ fn portable<T: Element>(
     }
 }
 
+/// Whether the 16-bit portable kernel of `key` exists for `T` on `target`.
+fn exists16<T: Element>(target: Target) -> impl Fn(usize) -> bool {
+    move |key| kernels::portable::<T>(key).is_some_and(|l| l.kernel.for_target(target).is_some())
+}
+
 /// The portable variant that serves `args` with `config` (an entry of `configs`, the table
 /// of `elem_bytes`-byte inputs): its dispatch key and config index. Preshuffled B reads
 /// chunks; plain B reads 16-byte vectors when its rows are whole vectors
 /// (`k * elem_bytes % 16 == 0`), else takes the scalar variant, which only the
-/// [`table::SCALAR_CONFIG`] tile has.
+/// [`table::SCALAR_CONFIG`] tile has; a config with no kernel for the read on this target
+/// (`exists(key)` false: the direct-B configs elsewhere) runs as
+/// [`table::GENERAL_CONFIG`].
 pub(crate) fn portable_key(
     configs: &[TileConfig],
     config: TileConfig,
     args: GemmArgs,
     elem_bytes: usize,
+    exists: impl Fn(usize) -> bool,
 ) -> (usize, usize) {
     let read = match args.b_layout {
         BLayout::Preshuffled => table::BRead::Preshuffled,
         BLayout::Plain if (args.k * elem_bytes).is_multiple_of(16) => table::BRead::Plain,
         BLayout::Plain => table::BRead::PlainScalar,
     };
+    let ok = |ci: usize| table::has_variant(ci, read) && exists(table::portable_key(ci, read));
     let ci = match configs.iter().position(|&c| c == config) {
-        Some(ci) if table::has_variant(ci, read) => ci,
-        _ => table::SCALAR_CONFIG,
+        Some(ci) if ok(ci) => ci,
+        _ if read == table::BRead::PlainScalar => table::SCALAR_CONFIG,
+        _ => table::GENERAL_CONFIG,
     };
     (table::portable_key(ci, read), ci)
+}
+
+/// The portable kernel's config for a call (`configs` of its input size): with
+/// preshuffled B on a target that reads it global -> registers, the reference's configs
+/// (16 x 128 x 256 for `m <= 16`, 64 x 256 x 128 otherwise; `exists` says whether the key's
+/// kernel exists on the device); else [`default_config`]'s rule.
+pub(crate) fn pick_config(
+    configs: &[TileConfig],
+    args: GemmArgs,
+    exists: impl Fn(usize) -> bool,
+) -> TileConfig {
+    let small = args.m <= 16;
+    if args.b_layout == BLayout::Preshuffled {
+        let ci = table::DIRECT_B_CONFIGS[usize::from(!small)];
+        if exists(table::portable_key(ci, table::BRead::Preshuffled)) {
+            return configs[ci];
+        }
+    }
+    configs[usize::from(!small)]
 }
 
 /// The launch geometry of the portable kernel with `config` for `args` (`m >= 1`): grid
@@ -383,7 +412,8 @@ pub fn gemm<T: Element>(
         && k.is_multiple_of(8)
         && kernels::wgmma::<T>(table::key16(epilogue, tile)).is_some();
     if !wgmma_takes {
-        return portable(&call, stream, a, b, bias, c, args, default_config(m, n, k));
+        let config = pick_config(&PORTABLE_CONFIGS, args, exists16::<T>(target));
+        return portable(&call, stream, a, b, bias, c, args, config);
     }
     // ---- end portable GEMM ----
     wgmma(&call, stream, a, b, bias, c, args, tile)
@@ -564,7 +594,8 @@ pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariant
 /// (e4m3fn, e4m3fnuz, i8), output dtype, config and B read.
 ///
 /// ```
-/// assert_eq!(fly_gemm::portable_variants().len(), 2 * 5 + 3 * 2 * 5);
+/// // Per input type and output dtype: 5 variants of the two general configs, 2 direct-B ones.
+/// assert_eq!(fly_gemm::portable_variants().len(), 2 * 7 + 3 * 2 * 7);
 /// ```
 pub fn portable_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariants)> {
     use flydsl_rt::half::{bf16, f16};

@@ -1,6 +1,8 @@
 //! The 8-bit input types of [`crate::gemm_scaled`] and the host-side per-row quantization
-//! that produces them: `scale[r] = amax(x[r, :]) / Q::MAX` (an all-zero row gets 1), and
-//! `q[r, c] = Q::quantize(x[r, c] / scale[r])`, so `x[r, c] ~ q[r, c] * scale[r]`.
+//! that produces them: `scale[r] = amax(x[r, :]) / Q::MAX` (an all-zero row gets 1; the
+//! scale is at least the smallest normal f32, so a row of tiny values never gets a scale of
+//! 0 or a subnormal one), and `q[r, c] = Q::quantize(x[r, c] / scale[r])`, so
+//! `x[r, c] ~ q[r, c] * scale[r]`.
 //!
 //! Quantize the activations A per row (per token: `scale_a`) and the weight B per row of
 //! `[n, k]` (per output channel: `scale_b`); [`crate::gemm_scaled`] then computes
@@ -154,7 +156,13 @@ pub fn quantize_rows_into<Q: QuantElement>(
     for r in 0..rows {
         let row = &x[r * cols..(r + 1) * cols];
         let amax = row.iter().fold(0.0f32, |a, v| a.max(v.abs()));
-        let scale = if amax == 0.0 { 1.0 } else { amax / Q::MAX };
+        // amax / MAX underflows (to 0 or a subnormal) for rows below MAX * 2^-126: clamp
+        // to the smallest normal, where x / scale still stays within +-MAX.
+        let scale = if amax == 0.0 {
+            1.0
+        } else {
+            (amax / Q::MAX).max(f32::MIN_POSITIVE)
+        };
         scales[r] = scale;
         for (d, &v) in q[r * cols..(r + 1) * cols].iter_mut().zip(row) {
             *d = Q::quantize(v / scale);
@@ -178,7 +186,17 @@ pub fn quantize_rows<Q: QuantElement + Default + Clone>(
     let call = Call::new("fly_gemm::quantize_rows");
     check_shape(&call, "x", x.len(), rows, cols)?;
     let mut q = vec![Q::default(); x.len()];
-    let mut s = vec![0.0; rows];
+    // `rows` scales are allocated even for `cols = 0` (then `x` is empty): fail cleanly.
+    let mut s = Vec::new();
+    s.try_reserve_exact(rows).map_err(|_| {
+        call.error(
+            "rows",
+            rows,
+            "one f32 scale per row must fit in memory",
+            "quantize fewer rows per call",
+        )
+    })?;
+    s.resize(rows, 0.0);
     quantize_rows_into(x, rows, cols, &mut q, &mut s)?;
     Ok((q, s))
 }
@@ -252,6 +270,23 @@ mod tests {
                 back8[i]
             );
         }
+    }
+
+    #[test]
+    fn tiny_rows_get_a_normal_scale_and_finite_codes() {
+        for x in [1e-45f32, 1e-40, 3e-39] {
+            let (q, s) = quantize_rows::<F8E4M3FN>(&[x, 0.0], 1, 2).unwrap();
+            assert!(s[0] >= f32::MIN_POSITIVE, "{x}: scale {}", s[0]);
+            assert!(q.iter().all(|v| v.dequantize().is_finite()), "{x}: {q:?}");
+            let (qi, si) = quantize_rows::<i8>(&[-x, x], 1, 2).unwrap();
+            assert!(
+                si[0] >= f32::MIN_POSITIVE && qi[0] == -qi[1],
+                "{x}: {qi:?} {si:?}"
+            );
+        }
+        // Huge row counts of empty rows: an error, not an allocation panic.
+        let e = quantize_rows::<i8>(&[], usize::MAX / 2 + 1, 0).unwrap_err();
+        assert!(e.to_string().contains("`rows`"), "{e}");
     }
 
     #[test]

@@ -93,7 +93,12 @@ pub fn gemm_scaled<Q: QuantElement, T: Element>(
     let route = if wgmma_takes {
         Route::Wgmma(tile)
     } else {
-        Route::Portable(default_config8(args.m, args.n, args.k))
+        let target = stream.device().target();
+        Route::Portable(crate::pick_config(
+            &PORTABLE_CONFIGS8,
+            args,
+            exists8::<Q, T>(target),
+        ))
     };
     launch(&call, stream, a, b, scale_a, scale_b, bias, c, args, route)
 }
@@ -342,6 +347,18 @@ fn check<Q: QuantElement, T: Element>(
     Ok(())
 }
 
+/// The 8-bit portable launcher of `key` for inputs `Q` and output `T`, if any.
+pub(crate) fn portable8<Q: QuantElement, T: Element>(
+    key: usize,
+) -> Option<&'static flydsl_rt::Launcher<usize, kernels::Portable8Fn<Q, T>>> {
+    flydsl_rt::launcher(Q::portable8().get::<T>(), &key)
+}
+
+/// Whether the 8-bit portable kernel of `key` exists for `Q`, `T` on `target`.
+fn exists8<Q: QuantElement, T: Element>(target: Target) -> impl Fn(usize) -> bool {
+    move |key| portable8::<Q, T>(key).is_some_and(|l| l.kernel.for_target(target).is_some())
+}
+
 /// Which 8-bit kernel serves a call, decided after [`check`].
 enum Route {
     /// The Hopper wgmma kernel with this tile.
@@ -381,8 +398,9 @@ fn launch<Q: QuantElement, T: Element>(
         ),
         Route::Portable(config) => {
             let target = stream.device().target();
-            let (key, ci) = crate::portable_key(&PORTABLE_CONFIGS8, config, args, 1);
-            let Some(launcher) = kernels::portable8::<Q, T>(key) else {
+            let (key, ci) =
+                crate::portable_key(&PORTABLE_CONFIGS8, config, args, 1, exists8::<Q, T>(target));
+            let Some(launcher) = portable8::<Q, T>(key) else {
                 return Err(call.error(
                     "T",
                     T::DTYPE,

@@ -283,14 +283,16 @@ pub struct TileConfig {
 /// Waves per workgroup of the portable kernel (all along N).
 pub const PORTABLE_WAVES: u32 = 4;
 
-/// The portable kernel's config table. The reference's preshuffle configs are 16x128x256
-/// and 64x256x128 with B read global -> registers; this kernel does that for preshuffled B
-/// on gfx950 and gfx1250 only and stages B through LDS elsewhere, so its tiles take a
-/// shorter K step to fit 64 KiB of LDS (gfx942, gfx1201): 16x128x128
-/// single-stage (small M, decode; 36 KiB) and 64x128x32 ping-pong (everything else; 24 KiB,
-/// two workgroups per CU on gfx942; 64x256 spills on the wave32 targets, whose 16x16 WMMA
-/// keeps 8 f32 per lane per atom).
-pub const PORTABLE_CONFIGS: [TileConfig; 2] = [
+/// The portable kernel's config table. The first two serve every B layout on every
+/// target: 16x128x128 single-stage (small M, decode; 36 KiB of LDS with B staged) and
+/// 64x128x32 ping-pong (everything else; 24 KiB, two workgroups per CU on gfx942; 64x256
+/// spills on the wave32 targets, whose 16x16 WMMA keeps 8 f32 per lane per atom). The last
+/// two are the reference's preshuffle configs, 16x128x256 and 64x256x128 ping-pong, which
+/// read preshuffled B global -> registers and stage only A ([`DIRECT_B_CONFIGS`]): they
+/// exist for preshuffled B on the targets where that read works (the atom's B operand is
+/// whole 16-byte K chunks, or K packs of them: gfx942, gfx950, gfx1250; gfx1201 for 8-bit
+/// inputs), and other calls that pin them run as [`GENERAL_CONFIG`].
+pub const PORTABLE_CONFIGS: [TileConfig; 4] = [
     TileConfig {
         tile_m: 16,
         tile_n: 128,
@@ -303,11 +305,25 @@ pub const PORTABLE_CONFIGS: [TileConfig; 2] = [
         tile_k: 32,
         lds_stage: 2,
     },
+    TileConfig {
+        tile_m: 16,
+        tile_n: 128,
+        tile_k: 256,
+        lds_stage: 2,
+    },
+    TileConfig {
+        tile_m: 64,
+        tile_n: 256,
+        tile_k: 128,
+        lds_stage: 2,
+    },
 ];
 
-/// The portable kernel's 8-bit configs: [`PORTABLE_CONFIGS`] with the same bytes per K
-/// step (`tile_k` twice as many 1-byte elements), the same LDS and the same roles.
-pub const PORTABLE_CONFIGS8: [TileConfig; 2] = [
+/// The portable kernel's 8-bit configs: the first two are [`PORTABLE_CONFIGS`]' with the
+/// same bytes per K step (`tile_k` twice as many 1-byte elements), the same LDS and the same
+/// roles; the last two the reference's fp8 preshuffle configs (16x128x256, 64x256x128
+/// ping-pong; B global -> registers, [`DIRECT_B_CONFIGS`]).
+pub const PORTABLE_CONFIGS8: [TileConfig; 4] = [
     TileConfig {
         tile_m: 16,
         tile_n: 128,
@@ -320,7 +336,43 @@ pub const PORTABLE_CONFIGS8: [TileConfig; 2] = [
         tile_k: 64,
         lds_stage: 2,
     },
+    TileConfig {
+        tile_m: 16,
+        tile_n: 128,
+        tile_k: 256,
+        lds_stage: 2,
+    },
+    TileConfig {
+        tile_m: 64,
+        tile_n: 256,
+        tile_k: 128,
+        lds_stage: 2,
+    },
 ];
+
+/// Indices (in both config tables) of the configs that exist only with preshuffled B read
+/// global -> registers (see [`PORTABLE_CONFIGS`]).
+pub const DIRECT_B_CONFIGS: [usize; 2] = [2, 3];
+
+/// VGPRs (architectural plus accumulation) per lane the MFMA targets (`mfma`: gfx942,
+/// gfx950) may give the 16 x 128 x 256 direct-B config, so that it keeps the reference's
+/// occupancy (`amd-codeobject-anchors.md`: bf16 4 waves per SIMD, fp8 5; without a cap
+/// LLVM alternates MFMA destinations over twice the accumulators): `512 / waves` rounded
+/// down to the 8-register granule. The 64 x 256 x 128 config has none: capped at the
+/// reference's 2 (bf16) or 3 (fp8) waves it spills (`bench/gemm-amd-static.md`). `None` for
+/// every other config and target.
+pub fn register_cap(ops: Operands, cfg: TileConfig, mfma: bool) -> Option<u32> {
+    let ci = ops.configs().iter().position(|&c| c == cfg)?;
+    if !mfma || ci != DIRECT_B_CONFIGS[0] {
+        return None;
+    }
+    let waves = if ops.elem_bytes() == 2 { 4 } else { 5 };
+    Some(512 / waves / 8 * 8)
+}
+
+/// The config that serves every B read on every target: what a call pinned to a config
+/// without a variant for it runs as (the ping-pong 64 x 128 tile).
+pub const GENERAL_CONFIG: usize = 1;
 
 impl TileConfig {
     /// LDS bytes of one launch (A and B tiles of 2-byte elements, every stage).
@@ -352,8 +404,13 @@ impl TileConfig {
 /// copies of the 16x128x128 tile would not fit in registers (they spill on wave32).
 pub const SCALAR_CONFIG: usize = 1;
 
-/// Whether config `config` has a kernel for the B read `b` (see [`SCALAR_CONFIG`]).
+/// Whether config `config` has a kernel for the B read `b` (see [`SCALAR_CONFIG`] and
+/// [`DIRECT_B_CONFIGS`]; a direct-B config's kernels exist only on the targets that can
+/// read B that way).
 pub fn has_variant(config: usize, b: BRead) -> bool {
+    if DIRECT_B_CONFIGS.contains(&config) {
+        return b == BRead::Preshuffled;
+    }
     b != BRead::PlainScalar || config == SCALAR_CONFIG
 }
 
@@ -387,7 +444,7 @@ impl Operands {
         }
     }
     /// The config table of these operands ([`PORTABLE_CONFIGS`] or [`PORTABLE_CONFIGS8`]).
-    pub fn configs(self) -> [TileConfig; 2] {
+    pub fn configs(self) -> [TileConfig; 4] {
         match self {
             Operands::Half(_) => PORTABLE_CONFIGS,
             Operands::Scaled(..) => PORTABLE_CONFIGS8,

@@ -2,7 +2,8 @@
 //! all-targets`), 16-bit and 8-bit: per AMD target valid ELF, kernarg layout equal to the
 //! launcher's, no scratch, LDS as declared and within the target's limit, the expected
 //! MFMA / WMMA count per K step (of the 8-bit atom for 8-bit inputs), 128-bit buffer loads
-//! on the vector variants; `mma.sync` (m16n8k16, or m16n8k32 for 8-bit inputs) and no local
+//! on the vector variants, no waterfall loop around a buffer access (descriptors in SGPRs);
+//! `mma.sync` (m16n8k16, or m16n8k32 for 8-bit inputs) and no local
 //! memory in the sm90 PTX. Prints VGPR / AGPR / occupancy next to the reference's anchors
 //! (`amd-codeobject-anchors.md`, preshuffle GEMM, whose K step is longer; bf16 16x128x256
 //! gfx942 128 VGPRs / 4 waves, gfx950 134 / 3; 64x256x128 gfx942 190 / 2, gfx950 256 / 2;
@@ -51,6 +52,20 @@ fn atoms_per_step(atom: MmaAtom, cfg: TileConfig) -> usize {
     let (am, an, ak) = atom.shape();
     let reps = (cfg.tile_m / am) * (cfg.tile_n / (4 * an));
     (reps * (cfg.tile_k / ak)) as usize
+}
+
+/// Waterfall loops in `asm`: a `v_cmp_eq_u64` of `v_readfirstlane` results (how LLVM
+/// serializes an access through a buffer descriptor it holds in VGPRs).
+fn waterfall_loops(asm: &str) -> usize {
+    let lines: Vec<&str> = asm.lines().collect();
+    (0..lines.len())
+        .filter(|&i| {
+            lines[i].contains("v_cmp_eq_u64")
+                && lines[i.saturating_sub(5)..i]
+                    .iter()
+                    .any(|l| l.contains("v_readfirstlane_b32"))
+        })
+        .count()
 }
 
 #[test]
@@ -109,7 +124,7 @@ fn portable_code_objects_have_the_expected_structure() {
                 ir.lds_bytes()
             );
             let agpr = meta.agpr_count.unwrap_or(0);
-            let occ = occupancy(t, meta.vgpr_count, agpr, ir.lds_bytes(), 4);
+            let occ = occupancy(t, meta.arch_vgprs(), agpr, ir.lds_bytes(), 4);
             assert!(occ >= 1, "{name} ({t}): does not fit");
             let asm = match disassemble(code, t.mcpu()) {
                 Ok(a) => a,
@@ -118,6 +133,8 @@ fn portable_code_objects_have_the_expected_structure() {
                     continue;
                 }
             };
+            // Every descriptor is built from uniform values and stays in SGPRs.
+            assert_eq!(waterfall_loops(&asm), 0, "{name} ({t}): waterfall loops");
             let mma = if matches!(t, Target::Gfx942 | Target::Gfx950) {
                 "v_mfma"
             } else {
@@ -139,7 +156,7 @@ fn portable_code_objects_have_the_expected_structure() {
             println!(
                 "{name} ({t}): {} VGPR + {agpr} AGPR, {} B LDS, occupancy {occ} waves/SIMD, \
                  {n} {mma} ({per_step} per K step), {loads} {ld128}{}",
-                meta.vgpr_count,
+                meta.arch_vgprs(),
                 ir.lds_bytes(),
                 if direct_b {
                     ", B global -> registers"

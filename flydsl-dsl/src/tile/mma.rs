@@ -216,6 +216,47 @@ impl TiledMma {
     fn acc_layout(&self) -> Layout {
         Layout::col_major((self.reps.0 as i64, self.reps.1 as i64)).expect("reps >= 1")
     }
+    /// Atom K steps that one 16-byte run per lane feeds (the reference's "K32 packs"), for
+    /// operands of `elem_bytes`-byte elements: when every lane holds one run of `run`
+    /// consecutive K of A and of B (starting at a multiple of `run`) and `run` elements are
+    /// less than 16 bytes, `p = 16 / (run * elem_bytes)` consecutive atoms can read their
+    /// operands from one 16-byte run per lane, provided A and B permute K the same way:
+    /// atom `j` of a pack takes, at atom column `g * run + e`, the pack's physical column
+    /// `g * run * p + j * run + e` (a bijection of the pack's `p * K` columns, so the sum
+    /// over the pack is the plain product). [`ThrMma::partition_a_packed`] and
+    /// [`ThrMma::partition_b_packed`] read that way; 1 when the atom's layouts do not allow
+    /// it (or fragments come from `ldmatrix`).
+    ///
+    /// ```
+    /// use flydsl_dsl::tile::TiledMma;
+    /// use flydsl_dsl::ir::{MmaAtom, Target};
+    /// // gfx942 MFMA 16x16x16 bf16: 4 consecutive K per lane, so two atoms per 16 bytes.
+    /// let t = TiledMma::new(MmaAtom::native_16bit(Target::Gfx942, true), Target::Gfx942, (1, 4), (1, 2))?;
+    /// assert_eq!(t.k_pack(2), 2);
+    /// // gfx950 MFMA 16x16x32 bf16: already 8 (16 bytes) per lane.
+    /// let t = TiledMma::new(MmaAtom::native_16bit(Target::Gfx950, true), Target::Gfx950, (1, 4), (1, 2))?;
+    /// assert_eq!(t.k_pack(2), 1);
+    /// # Ok::<(), flydsl_dsl::tile::TileError>(())
+    /// ```
+    pub fn k_pack(&self, elem_bytes: u32) -> u32 {
+        if self.plans().iter().any(Option::is_some) || elem_bytes == 0 || elem_bytes > 16 {
+            return 1;
+        }
+        let kpack = 16 / elem_bytes as i64;
+        let single_run = |tv: &Tv| {
+            let run = tv.vals();
+            let lanes = self.atom.target.wave_size() as i64;
+            let ok = run < kpack
+                && kpack % run == 0
+                && (0..run).all(|v| tv.val_coord(v) == (0, v))
+                && (0..lanes).all(|l| tv.thr_coord_lit(l).1 % run == 0);
+            ok.then_some(run)
+        };
+        match (single_run(&self.atom.a), single_run(&self.atom.b)) {
+            (Some(ra), Some(rb)) if ra == rb => (kpack / ra) as u32,
+            _ => 1,
+        }
+    }
     /// Thread `thread`'s slice: where its fragments sit in the block tile.
     pub fn thr_slice(&self, thread: Val) -> ThrMma<'_> {
         let ws = self.atom.target.wave_size() as i32;
@@ -285,6 +326,35 @@ impl ThrMma<'_> {
             })
             .collect()
     }
+    /// This thread's A fragments for the K pack at `k0` (static, a multiple of `p` atom K
+    /// steps, `p` = [`TiledMma::k_pack`]): per M repetition, the `p` atoms' fragments, all
+    /// from one 16-byte LDS read (K permuted as `k_pack` says; B must be read the same way).
+    pub fn partition_a_packed(&self, src: &SView, k0: i64, elem_bytes: u32) -> Vec<Vec<Val>> {
+        let m = self.mma.atom.atom.shape().0 as i64;
+        let p = self.mma.k_pack(elem_bytes) as i64;
+        (0..self.mma.reps.0 as i64)
+            .map(|i| packed(&self.mma.atom.a, src, self.a0, i * m, k0, p))
+            .collect()
+    }
+    /// This thread's B fragments for the K pack at `k0` of an LDS tile of Bᵀ: per N
+    /// repetition, the `p` atoms' fragments (see [`ThrMma::partition_a_packed`]).
+    pub fn partition_b_packed(&self, src: &SView, k0: i64, elem_bytes: u32) -> Vec<Vec<Val>> {
+        let n = self.mma.atom.atom.shape().1 as i64;
+        let p = self.mma.k_pack(elem_bytes) as i64;
+        (0..self.mma.reps.1 as i64)
+            .map(|j| packed(&self.mma.atom.b, src, self.b0, j * n, k0, p))
+            .collect()
+    }
+    /// Where this thread's packed B run of N repetition `j` and the pack at `k0` sits in
+    /// the block tile of Bᵀ: (row, first column) of its `p * run` consecutive elements.
+    pub fn packed_b_coord(&self, j: u32, k0: i64, elem_bytes: u32) -> (Idx, Idx) {
+        let n = self.mma.atom.atom.shape().1 as i64;
+        let p = self.mma.k_pack(elem_bytes) as i32;
+        (
+            add(self.b0.0, j as i64 * n),
+            Idx::Dyn(self.b0.1.val() * p + k0 as i32),
+        )
+    }
     /// The tile coordinates (row, col) of element `v` of C fragment `(i, j)`.
     pub fn partition_c(&self, i: u32, j: u32, v: u32) -> (Idx, Idx) {
         let (m, n, _) = self.mma.atom.atom.shape();
@@ -341,6 +411,25 @@ fn ldsm_operand(p: &LdsmPlan, rc: (Idx, Idx), src: &SView, off: i64, k0: i64, ty
     let f = crate::nv::ldmatrix(ptr, p.count, false);
     debug_assert_eq!(f.ty(), p.frag_type());
     f.bitcast(ty)
+}
+
+/// The `p` fragments of one K pack: this lane's `p * run` consecutive elements at row
+/// `t0.0 + off`, column `k0 + t0.1 * p`, split into `p` runs (atom `j` takes run `j`).
+fn packed(tv: &Tv, src: &SView, t0: (Idx, Idx), off: i64, k0: i64, p: i64) -> Vec<Val> {
+    let run = tv.vals();
+    let col = Idx::Dyn(t0.1.val() * p as i32 + k0 as i32);
+    let x = src.load(add(t0.0, off), col, (run * p) as u32);
+    split_runs(x, p as u32)
+}
+
+/// `x` split into `p` equal consecutive runs.
+pub fn split_runs(x: Val, p: u32) -> Vec<Val> {
+    if p == 1 {
+        return vec![x];
+    }
+    let e = x.elems();
+    let run = e.len() / p as usize;
+    e.chunks(run).map(vec_of).collect()
 }
 
 /// One operand fragment: the atom's values at rows `r0 + off`, columns `k0 ..`, in runs.

@@ -38,7 +38,7 @@ mod tv;
 pub use copy::{copy, CopyAtom, ThrCopy, TiledCopy};
 pub use frag::Frag;
 pub use global::{GTensor, GTile};
-pub use mma::{AtomTv, ThrMma, TiledMma};
+pub use mma::{split_runs, AtomTv, ThrMma, TiledMma};
 pub use relayout::{c_to_a, c_to_a_map, ReLayout, Slot};
 pub use smem::{smem_row_major, smem_sw128, smem_xor16, STensor, SView};
 pub use tdm::TdmCopy;
