@@ -489,7 +489,7 @@ fn common<T: Element>(
     let Family::Portable { head_tile } = fam;
     call.at_most(
         "heads_q * head_dim",
-        heads_q * head_dim,
+        heads_q.saturating_mul(head_dim),
         (i32::MAX as usize) / BM,
         "use fewer heads per call",
     )?;
@@ -543,7 +543,7 @@ fn no_kernel<T: Element>(call: Call<'_>, stream: &Stream) -> flydsl_rt::Error {
 }
 
 fn dense_plan<T: Element>(call: Call<'_>, stream: &Stream, a: &AttnArgs) -> Result<Plan> {
-    if a.seqlen_kv == 0 && a.batch * a.seqlen_q > 0 {
+    if a.seqlen_kv == 0 && a.batch > 0 && a.seqlen_q > 0 {
         return Err(call.error(
             "seqlen_kv",
             0,

@@ -178,3 +178,54 @@ fn varlen_mistakes() {
     let e = varlen_err(&[0], &[0], 0, 0, 8);
     assert!(e.contains("batch + 1 >= 2"), "{e}");
 }
+
+#[test]
+fn huge_head_counts_and_batches_are_errors_not_overflows() {
+    // heads_q * head_dim and batch * seqlen_q past usize: errors (they panicked on an
+    // overflowing multiplication in debug builds and wrapped in release ones).
+    let base = AttnArgs::new(1, 1, 1, 64);
+    let a = AttnArgs {
+        heads_q: 1 << 60,
+        ..base
+    };
+    let e = dense_err(a, (64, 64, 64, 1));
+    assert!(e.contains("`heads_q * head_dim`"), "{e}");
+    let a = AttnArgs {
+        batch: usize::MAX,
+        seqlen_q: 2,
+        seqlen_kv: 0,
+        ..base
+    };
+    let e = dense_err(a, (64, 64, 64, 1));
+    assert!(e.contains("`seqlen_kv` = 0"), "{e}");
+    let dev = Device::sim(Target::Gfx942);
+    let s = dev.stream().unwrap();
+    let x = DeviceBuffer::from_slice(&dev, &[bf16::ONE; 64]).unwrap();
+    let mut out = DeviceBuffer::from_slice(&dev, &[bf16::from_f32(SENTINEL); 64]).unwrap();
+    let a = VarlenArgs {
+        max_seqlen_q: 1,
+        max_seqlen_kv: 1,
+        heads_q: usize::MAX,
+        heads_kv: 1,
+        head_dim: 64,
+        causal: false,
+        softmax_scale: None,
+        num_kv_splits: None,
+    };
+    let (c0, c1) = ([0, 1], [0, 1]);
+    let e = flash_attn_varlen_fwd(
+        &s,
+        &x,
+        &x,
+        &x,
+        &mut out,
+        None,
+        CuSeqlens::Host(&c0),
+        CuSeqlens::Host(&c1),
+        &a,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("fly_attn::flash_attn_varlen_fwd"), "{e}");
+    assert!(out.to_vec().unwrap().iter().all(|x| x.to_f32() == SENTINEL));
+}

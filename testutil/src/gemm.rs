@@ -95,3 +95,65 @@ pub fn gemm_scaled_ref(
     }
     c
 }
+
+/// The unit roundoff of a GEMM output dtype by name: `"bf16"` 2^-8, `"f16"` 2^-11, else
+/// (`"f32"`) 2^-24.
+///
+/// ```
+/// assert_eq!(flydsl_testutil::gemm::unit_roundoff("f16"), 1.0 / 2048.0);
+/// ```
+pub fn unit_roundoff(dtype: &str) -> f64 {
+    match dtype {
+        "bf16" => 2f64.powi(-8),
+        "f16" => 2f64.powi(-11),
+        _ => 2f64.powi(-24),
+    }
+}
+
+/// The largest `|C[i][j] - reference|` a GEMM with f32 accumulation (in any summation order)
+/// and output dtype `dtype` may show at one element, for the 16-bit [`gemm_ref`] and the
+/// scaled [`gemm_scaled_ref`] alike.
+///
+/// - `k`: the reduction length.
+/// - `mag`: what the f32 arithmetic adds up: `sum_p |a[i][p] * b[j][p]|`, times
+///   `|scale_a[i] * scale_b[j]|` for the scaled GEMM, plus `|bias[j]|`.
+/// - `extra`: any further absolute error of the value before the activation the caller
+///   allows (e.g. the products of inputs a target may flush to zero); usually 0.
+/// - `pre` / `want`: the reference before and after the activation.
+///
+/// The bound: f32 accumulation, bias add and scaling, `2 (k + 4) 2^-24 mag`, plus a flushed
+/// f32 subnormal per product and per epilogue step, `(k + 2) 2^-126`; through the activation
+/// (gain 1 for ReLU, 1.2 for SiLU and GELU: their slopes stay below 1.13) plus its f32
+/// evaluation with exp2 / rcp, `2^-14 (|pre| + |want|)`; then the rounding to `dtype`
+/// (its unit roundoff times the value, plus half its smallest subnormal step, or the smallest
+/// normal f32 for bf16, whose subnormals a target may flush).
+///
+/// ```
+/// use flydsl_testutil::gemm::{elem_tolerance, Act};
+/// // K = 64 products of magnitude 1 summing to 3: the bf16 rounding dominates.
+/// let t = elem_tolerance("bf16", 64, 64.0, 0.0, 3.0, 3.0, Act::None);
+/// assert!(t > 3.0 / 256.0 && t < 3.0 / 256.0 + 1e-3);
+/// ```
+pub fn elem_tolerance(
+    dtype: &str,
+    k: usize,
+    mag: f64,
+    extra: f64,
+    pre: f64,
+    want: f64,
+    act: Act,
+) -> f64 {
+    let u32_ = 2f64.powi(-24);
+    let tiny32 = 2f64.powi(-126);
+    let k = k as f64;
+    let e_pre = 2.0 * (k + 4.0) * u32_ * mag + (k + 2.0) * tiny32 + extra;
+    let e = match act {
+        Act::None | Act::Relu => e_pre,
+        Act::Silu | Act::Gelu => 1.2 * e_pre + 2f64.powi(-14) * (pre.abs() + want.abs()),
+    };
+    let sub = match dtype {
+        "f16" => 2f64.powi(-25),
+        _ => tiny32,
+    };
+    e + unit_roundoff(dtype) * (want.abs() + e) + sub
+}

@@ -1,7 +1,8 @@
-//! Shared machinery of the property-test (fuzz) suites `fuzz_norm` and `fuzz_softmax`: the
-//! one place that names the kernel crates' dtype types, the seeded runner (seed and case count
-//! printed, overridable from the environment), devices, value distributions, output sentinels
-//! and the comparison rule for rows with non-finite values.
+//! Shared machinery of the property-test (fuzz) suites `fuzz_norm`, `fuzz_softmax`,
+//! `fuzz_gemm` and `fuzz_attn`: the one place that names the kernel crates' dtype types, the
+//! seeded runner (seed and case count printed, overridable from the environment), devices,
+//! value distributions, output sentinels (arbitrary bits, or signalling NaNs that show an
+//! element left unwritten) and the comparison rule for rows with non-finite values.
 //!
 //! Environment: `FUZZ_SEED` (or `PROPTEST_RNG_SEED`) sets the seed (decimal or 0x-hex),
 //! `FUZZ_CASES` (or `PROPTEST_CASES`) the number of cases of every fuzz test.
@@ -138,6 +139,49 @@ pub fn sentinel<T: Bits>(len: usize, salt: u32) -> Vec<T> {
         .collect()
 }
 
+/// A float type with signalling NaNs: the bit layout [`nan_sentinel`] needs.
+pub trait Float: Bits {
+    /// The exponent field (all ones in a NaN).
+    const EXP: u32;
+    /// The quiet bit (the top mantissa bit).
+    const QUIET: u32;
+    /// The sign bit.
+    const SIGN: u32;
+}
+impl Float for f32 {
+    const EXP: u32 = 0x7F80_0000;
+    const QUIET: u32 = 0x0040_0000;
+    const SIGN: u32 = 0x8000_0000;
+}
+impl Float for f16 {
+    const EXP: u32 = 0x7C00;
+    const QUIET: u32 = 0x0200;
+    const SIGN: u32 = 0x8000;
+}
+impl Float for bf16 {
+    const EXP: u32 = 0x7F80;
+    const QUIET: u32 = 0x0040;
+    const SIGN: u32 = 0x8000;
+}
+
+/// A NaN sentinel of `len` elements: signalling NaNs (quiet bit clear, non-zero payload,
+/// either sign), a different one per element. IEEE arithmetic never produces a signalling
+/// NaN (it quiets them) and the suites' inputs hold none, so an element that still holds its
+/// sentinel after a successful call was not written, whatever its reference (NaN included).
+pub fn nan_sentinel<T: Float>(len: usize, salt: u32) -> Vec<T> {
+    (0..len as u32)
+        .map(|i| {
+            let h = (i ^ salt.rotate_left(11))
+                .wrapping_mul(0x85EB_CA6B)
+                .wrapping_add(salt);
+            let h = h ^ (h >> 13);
+            let payload = (h % (T::QUIET - 1)) + 1;
+            let sign = if h & 0x1_0000 != 0 { T::SIGN } else { 0 };
+            T::from_bits32(sign | T::EXP | payload)
+        })
+        .collect()
+}
+
 /// An output buffer filled with a sentinel pattern, and that pattern's bits.
 pub struct Out<T: DeviceRepr + Bits> {
     /// The buffer.
@@ -150,6 +194,19 @@ impl<T: DeviceRepr + Bits> Out<T> {
     /// A buffer of `len` elements on `dev` holding the sentinel of `salt`.
     pub fn new(dev: &Device, len: usize, salt: u32) -> Out<T> {
         let host = sentinel::<T>(len, salt);
+        let buf = DeviceBuffer::from_slice(dev, &host).expect("upload");
+        Out {
+            buf,
+            before: host.iter().map(|v| v.bits()).collect(),
+        }
+    }
+    /// A buffer of `len` elements on `dev` holding the NaN sentinel of `salt`
+    /// ([`nan_sentinel`]).
+    pub fn nan(dev: &Device, len: usize, salt: u32) -> Out<T>
+    where
+        T: Float,
+    {
+        let host = nan_sentinel::<T>(len, salt);
         let buf = DeviceBuffer::from_slice(dev, &host).expect("upload");
         Out {
             buf,
@@ -170,6 +227,19 @@ impl<T: DeviceRepr + Bits> Out<T> {
                 now[i], self.before[i]
             )),
         }
+    }
+}
+
+/// `Err` naming the first element of `got` (read after a successful call) that still holds its
+/// sentinel bits `before`: every element of an output must be written.
+pub fn written<T: Bits>(name: &str, got: &[T], before: &[u32]) -> Result<(), String> {
+    match got.iter().zip(before).position(|(a, b)| a.bits() == *b) {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "output `{name}`: element {i} of {} was not written (still {:#x})",
+            got.len(),
+            before[i]
+        )),
     }
 }
 
