@@ -2,8 +2,9 @@
 //! 16-bit GEMM (`gemm`, `gemm_with` with every config of `PORTABLE_CONFIGS` and one outside
 //! it, `gemm_with_tile` with every tile of `table::TILES` and one outside it; plain and
 //! preshuffled B) on a wave64 (gfx942) and two wave32 (gfx1201, sm_90) targets; the 8-bit GEMM
-//! (`gemm_scaled`, `gemm_scaled_with`; fp8 e4m3fn and i8 inputs, bf16 and f16 output) on sm_90,
-//! and on gfx942 / gfx1201, where it must be the documented "no 8-bit kernel" error; the host
+//! (`gemm_scaled`, `gemm_scaled_with`, `gemm_scaled_with_config`; each target's fp8 format
+//! (e4m3fnuz on gfx942, e4m3fn elsewhere) and i8 inputs, plain and preshuffled B, bf16 and f16
+//! output; the other fp8 format must be the documented error naming `Q`) on the same targets; the host
 //! helpers `preshuffle_b`, `unpreshuffle_b`, their `_array` forms and `preshuffle::index`
 //! (round trips, and byte-exactness against the documented formula for element sizes 1 to 16
 //! bytes), `quantize_rows`, `quantize_rows_into`, `dequantize_rows` and
@@ -15,8 +16,8 @@
 //! (bf16, f16, and f32, which has no kernel), every epilogue, argument mistakes (a wrong length
 //! or another device for any one buffer, a missing or unexpected bias, n or k of 0, a dimension
 //! past `MAX_DIM`, preshuffled B of a shape the layout cannot hold, k not a multiple of 8 (tile
-//! pinned) or 16 (8-bit), a config or tile outside the tables, a target without the pinned
-//! kernel, scales of the wrong length) and value distributions (exact halves, normal at several
+//! pinned) or 16 (8-bit tile pinned), a config or tile outside the tables, a target without the
+//! pinned kernel, scales of the wrong length) and value distributions (exact halves, normal at several
 //! scales, large, tiny and subnormal magnitudes, NaN / inf mixes).
 //!
 //! Asserted: no panic; an error (naming the function called) exactly when the arguments are
@@ -32,9 +33,12 @@
 mod fuzz_common;
 
 use fly_gemm::table::{Tile, TILES};
-use fly_gemm::{BLayout, Epilogue, GemmArgs, QuantElement, TileConfig, MAX_DIM, PORTABLE_CONFIGS};
+use fly_gemm::{
+    BLayout, Epilogue, GemmArgs, QuantElement, TileConfig, MAX_DIM, PORTABLE_CONFIGS,
+    PORTABLE_CONFIGS8,
+};
 use flydsl_rt::half::{bf16, f16};
-use flydsl_rt::{Device, DeviceBuffer, DeviceRepr, Target, F8E4M3FN};
+use flydsl_rt::{Device, DeviceBuffer, DeviceRepr, Target, F8E4M3FN, F8E4M3FNUZ};
 use flydsl_testutil::gemm::{elem_tolerance, gemm_ref, gemm_scaled_ref, Act};
 use flydsl_testutil::rng::Rng;
 use fuzz_common::*;
@@ -744,11 +748,17 @@ fn qdist_strategy() -> impl Strategy<Value = QDist> {
 /// An 8-bit input type with what the suite needs.
 trait Q8: QuantElement + Copy + Default + std::fmt::Debug {
     const NAME: &'static str;
+    /// Codes of the largest, smallest and special finite values.
+    const EXTREMES: &'static [u8];
+    /// Codes of NaN (and infinities): empty for int8.
+    const NON_FINITE: &'static [u8];
     fn from_code(c: u8) -> Self;
     fn code(self) -> u8;
 }
 impl Q8 for F8E4M3FN {
     const NAME: &'static str = "e4m3fn";
+    const EXTREMES: &'static [u8] = &[0x7E, 0xFE, 0x01, 0x81, 0x00, 0x80, 0x08, 0x77];
+    const NON_FINITE: &'static [u8] = &[0x7F, 0xFF];
     fn from_code(c: u8) -> Self {
         F8E4M3FN(c)
     }
@@ -756,8 +766,22 @@ impl Q8 for F8E4M3FN {
         self.0
     }
 }
+impl Q8 for F8E4M3FNUZ {
+    const NAME: &'static str = "e4m3fnuz";
+    // 0x7F / 0xFF are +-240, 0x80 the only NaN (no infinities, no negative zero).
+    const EXTREMES: &'static [u8] = &[0x7F, 0xFF, 0x01, 0x81, 0x00, 0x08, 0x77];
+    const NON_FINITE: &'static [u8] = &[0x80];
+    fn from_code(c: u8) -> Self {
+        F8E4M3FNUZ(c)
+    }
+    fn code(self) -> u8 {
+        self.0
+    }
+}
 impl Q8 for i8 {
     const NAME: &'static str = "i8";
+    const EXTREMES: &'static [u8] = &[0x7F, 0x81, 0x80, 0x01, 0xFF, 0x00];
+    const NON_FINITE: &'static [u8] = &[];
     fn from_code(c: u8) -> Self {
         c as i8
     }
@@ -772,10 +796,10 @@ fn is_fp8_nan(code: u8) -> bool {
 
 /// `rows x cols` codes of `Q` from `dist`.
 fn qvalues<Q: Q8>(dist: QDist, rng: &mut Rng, rows: usize, cols: usize) -> Vec<Q> {
-    let fp8 = Q::NAME == "e4m3fn";
+    let fp8 = !Q::NON_FINITE.is_empty();
     let random = |rng: &mut Rng| loop {
         let c = rng.next_u64() as u8;
-        if !(fp8 && is_fp8_nan(c)) {
+        if !Q::NON_FINITE.contains(&c) {
             return c;
         }
     };
@@ -792,11 +816,7 @@ fn qvalues<Q: Q8>(dist: QDist, rng: &mut Rng, rows: usize, cols: usize) -> Vec<Q
             .map(|_| Q::from_code(random(rng)))
             .collect(),
         QDist::Extremes => {
-            let pick: &[u8] = if fp8 {
-                &[0x7E, 0xFE, 0x01, 0x81, 0x00, 0x80, 0x08, 0x77]
-            } else {
-                &[0x7F, 0x81, 0x80, 0x01, 0xFF, 0x00]
-            };
+            let pick = Q::EXTREMES;
             (0..rows * cols)
                 .map(|_| Q::from_code(pick[rng.next_u64() as usize % pick.len()]))
                 .collect()
@@ -808,7 +828,8 @@ fn qvalues<Q: Q8>(dist: QDist, rng: &mut Rng, rows: usize, cols: usize) -> Vec<Q
             if fp8 && !v.is_empty() {
                 for _ in 0..1 + rng.next_u64() % 3 {
                     let i = rng.next_u64() as usize % v.len();
-                    v[i] = Q::from_code(if rng.uniform() < 0.5 { 0x7F } else { 0xFF });
+                    let nf = Q::NON_FINITE;
+                    v[i] = Q::from_code(nf[rng.next_u64() as usize % nf.len()]);
                 }
             }
             v
@@ -843,18 +864,24 @@ enum Entry8 {
     With(u8),
     /// `gemm_scaled_with` with a tile outside the table.
     WithBadTile,
+    /// `gemm_scaled_with_config(PORTABLE_CONFIGS8[i % len])`.
+    Config(u8),
+    /// `gemm_scaled_with_config` with a config outside the table.
+    ConfigBad,
 }
 
 #[derive(Clone, Debug)]
 struct Case8 {
     target: usize,
-    /// 0 e4m3fn, 1 i8.
+    /// 0 the target's fp8 format (e4m3fnuz on gfx942, e4m3fn elsewhere), 1 i8, 2 the other
+    /// fp8 format (an error).
     q: u8,
     /// Output: 0 bf16, 1 f16, 2 f32 (no kernel).
     out: u8,
     entry: Entry8,
     epi: Epilogue,
-    /// Pass `BLayout::Preshuffled` (the 8-bit kernels read plain B only).
+    /// Pass `BLayout::Preshuffled` (needs `n % 16 == 0`, `k % 64 == 0`; the wgmma kernel
+    /// pinned reads plain B only).
     preshuffled: bool,
     m: usize,
     n: usize,
@@ -868,22 +895,23 @@ struct Case8 {
 }
 
 fn case8_strategy() -> impl Strategy<Value = Case8> {
-    // Mostly sm_90 (the 8-bit kernels); the other targets must refuse.
     let sm90 = TARGETS
         .iter()
         .position(|&t| t == Target::Sm90)
         .expect("sm90");
     let kind = (
-        prop_oneof![5 => Just(sm90), 1 => 0..TARGETS.len()],
-        0u8..2,
+        prop_oneof![2 => Just(sm90), 3 => 0..TARGETS.len()],
+        prop_oneof![6 => 0u8..2, 1 => Just(2u8)],
         prop_oneof![9 => 0u8..2, 1 => Just(2u8)],
         prop_oneof![
             4 => Just(Entry8::Scaled),
-            3 => any::<u8>().prop_map(Entry8::With),
+            2 => any::<u8>().prop_map(Entry8::With),
             1 => Just(Entry8::WithBadTile),
+            2 => any::<u8>().prop_map(Entry8::Config),
+            1 => Just(Entry8::ConfigBad),
         ],
         epi_strategy(),
-        prop_oneof![12 => Just(false), 1 => Just(true)],
+        prop_oneof![3 => Just(false), 1 => Just(true)],
     );
     let k = prop_oneof![
         1 => Just(0usize),
@@ -905,22 +933,30 @@ fn case8_strategy() -> impl Strategy<Value = Case8> {
             (target, q, out, entry, epi, preshuffled),
             (m, n, k),
             (a_dist, b_dist, scale_kind, bias_dist, mistake, seed),
-        )| Case8 {
-            target,
-            q,
-            out,
-            entry,
-            epi,
-            preshuffled,
-            m: fit(m, n, k),
-            n,
-            k,
-            a_dist,
-            b_dist,
-            scale_kind,
-            bias_dist,
-            mistake,
-            seed,
+        )| {
+            // Preshuffled B: mostly a shape the layout holds.
+            let (n, k) = if preshuffled && seed % 4 != 0 {
+                (n.div_ceil(16).max(1) * 16, k.div_ceil(64).max(1) * 64)
+            } else {
+                (n, k)
+            };
+            Case8 {
+                target,
+                q,
+                out,
+                entry,
+                epi,
+                preshuffled,
+                m: fit(m, n, k),
+                n,
+                k,
+                a_dist,
+                b_dist,
+                scale_kind,
+                bias_dist,
+                mistake,
+                seed,
+            }
         },
     )
 }
@@ -928,12 +964,20 @@ fn case8_strategy() -> impl Strategy<Value = Case8> {
 fn op8(e: Entry8) -> &'static str {
     match e {
         Entry8::Scaled => "fly_gemm::gemm_scaled",
+        Entry8::Config(_) | Entry8::ConfigBad => "fly_gemm::gemm_scaled_with_config",
         _ => "fly_gemm::gemm_scaled_with",
     }
 }
 
+const BAD_CONFIG8: TileConfig = TileConfig {
+    tile_m: 32,
+    tile_n: 128,
+    tile_k: 64,
+    lds_stage: 2,
+};
+
 /// Why the case's call must fail (`None`: it must succeed). `Some((why, true))`: only because
-/// the target has no 8-bit kernel.
+/// the input is the fp8 format the target does not read.
 fn invalid8(c: &Case8, target: Target, place: &Place<'_>) -> Option<(String, bool)> {
     let (n, k) = (c.n, c.k);
     let passes_bias = c.epi.has_bias() != (c.mistake == Mistake::Bias);
@@ -941,24 +985,31 @@ fn invalid8(c: &Case8, target: Target, place: &Place<'_>) -> Option<(String, boo
     if passes_bias {
         used.push(BIAS);
     }
+    let wgmma = matches!(c.entry, Entry8::With(_));
     let why = if c.entry == Entry8::WithBadTile {
         "a tile outside TILES".into()
-    } else if c.preshuffled {
-        "preshuffled B".into()
+    } else if c.entry == Entry8::ConfigBad {
+        "a config outside PORTABLE_CONFIGS8".into()
     } else if let Mistake::Dim { which, value } = c.mistake {
         format!("dimension {which} = {value}")
     } else if n == 0 || k == 0 {
         "n or k of 0".into()
-    } else if k % 16 != 0 {
-        "k % 16 != 0".into()
+    } else if c.preshuffled && (n % 16 != 0 || k % 64 != 0) {
+        "preshuffled B of a shape the layout cannot hold".into()
     } else if place.hits(&used) {
         format!("{:?}", c.mistake)
     } else if c.mistake == Mistake::Bias {
         "a missing or unexpected bias".into()
+    } else if c.q == 2 {
+        return Some(("the other fp8 format".into(), true));
+    } else if wgmma && target != Target::Sm90 {
+        "the wgmma kernel pinned off sm90".into()
+    } else if wgmma && c.preshuffled {
+        "the wgmma kernel pinned with preshuffled B".into()
+    } else if wgmma && k % 16 != 0 {
+        "the wgmma kernel pinned with k % 16 != 0".into()
     } else if c.out == 2 {
         "f32 output".into()
-    } else if target != Target::Sm90 {
-        return Some(("no 8-bit kernel off sm90".into(), true));
     } else {
         return None;
     };
@@ -991,8 +1042,14 @@ fn one8<Q: Q8, T: Elem + Float>(c: &Case8, d: &Devs) -> Result<(), String> {
             BLayout::Plain
         },
     });
+    let layout_ok = n % 16 == 0 && k % 64 == 0;
+    let b_dev = if c.preshuffled && layout_ok {
+        fly_gemm::preshuffle_b(&b, n, k).map_err(|e| format!("preshuffle_b: {e}"))?
+    } else {
+        b.clone()
+    };
     let ad = place.input(A, &a);
-    let bd = place.input(B, &b);
+    let bd = place.input(B, &b_dev);
     let sad = place.input(SA, &sa);
     let sbd = place.input(SB, &sb);
     let biasd = place.input(BIAS, &bias);
@@ -1019,13 +1076,38 @@ fn one8<Q: Q8, T: Elem + Float>(c: &Case8, d: &Devs) -> Result<(), String> {
             args,
             BAD_TILE,
         ),
+        Entry8::Config(i) => {
+            let cfg = PORTABLE_CONFIGS8[i as usize % PORTABLE_CONFIGS8.len()];
+            fly_gemm::gemm_scaled_with_config(
+                s,
+                &ad,
+                &bd,
+                &sad,
+                &sbd,
+                bias_arg,
+                &mut out.buf,
+                args,
+                cfg,
+            )
+        }
+        Entry8::ConfigBad => fly_gemm::gemm_scaled_with_config(
+            s,
+            &ad,
+            &bd,
+            &sad,
+            &sbd,
+            bias_arg,
+            &mut out.buf,
+            args,
+            BAD_CONFIG8,
+        ),
     };
-    // Off sm_90 a call that is otherwise valid must be the documented "no 8-bit kernel"
-    // error, naming the stream.
+    // The fp8 format the target does not read: the documented error naming `Q` and the
+    // type to quantize with.
     if let (Err(e), Some((_, true))) = (&r, &invalid) {
         let msg = e.to_string();
-        if !(msg.contains("`stream`") && msg.contains("8-bit") && msg.contains("sm90")) {
-            return Err(format!("not the documented no-8-bit-kernel error: {msg}"));
+        if !(msg.contains("`Q`") && msg.contains("quantize with flydsl_rt::F8E4M3FN")) {
+            return Err(format!("not the documented fp8-format error: {msg}"));
         }
     }
     let invalid = invalid.map(|x| x.0);
@@ -1055,13 +1137,18 @@ fn fuzz_gemm_8bit() {
     let devs = devices();
     run("fuzz_gemm_8bit", 200, case8_strategy(), |c| {
         let d = &devs[c.target];
-        match (c.q, c.out) {
-            (0, 0) => one8::<F8E4M3FN, bf16>(&c, d),
-            (0, 1) => one8::<F8E4M3FN, f16>(&c, d),
-            (0, _) => one8::<F8E4M3FN, f32>(&c, d),
-            (_, 0) => one8::<i8, bf16>(&c, d),
-            (_, 1) => one8::<i8, f16>(&c, d),
-            (_, _) => one8::<i8, f32>(&c, d),
+        // q 0: the target's fp8 format, 2: the other one.
+        let fnuz = (d.dev.target() == Target::Gfx942) == (c.q == 0);
+        match (c.q, fnuz, c.out) {
+            (1, _, 0) => one8::<i8, bf16>(&c, d),
+            (1, _, 1) => one8::<i8, f16>(&c, d),
+            (1, _, _) => one8::<i8, f32>(&c, d),
+            (_, true, 0) => one8::<F8E4M3FNUZ, bf16>(&c, d),
+            (_, true, 1) => one8::<F8E4M3FNUZ, f16>(&c, d),
+            (_, true, _) => one8::<F8E4M3FNUZ, f32>(&c, d),
+            (_, false, 0) => one8::<F8E4M3FN, bf16>(&c, d),
+            (_, false, 1) => one8::<F8E4M3FN, f16>(&c, d),
+            (_, false, _) => one8::<F8E4M3FN, f32>(&c, d),
         }
     });
 }
@@ -1355,8 +1442,8 @@ fn same_code<Q: Q8>(got: Q, want: u8) -> bool {
 /// How the rows of a quantization case are drawn. Every row's largest magnitude is at least
 /// 448 times the smallest normal f32 (about 5e-36), so that its scale `amax / MAX` is a normal
 /// f32: below that the scale is subnormal and loses precision (|q| saturates short of
-/// `amax`'s value by up to a third of it when the scale is a few ulps of 2^-149), and below
-/// `MAX * 2^-150` it is 0 (see `quantize_rows_of_a_row_below_the_smallest_scale`, ignored).
+/// `amax`'s value by up to a third of it when the scale is a few ulps of 2^-149); fly-gemm
+/// clamps such scales to the smallest normal (`quantize_rows_of_a_row_below_the_smallest_scale`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum XDist {
     /// `10^log_scale * N(0, 1)`.
@@ -1462,8 +1549,8 @@ fn q_one<Q: Q8>(c: &QCase) -> Result<(), String> {
     let (rows, cols) = (c.rows, c.cols);
     let mut rng = Rng::new(c.seed);
     let mut x = xvalues(c.dist, &mut rng, rows, cols);
-    // (With cols = 0 any rows is valid: quantize_rows would allocate the huge scales; see
-    // `quantize_rows_of_absurdly_many_empty_rows`, ignored.)
+    // (With cols = 0 any rows is valid but cannot be allocated: an error, see
+    // `quantize_rows_of_absurdly_many_empty_rows`.)
     let arg_rows = if c.mistake == QMistake::HugeRows && cols > 0 {
         usize::MAX / 2 + 1
     } else {
@@ -1652,14 +1739,10 @@ fn fuzz_gemm_quant() {
     });
 }
 
-/// fly-gemm bug: a row whose largest magnitude is below `Q::MAX * 2^-150` (about 3e-43 for
-/// e4m3fn, 9e-44 for i8) gets `scale = amax / MAX = 0` (the f32 division underflows), so its zeros
-/// quantize `0 / 0 = NaN` (e4m3fn NaN codes from finite input) and its other values `±inf`
-/// (saturated to ±MAX), and `q * scale` is 0 or NaN. The documented `(0 -> 1)` rule covers
-/// all-zero rows only.
+/// A row whose largest magnitude is below `Q::MAX * 2^-150` (about 3e-43 for e4m3fn): `amax /
+/// MAX` underflows to 0, which made NaN codes from finite input (`0 / 0`) before fly-gemm
+/// clamped the scale to the smallest normal f32 (found by this suite).
 #[test]
-#[ignore = "fly-gemm bug: quantize_rows gives scale 0 and e4m3fn NaN codes for rows with a \
-            tiny (subnormal) largest magnitude"]
 fn quantize_rows_of_a_row_below_the_smallest_scale() {
     let x = [1e-45f32, 0.0];
     let (q, s) = fly_gemm::quantize_rows::<F8E4M3FN>(&x, 1, 2).unwrap();
@@ -1673,21 +1756,16 @@ fn quantize_rows_of_a_row_below_the_smallest_scale() {
     assert!(back.iter().all(|v| v.is_finite()), "{back:?}");
 }
 
-/// fly-gemm bug: `quantize_rows(&[], rows, 0)` is valid per its docs for any `rows` (x holds
-/// `rows * 0` values) and returns `rows` scales; for a `rows` that cannot be allocated it
-/// panics ("capacity overflow", or aborts the process on allocation failure) instead of
-/// returning an error.
+/// `quantize_rows(&[], rows, 0)` for a `rows` whose scales cannot be allocated: an error, not
+/// a "capacity overflow" panic or an allocation abort (found by this suite).
 #[test]
-#[ignore = "fly-gemm bug: quantize_rows panics (capacity overflow) for cols = 0 and an \
-            unallocatable rows"]
 fn quantize_rows_of_absurdly_many_empty_rows() {
     let r = std::panic::catch_unwind(|| {
         fly_gemm::quantize_rows::<i8>(&[], usize::MAX / 2 + 1, 0).map(|(q, s)| (q.len(), s.len()))
     });
-    assert!(
-        r.is_ok(),
-        "quantize_rows(&[], usize::MAX / 2 + 1, 0) panicked"
-    );
+    let r = r.unwrap_or_else(|_| panic!("quantize_rows(&[], usize::MAX / 2 + 1, 0) panicked"));
+    let e = r.expect_err("usize::MAX / 2 + 1 scales cannot be allocated");
+    assert!(e.to_string().contains("`rows`"), "{e}");
 }
 
 /// The element check is not vacuous: the exact rule demands bit equality, the tolerance is
