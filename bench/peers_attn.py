@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Torch peers of the attention proof bench (tests/examples/attn_bench.rs), on the H200.
+"""Torch peers of the fly-attn bench (tests/examples/attn_bench.rs: the portable and the
+Hopper kernel through fly-attn's public API), on the H200.
 
 Generates the same deterministic inputs as the Rust bench (`value` there; BSHD layout,
 Sq = Skv = S), times `F.scaled_dot_product_attention` with the flash backend and with the
@@ -7,7 +8,8 @@ cuDNN backend, each forced (`torch.nn.attention.sdpa_kernel`), with the same met
 events, a 256 MiB L2 flush before each rep, warm-up, median of 20), counts TFLOP/s over the
 unmasked region (4 D flops per visible pair; causal with Sq = Skv: S (S + 1) / 2 pairs per
 head), writes $OUT/attn_peers.json and prints a side-by-side table with
-$OUT/attn_ours.json (ours / flash and ours / cuDNN). The inputs are passed as BSHD views
+$OUT/attn_ours.json (one row per fly-attn kernel; ours / flash and ours / cuDNN). The
+inputs are passed as BSHD views
 (`transpose(1, 2)` of [B, S, H, D]), as our kernel reads them.
 Usage: python3 peers_attn.py   (ATTN_BENCH_QUICK=1: only (8, 4096, 16/16), as the Rust bench)
 """
@@ -97,15 +99,15 @@ def main():
     peer = {}
     for r in rows:
         peer.setdefault(key(r), {})[r["impl"]] = r["tflops"]
-    print("\n| dtype | B, S, Hq/Hkv, D | causal | ours TFLOP/s | flash | cuDNN | ours/flash | ours/cuDNN |")
-    print("|---|---|---|---:|---:|---:|---:|---:|")
+    print("\n| ours | dtype | B, S, Hq/Hkv, D | causal | ours TFLOP/s | flash | cuDNN | ours/flash | ours/cuDNN |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|")
     for o in ours_rows:
         p = peer.get(key(o), {})
         fl, cu = p.get("sdpa flash"), p.get("sdpa cudnn")
         b, s, hq, hkv, d = o["shape"]
         f = lambda x: f"{x:.0f}" if x else "-"  # noqa: E731
         r = lambda x: f"{o['tflops'] / x:.2f}" if x else "-"  # noqa: E731
-        print(f"| {o['dtype']} | {b}, {s}, {hq}/{hkv}, {d} | {o['causal']} | {o['tflops']:.0f} | "
+        print(f"| {o['impl']} | {o['dtype']} | {b}, {s}, {hq}/{hkv}, {d} | {o['causal']} | {o['tflops']:.0f} | "
               f"{f(fl)} | {f(cu)} | {r(fl)} | {r(cu)} |")
 
 

@@ -53,9 +53,10 @@ if [ "${SKIP_GEMM:-0}" != 1 ]; then
   OUT="$OUT" timeout 600 python3 peers_gemm.py 2>&1 | tee -a "$OUT/gemm.log"
 fi
 if [ "${GEMM_ONLY:-0}" = 1 ]; then exit 0; fi
-# The Hopper attention proof against torch SDPA (flash and cuDNN backends, each forced) on the
-# same inputs (SKIP_ATTN=1 skips it; ATTN_ONLY=1 stops after it, with SKIP_GEMM=1 it is the
-# only bench; ATTN_BENCH_QUICK=1 runs one shape).
+# fly-attn (its portable and its Hopper kernel, through the public API) against torch SDPA
+# (flash and cuDNN backends, each forced) on the same inputs (SKIP_ATTN=1 skips it;
+# ATTN_ONLY=1 stops after it, with SKIP_GEMM=1 it is the only bench; ATTN_BENCH_QUICK=1 runs
+# one shape; ATTN_BENCH_KERNEL=portable|hopper times one kernel).
 if [ "${SKIP_ATTN:-0}" != 1 ]; then
   OUT="$OUT" timeout 600 ./bin/attn_bench 2>&1 | tee "$OUT/attn.log"
   OUT="$OUT" timeout 600 python3 peers_attn.py 2>&1 | tee -a "$OUT/attn.log"

@@ -1,6 +1,7 @@
 //! Builds the attention kernels (`src/table.rs`): the portable forward kernel for bf16 and
 //! f16 and every head-dimension tile, and the split-K combine kernel, on every target (IR
-//! always embedded, for the Sim), with typed dispatch tables per dtype.
+//! always embedded, for the Sim); the Hopper wgmma + TMA kernel for bf16 and f16, every
+//! Hopper head dim and both masks on sm90 only; with typed dispatch tables per dtype.
 
 #[path = "src/table.rs"]
 #[allow(dead_code)]
@@ -9,12 +10,18 @@ mod table;
 #[path = "kernels/fwd.rs"]
 mod fwd;
 
+#[path = "kernels/wgmma.rs"]
+mod wgmma;
+
 use flydsl_build::glue::DispatchTable;
 /// The one dtype enum of the workspace (`src/table.rs` imports it from the crate root).
 pub use flydsl_build::ir::DType;
 /// The target enum (`src/table.rs` imports it from the crate root).
 pub use flydsl_build::ir::Target;
-use table::{combine_name, fwd_name, COMBINE_THREADS, DTYPES, HEAD_TILES};
+use table::{
+    combine_name, fwd_name, hopper_key, hopper_name, COMBINE_THREADS, DTYPES, HEAD_TILES,
+    HOPPER_HEAD_DIMS,
+};
 
 fn main() {
     for f in ["build.rs", "src/table.rs", "kernels"] {
@@ -23,6 +30,7 @@ fn main() {
     let mut b = flydsl_build::Builder::from_env();
     let mut fwd_t = DispatchTable::new("FORWARD", "ForwardLaunchers");
     let mut comb_t = DispatchTable::new("COMBINE", "CombineLaunchers");
+    let mut hop_t = DispatchTable::new("HOPPER", "HopperLaunchers");
     for d in DTYPES {
         for dp in HEAD_TILES {
             let name = fwd_name(d, dp);
@@ -34,6 +42,16 @@ fn main() {
         let n2 = name.clone();
         b = b.kernel(&name, move |t| fwd::combine(t, d, COMBINE_THREADS, &n2));
         comb_t = comb_t.entry(&[d], "0usize", &name);
+        for hd in HOPPER_HEAD_DIMS {
+            for causal in [false, true] {
+                let name = hopper_name(d, hd, causal);
+                let n2 = name.clone();
+                b = b.kernel_on(&name, &[Target::Sm90], move |t| {
+                    wgmma::build(t, d, hd, causal, &n2)
+                });
+                hop_t = hop_t.entry(&[d], format!("{}usize", hopper_key(hd, causal)), &name);
+            }
+        }
     }
-    b.table(fwd_t).table(comb_t).run_or_exit();
+    b.table(fwd_t).table(comb_t).table(hop_t).run_or_exit();
 }

@@ -9,8 +9,5 @@ fn main() {
     for (name, on, gen) in flydsl_devtools::proof::ALL_ON {
         b = b.kernel_on(name, on, gen);
     }
-    for (name, gen) in flydsl_devtools::proof::attn_wgmma::ALL {
-        b = b.kernel_on(name, &[flydsl_build::ir::Target::Sm90], gen);
-    }
     b.run_or_exit();
 }

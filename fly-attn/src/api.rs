@@ -1,6 +1,6 @@
 //! The public entry points: validation, dispatch, workspace and launches.
 
-use crate::dispatch::{self, Family};
+use crate::dispatch::{self, AttnKernel, Family, Problem};
 use crate::kernels;
 use crate::table::{BM, COMBINE_THREADS, MAX_SPLITS, WAVES};
 use flydsl_rt::validate::Call;
@@ -109,7 +109,7 @@ struct Plan {
     heads_q: usize,
     heads_kv: usize,
     head_dim: usize,
-    head_tile: usize,
+    family: Family,
     total_q: usize,
     varlen: bool,
     causal: bool,
@@ -160,10 +160,68 @@ pub fn flash_attn_fwd<T: Element>(
         out,
         lse,
         args,
+        AttnKernel::Auto,
     )
 }
 
-/// [`flash_attn_fwd`] for the public function `call` names.
+/// [`flash_attn_fwd`] on the kernel family `kernel` names: [`AttnKernel::Auto`] is
+/// [`flash_attn_fwd`] itself, [`AttnKernel::Portable`] pins the portable tile-layer kernel
+/// (every target), [`AttnKernel::Hopper`] the sm90 wgmma + TMA kernel (one pass over the
+/// keys: `num_kv_splits` `None` or `Some(1)`). The results are the documented ones of
+/// [`flash_attn_fwd`] whichever kernel runs (they differ by rounding only).
+///
+/// Errors (before anything is written): those of [`flash_attn_fwd`], and a pinned
+/// `Hopper` where it does not apply ([`crate::dispatch::hopper_mismatch`]: a device other
+/// than sm90, a head dim other than 64, 128 or 256, more than one key split, shapes past
+/// its bounds), naming the argument, its value, the rule and the fix.
+///
+/// ```
+/// use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target};
+/// use fly_attn::{flash_attn_fwd_with, AttnArgs, AttnKernel};
+/// let dev = Device::sim(Target::Sm90);
+/// let s = dev.stream()?;
+/// let a = AttnArgs::new(1, 3, 1, 64);
+/// let q = DeviceBuffer::from_slice(&dev, &vec![bf16::ZERO; 3 * 64])?;
+/// let v: Vec<bf16> = (0..3 * 64).map(|i| bf16::from_f32((i / 64) as f32)).collect();
+/// let v = DeviceBuffer::from_slice(&dev, &v)?;
+/// let mut out = DeviceBuffer::<bf16>::zeroed(&dev, 3 * 64)?;
+/// // q = 0: uniform attention over the 3 keys, on the Hopper kernel (sm90 Sim).
+/// flash_attn_fwd_with(&s, &q, &q, &v, &mut out, None, &a, AttnKernel::Hopper)?;
+/// assert!(out.to_vec()?.iter().all(|x| x.to_f32() == 1.0));
+/// // D = 96 has no Hopper variant: an error, and out is untouched.
+/// let a = AttnArgs::new(1, 2, 1, 96);
+/// let x = DeviceBuffer::from_slice(&dev, &vec![bf16::ONE; 2 * 96])?;
+/// let mut out = DeviceBuffer::<bf16>::zeroed(&dev, 2 * 96)?;
+/// let e = flash_attn_fwd_with(&s, &x, &x, &x, &mut out, None, &a, AttnKernel::Hopper);
+/// assert!(e.unwrap_err().to_string().contains("`head_dim` = 96"));
+/// assert!(out.to_vec()?.iter().all(|x| x.to_f32() == 0.0));
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn flash_attn_fwd_with<T: Element>(
+    stream: &Stream,
+    q: &DeviceBuffer<T>,
+    k: &DeviceBuffer<T>,
+    v: &DeviceBuffer<T>,
+    out: &mut DeviceBuffer<T>,
+    lse: Option<&mut DeviceBuffer<f32>>,
+    args: &AttnArgs,
+    kernel: AttnKernel,
+) -> Result<()> {
+    flash_attn_fwd_as(
+        Call::new("fly_attn::flash_attn_fwd_with"),
+        stream,
+        q,
+        k,
+        v,
+        out,
+        lse,
+        args,
+        kernel,
+    )
+}
+
+/// [`flash_attn_fwd`] for the public function `call` names, on `kernel`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn flash_attn_fwd_as<T: Element>(
     call: Call<'_>,
@@ -174,8 +232,9 @@ pub(crate) fn flash_attn_fwd_as<T: Element>(
     out: &mut DeviceBuffer<T>,
     lse: Option<&mut DeviceBuffer<f32>>,
     args: &AttnArgs,
+    kernel: AttnKernel,
 ) -> Result<()> {
-    let plan = dense_plan::<T>(call, stream, args)?;
+    let plan = dense_plan::<T>(call, stream, args, kernel, tma_aligned(&[q, k, v]))?;
     let nq = call.product(plan.total_q, plan.heads_q * plan.head_dim)?;
     let nkv = call.product(args.batch * args.seqlen_kv, plan.heads_kv * plan.head_dim)?;
     call.buffer("q", q, stream, nq, "batch * seqlen_q * heads_q * head_dim")?;
@@ -229,7 +288,13 @@ pub unsafe fn flash_attn_fwd_unchecked<T: Element>(
     args: &AttnArgs,
 ) -> Result<()> {
     let call = Call::new("fly_attn::flash_attn_fwd_unchecked");
-    let plan = dense_plan::<T>(call, stream, args)?;
+    let plan = dense_plan::<T>(
+        call,
+        stream,
+        args,
+        AttnKernel::Auto,
+        tma_aligned(&[q, k, v]),
+    )?;
     // SAFETY: forwarded from this function's contract.
     unsafe { launch(call, stream, q, k, v, out, lse, None, &plan) }
 }
@@ -271,7 +336,85 @@ pub fn flash_attn_varlen_fwd<T: Element>(
     cu_seqlens_kv: CuSeqlens<'_>,
     args: &VarlenArgs,
 ) -> Result<()> {
-    let call = Call::new("fly_attn::flash_attn_varlen_fwd");
+    flash_attn_varlen_fwd_as(
+        Call::new("fly_attn::flash_attn_varlen_fwd"),
+        stream,
+        q,
+        k,
+        v,
+        out,
+        lse,
+        cu_seqlens_q,
+        cu_seqlens_kv,
+        args,
+        AttnKernel::Auto,
+    )
+}
+
+/// [`flash_attn_varlen_fwd`] on the kernel family `kernel` names. Only
+/// [`AttnKernel::Auto`] and [`AttnKernel::Portable`] take packed varlen tensors (the
+/// Hopper kernel is dense only: pinning it is an error that writes nothing).
+///
+/// ```
+/// use flydsl_rt::{half::f16, Device, DeviceBuffer, Target};
+/// use fly_attn::{flash_attn_varlen_fwd_with, AttnKernel, CuSeqlens, VarlenArgs};
+/// let dev = Device::sim(Target::Sm90);
+/// let s = dev.stream()?;
+/// let a = VarlenArgs { max_seqlen_q: 2, max_seqlen_kv: 2, heads_q: 1, heads_kv: 1,
+///     head_dim: 64, causal: false, softmax_scale: None, num_kv_splits: None };
+/// let x = DeviceBuffer::from_slice(&dev, &vec![f16::ONE; 2 * 64])?;
+/// let mut out = DeviceBuffer::<f16>::zeroed(&dev, 2 * 64)?;
+/// let cu = [0, 2];
+/// let run = |k, out: &mut DeviceBuffer<f16>| flash_attn_varlen_fwd_with(
+///     &s, &x, &x, &x, out, None, CuSeqlens::Host(&cu), CuSeqlens::Host(&cu), &a, k);
+/// run(AttnKernel::Portable, &mut out)?;
+/// assert!(out.to_vec()?.iter().all(|x| x.to_f32() == 1.0));
+/// assert!(run(AttnKernel::Hopper, &mut out).unwrap_err().to_string().contains("dense BSHD"));
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn flash_attn_varlen_fwd_with<T: Element>(
+    stream: &Stream,
+    q: &DeviceBuffer<T>,
+    k: &DeviceBuffer<T>,
+    v: &DeviceBuffer<T>,
+    out: &mut DeviceBuffer<T>,
+    lse: Option<&mut DeviceBuffer<f32>>,
+    cu_seqlens_q: CuSeqlens<'_>,
+    cu_seqlens_kv: CuSeqlens<'_>,
+    args: &VarlenArgs,
+    kernel: AttnKernel,
+) -> Result<()> {
+    flash_attn_varlen_fwd_as(
+        Call::new("fly_attn::flash_attn_varlen_fwd_with"),
+        stream,
+        q,
+        k,
+        v,
+        out,
+        lse,
+        cu_seqlens_q,
+        cu_seqlens_kv,
+        args,
+        kernel,
+    )
+}
+
+/// [`flash_attn_varlen_fwd`] for the public function `call` names, on `kernel`.
+#[allow(clippy::too_many_arguments)]
+fn flash_attn_varlen_fwd_as<T: Element>(
+    call: Call<'_>,
+    stream: &Stream,
+    q: &DeviceBuffer<T>,
+    k: &DeviceBuffer<T>,
+    v: &DeviceBuffer<T>,
+    out: &mut DeviceBuffer<T>,
+    lse: Option<&mut DeviceBuffer<f32>>,
+    cu_seqlens_q: CuSeqlens<'_>,
+    cu_seqlens_kv: CuSeqlens<'_>,
+    args: &VarlenArgs,
+    kernel: AttnKernel,
+) -> Result<()> {
     let row_q = args.heads_q.saturating_mul(args.head_dim).max(1);
     let row_kv = args.heads_kv.saturating_mul(args.head_dim).max(1);
     let host = |c: CuSeqlens<'_>| -> Result<Vec<i32>> {
@@ -298,7 +441,15 @@ pub fn flash_attn_varlen_fwd<T: Element>(
         k.len() / row_kv,
         args.max_seqlen_kv,
     )?;
-    let plan = varlen_plan::<T>(call, stream, args, &cu_seqlens_q, &cu_seqlens_kv, &cq)?;
+    let plan = varlen_plan::<T>(
+        call,
+        stream,
+        args,
+        &cu_seqlens_q,
+        &cu_seqlens_kv,
+        &cq,
+        kernel,
+    )?;
     let total_kv = *ck.last().unwrap_or(&0) as usize;
     let nq = call.product(plan.total_q, row_q)?;
     let nkv = call.product(total_kv, row_kv)?;
@@ -380,7 +531,15 @@ pub unsafe fn flash_attn_varlen_fwd_unchecked<T: Element>(
     if let CuSeqlens::Host(s) = cu_seqlens_kv {
         check_cu(call, "cu_seqlens_kv", s, usize::MAX, args.max_seqlen_kv)?;
     }
-    let plan = varlen_plan::<T>(call, stream, args, &cu_seqlens_q, &cu_seqlens_kv, &cq)?;
+    let plan = varlen_plan::<T>(
+        call,
+        stream,
+        args,
+        &cu_seqlens_q,
+        &cu_seqlens_kv,
+        &cq,
+        AttnKernel::Auto,
+    )?;
     let dev_cu = |c: CuSeqlens<'_>| -> Result<Option<DeviceBuffer<i32>>> {
         match c {
             CuSeqlens::Host(s) => Ok(Some(DeviceBuffer::from_slice(stream.device(), s)?)),
@@ -455,11 +614,19 @@ fn check_cu(call: Call<'_>, arg: &str, cu: &[i32], rows: usize, max_len: usize) 
     Ok(())
 }
 
-/// Checks shared by both layouts; returns (head tile, splits, scale).
+/// Whether every buffer starts at a 16-byte aligned device address (what TMA needs).
+fn tma_aligned<T: Element>(bufs: &[&DeviceBuffer<T>]) -> bool {
+    bufs.iter().all(|b| b.as_device_ptr().is_multiple_of(16))
+}
+
+/// Checks shared by both layouts; returns (family, splits, scale).
 #[allow(clippy::too_many_arguments)]
 fn common<T: Element>(
     call: Call<'_>,
     stream: &Stream,
+    kernel: AttnKernel,
+    varlen: bool,
+    tma_aligned: bool,
     heads_q: usize,
     heads_kv: usize,
     head_dim: usize,
@@ -468,7 +635,7 @@ fn common<T: Element>(
     batch: usize,
     max_sq: usize,
     max_skv: usize,
-) -> Result<(usize, usize, f32)> {
+) -> Result<(Family, usize, f32)> {
     if heads_kv == 0 || heads_q == 0 || !heads_q.is_multiple_of(heads_kv) {
         return Err(call.error(
             "heads_q, heads_kv",
@@ -478,15 +645,7 @@ fn common<T: Element>(
         ));
     }
     let dev = stream.device();
-    let fam = dispatch::family(dev.target(), T::DTYPE, head_dim).ok_or_else(|| {
-        call.error(
-            "head_dim",
-            head_dim,
-            "head_dim must be a multiple of 32 in 32 ..= 256",
-            "pad the head dimension with zeros up to the next multiple of 32",
-        )
-    })?;
-    let Family::Portable { head_tile } = fam;
+    dispatch::portable_tile(head_dim).map_err(|m| call.error(m.arg, m.value, m.rule, m.fix))?;
     call.at_most(
         "heads_q * head_dim",
         heads_q.saturating_mul(head_dim),
@@ -512,25 +671,53 @@ fn common<T: Element>(
             ))
         }
     };
-    let splits = match splits {
-        Some(n) if (1..=MAX_SPLITS).contains(&n) => n,
-        Some(n) => {
-            return Err(call.error(
-                "num_kv_splits",
-                n,
-                format_args!("splits must be in 1 ..= {MAX_SPLITS}"),
-                "pass None for the automatic choice, or 1 ..= 64",
-            ))
-        }
-        None => dispatch::auto_splits_on(dev, batch, heads_q, max_sq, max_skv),
-    };
-    let fwd = kernels::forward::<T>(head_tile).ok_or_else(|| no_kernel::<T>(call, stream))?;
-    call.kernel(stream, fwd.kernel)?;
-    if splits > 1 {
-        let c = kernels::combine::<T>().ok_or_else(|| no_kernel::<T>(call, stream))?;
-        call.kernel(stream, c.kernel)?;
+    if let Some(n) = splits.filter(|n| !(1..=MAX_SPLITS).contains(n)) {
+        return Err(call.error(
+            "num_kv_splits",
+            n,
+            format_args!("splits must be in 1 ..= {MAX_SPLITS}"),
+            "pass None for the automatic choice, or 1 ..= 64",
+        ));
     }
-    Ok((head_tile, splits, scale))
+    let problem = Problem {
+        target: dev.target(),
+        dtype: T::DTYPE,
+        batch,
+        seqlen_q: max_sq,
+        seqlen_kv: max_skv,
+        heads_q,
+        heads_kv,
+        head_dim,
+        varlen,
+        splits,
+        auto_splits: dispatch::auto_splits_on(dev, batch, heads_q, max_sq, max_skv),
+        tma_aligned,
+    };
+    let (family, splits) = dispatch::family(&problem, kernel)
+        .map_err(|m| call.error(m.arg, m.value, m.rule, m.fix))?;
+    Ok((family, splits, scale))
+}
+
+/// The kernels `p` launches exist for the stream's device (else the error naming the
+/// build feature, or the dtype without kernels).
+fn check_kernels<T: Element>(call: Call<'_>, stream: &Stream, p: &Plan) -> Result<()> {
+    match p.family {
+        Family::Portable { head_tile } => {
+            let fwd =
+                kernels::forward::<T>(head_tile).ok_or_else(|| no_kernel::<T>(call, stream))?;
+            call.kernel(stream, fwd.kernel)?;
+            if p.splits > 1 {
+                let c = kernels::combine::<T>().ok_or_else(|| no_kernel::<T>(call, stream))?;
+                call.kernel(stream, c.kernel)?;
+            }
+        }
+        Family::Hopper { head_dim } => {
+            let h = kernels::hopper::<T>(head_dim, p.causal)
+                .ok_or_else(|| no_kernel::<T>(call, stream))?;
+            call.kernel(stream, h.kernel)?;
+        }
+    }
+    Ok(())
 }
 
 fn no_kernel<T: Element>(call: Call<'_>, stream: &Stream) -> flydsl_rt::Error {
@@ -542,7 +729,13 @@ fn no_kernel<T: Element>(call: Call<'_>, stream: &Stream) -> flydsl_rt::Error {
     )
 }
 
-fn dense_plan<T: Element>(call: Call<'_>, stream: &Stream, a: &AttnArgs) -> Result<Plan> {
+fn dense_plan<T: Element>(
+    call: Call<'_>,
+    stream: &Stream,
+    a: &AttnArgs,
+    kernel: AttnKernel,
+    tma_aligned: bool,
+) -> Result<Plan> {
     if a.seqlen_kv == 0 && a.batch > 0 && a.seqlen_q > 0 {
         return Err(call.error(
             "seqlen_kv",
@@ -551,9 +744,12 @@ fn dense_plan<T: Element>(call: Call<'_>, stream: &Stream, a: &AttnArgs) -> Resu
             "pass seqlen_kv >= 1 (varlen allows empty sequences)",
         ));
     }
-    let (head_tile, splits, scale) = common::<T>(
+    let (family, splits, scale) = common::<T>(
         call,
         stream,
+        kernel,
+        false,
+        tma_aligned,
         a.heads_q,
         a.heads_kv,
         a.head_dim,
@@ -570,7 +766,7 @@ fn dense_plan<T: Element>(call: Call<'_>, stream: &Stream, a: &AttnArgs) -> Resu
         i32::MAX as usize,
         "split the batch",
     )?;
-    Ok(Plan {
+    let plan = Plan {
         batch: a.batch,
         max_sq: a.seqlen_q,
         seqlen_q: a.seqlen_q,
@@ -578,13 +774,15 @@ fn dense_plan<T: Element>(call: Call<'_>, stream: &Stream, a: &AttnArgs) -> Resu
         heads_q: a.heads_q,
         heads_kv: a.heads_kv,
         head_dim: a.head_dim,
-        head_tile,
+        family,
         total_q,
         varlen: false,
         causal: a.causal,
         splits,
         scale,
-    })
+    };
+    check_kernels::<T>(call, stream, &plan)?;
+    Ok(plan)
 }
 
 fn varlen_plan<T: Element>(
@@ -594,6 +792,7 @@ fn varlen_plan<T: Element>(
     cq: &CuSeqlens<'_>,
     ck: &CuSeqlens<'_>,
     host_q: &[i32],
+    kernel: AttnKernel,
 ) -> Result<Plan> {
     if cq.len() != ck.len() || cq.len() < 2 {
         return Err(call.error(
@@ -604,9 +803,12 @@ fn varlen_plan<T: Element>(
         ));
     }
     let batch = cq.len() - 1;
-    let (head_tile, splits, scale) = common::<T>(
+    let (family, splits, scale) = common::<T>(
         call,
         stream,
+        kernel,
+        true,
+        true,
         a.heads_q,
         a.heads_kv,
         a.head_dim,
@@ -623,7 +825,7 @@ fn varlen_plan<T: Element>(
         i32::MAX as usize,
         "split the batch",
     )?;
-    Ok(Plan {
+    let plan = Plan {
         batch,
         max_sq: a.max_seqlen_q,
         seqlen_q: 0,
@@ -631,13 +833,15 @@ fn varlen_plan<T: Element>(
         heads_q: a.heads_q,
         heads_kv: a.heads_kv,
         head_dim: a.head_dim,
-        head_tile,
+        family,
         total_q,
         varlen: true,
         causal: a.causal,
         splits,
         scale,
-    })
+    };
+    check_kernels::<T>(call, stream, &plan)?;
+    Ok(plan)
 }
 
 /// Launch the forward (and the combine with several splits).
@@ -659,11 +863,31 @@ unsafe fn launch<T: Element>(
     if p.batch == 0 || p.max_sq == 0 || p.total_q == 0 {
         return Ok(());
     }
+    let head_tile = match p.family {
+        Family::Portable { head_tile } => head_tile,
+        Family::Hopper { head_dim } => {
+            let launcher = kernels::hopper::<T>(head_dim, p.causal);
+            let tile = crate::table::HopperTile::of(head_dim);
+            let (Some(launcher), Some(tile)) = (launcher, tile) else {
+                return Err(no_kernel::<T>(call, stream));
+            };
+            let shape = crate::hopper::Shape {
+                batch: p.batch,
+                seqlen_q: p.seqlen_q,
+                seqlen_kv: p.seqlen_kv,
+                heads_q: p.heads_q,
+                heads_kv: p.heads_kv,
+                tile,
+                scale: p.scale,
+            };
+            // SAFETY: forwarded from this function's contract (dense: `cu` is None).
+            return unsafe { crate::hopper::launch(stream, launcher, q, k, v, out, lse, &shape) };
+        }
+    };
     let dev = stream.device();
-    let fwd = kernels::forward::<T>(p.head_tile).ok_or_else(|| no_kernel::<T>(call, stream))?;
+    let fwd = kernels::forward::<T>(head_tile).ok_or_else(|| no_kernel::<T>(call, stream))?;
     let threads = WAVES * dev.wave_size();
-    let q_tiles =
-        p.max_sq.div_ceil(BM) * crate::table::o_passes(dev.target(), p.head_tile) as usize;
+    let q_tiles = p.max_sq.div_ceil(BM) * crate::table::o_passes(dev.target(), head_tile) as usize;
     let z = p.batch * p.splits;
     if p.heads_q > 65535 {
         return Err(call.error(

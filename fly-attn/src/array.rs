@@ -86,6 +86,7 @@ pub fn flash_attn_array<T: Element>(
         &mut out,
         Some(&mut lse),
         &args,
+        crate::AttnKernel::Auto,
     )?;
     Ok((out.to_array((b, sq, hq, d))?, lse.to_array((b, hq, sq))?))
 }

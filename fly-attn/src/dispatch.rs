@@ -1,12 +1,31 @@
 //! Which kernel family runs a call, and how many key splits it uses.
 //!
-//! Today every target runs the portable tile-layer kernel ([`Family::Portable`]). The seam
-//! for a target-specific family is [`family`]: the Hopper wgmma + TMA kernel is to take
-//! sm90 with bf16/f16 and head dims 64 and 128 (`Family::Hopper`, not built yet); the
-//! dispatcher then routes those calls to it and everything else stays on the portable one.
+//! Two families: the portable tile-layer kernel ([`Family::Portable`], every target, every
+//! layout and split count) and the Hopper wgmma + TMA kernel ([`Family::Hopper`], sm90,
+//! dense BSHD, head dims 64, 128 and 256, one pass over the keys). [`family`] decides from
+//! the call ([`Problem`]) and the caller's [`AttnKernel`]: `Auto` (what
+//! [`crate::flash_attn_fwd`] uses) or a pinned family ([`crate::flash_attn_fwd_with`]).
 
-use crate::table::{head_tile, BM, MAX_SPLITS};
+use crate::table::{head_tile, HopperTile, BM, HOPPER_HEAD_DIMS, HOPPER_MAX_SEQLEN, MAX_SPLITS};
 use flydsl_rt::{DType, Device, Target};
+
+/// Which kernel runs a call: the dispatcher's choice or a pinned family.
+///
+/// ```
+/// use fly_attn::AttnKernel;
+/// assert_eq!(AttnKernel::default(), AttnKernel::Auto);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum AttnKernel {
+    /// The dispatcher's choice ([`family`]).
+    #[default]
+    Auto,
+    /// The portable tile-layer kernel, on every target.
+    Portable,
+    /// The Hopper wgmma + TMA kernel: sm90 (and its Sim), bf16/f16, dense BSHD, head dim
+    /// 64, 128 or 256, one key split; anything else is an error.
+    Hopper,
+}
 
 /// A kernel family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -18,23 +37,270 @@ pub enum Family {
         /// The compiled head-dimension tile (`table::HEAD_TILES`).
         head_tile: usize,
     },
+    /// The Hopper kernel (`kernels/wgmma.rs`: TMA K/V pipeline, SS wgmma for `Q K^T`,
+    /// register-A wgmma for `P V`) on sm90, dense BSHD, one key split.
+    Hopper {
+        /// The head dim (one of `table::HOPPER_HEAD_DIMS`, compiled exactly).
+        head_dim: usize,
+    },
 }
 
-/// The family for a call on `target` with `dtype` and head dim `d` (already validated), or
-/// `None` when no family covers it.
-///
-/// The place where the sm90 wgmma kernel plugs in: `Target::Sm90` with bf16/f16 and `d`
-/// in {64, 128} is to return its family once it exists.
+/// Whether [`AttnKernel::Auto`] takes the Hopper kernel where it applies ([`family`] says
+/// when and why); flipping this constant is the whole change of the default.
+pub const AUTO_TAKES_HOPPER: bool = false;
+
+/// What the dispatcher knows about one call (after the shape checks of the API).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// The stream's device target.
+    pub target: Target,
+    /// The element type of q, k, v and out.
+    pub dtype: DType,
+    /// Sequences.
+    pub batch: usize,
+    /// Queries per sequence (varlen: the longest).
+    pub seqlen_q: usize,
+    /// Keys per sequence (varlen: the longest).
+    pub seqlen_kv: usize,
+    /// Query heads.
+    pub heads_q: usize,
+    /// Key/value heads.
+    pub heads_kv: usize,
+    /// Head dimension.
+    pub head_dim: usize,
+    /// Packed varlen layout (else dense BSHD).
+    pub varlen: bool,
+    /// The key splits asked for (`num_kv_splits`, already in 1 ..= 64); `None` is automatic.
+    pub splits: Option<usize>,
+    /// What the automatic choice gives ([`auto_splits`]).
+    pub auto_splits: usize,
+    /// q, k and v start at 16-byte aligned device addresses (a `DeviceSlice` at an odd
+    /// element offset does not), as the Hopper kernel's TMA maps need.
+    pub tma_aligned: bool,
+}
+
+/// Why a family does not take a call: the parts of a `validate::Call` error (the argument,
+/// its value, the rule it breaks and the fix).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mismatch {
+    /// The argument.
+    pub arg: &'static str,
+    /// Its value.
+    pub value: String,
+    /// The rule it breaks.
+    pub rule: String,
+    /// What to do instead.
+    pub fix: String,
+}
+
+impl Mismatch {
+    fn new(
+        arg: &'static str,
+        value: impl ToString,
+        rule: impl ToString,
+        fix: impl ToString,
+    ) -> Mismatch {
+        Mismatch {
+            arg,
+            value: value.to_string(),
+            rule: rule.to_string(),
+            fix: fix.to_string(),
+        }
+    }
+}
+
+const HOPPER_FIX: &str = "pass AttnKernel::Auto or AttnKernel::Portable";
+
+/// Why the Hopper kernel does not take `p` (`None`: it does). The split count is judged
+/// as asked: `num_kv_splits: None` is one pass over the keys for a pinned Hopper kernel.
 ///
 /// ```
-/// use fly_attn::dispatch::{family, Family};
+/// use fly_attn::dispatch::{hopper_mismatch, Problem};
 /// use flydsl_rt::{DType, Target};
-/// assert_eq!(family(Target::Gfx942, DType::BF16, 96), Some(Family::Portable { head_tile: 128 }));
-/// assert_eq!(family(Target::Sm90, DType::F16, 48), None);
+/// let p = Problem { target: Target::Sm90, dtype: DType::BF16, batch: 2, seqlen_q: 100,
+///     seqlen_kv: 300, heads_q: 8, heads_kv: 2, head_dim: 128, varlen: false,
+///     splits: None, auto_splits: 4, tma_aligned: true };
+/// assert_eq!(hopper_mismatch(&p), None);
+/// assert_eq!(hopper_mismatch(&Problem { head_dim: 96, ..p }).unwrap().arg, "head_dim");
+/// assert_eq!(hopper_mismatch(&Problem { target: Target::Gfx942, ..p }).unwrap().arg, "stream");
+/// assert_eq!(hopper_mismatch(&Problem { splits: Some(2), ..p }).unwrap().arg, "num_kv_splits");
 /// ```
-pub fn family(target: Target, dtype: DType, d: usize) -> Option<Family> {
-    let _ = (target, dtype); // every target and 16-bit dtype runs the portable kernel today
-    head_tile(d).map(|head_tile| Family::Portable { head_tile })
+pub fn hopper_mismatch(p: &Problem) -> Option<Mismatch> {
+    if p.target != Target::Sm90 {
+        return Some(Mismatch::new(
+            "stream",
+            format_args!("a stream on a {} device", p.target),
+            "AttnKernel::Hopper (wgmma + TMA) runs on sm90 only",
+            format_args!("{HOPPER_FIX}, or a stream on an sm90 device (Device::sim(Target::Sm90) on the Sim)"),
+        ));
+    }
+    if p.dtype != DType::BF16 && p.dtype != DType::F16 {
+        return Some(Mismatch::new(
+            "q",
+            format_args!("{} data", p.dtype),
+            "the Hopper kernel exists for bf16 and f16",
+            "convert q, k and v to bf16 or f16",
+        ));
+    }
+    if p.varlen {
+        return Some(Mismatch::new(
+            "kernel",
+            "AttnKernel::Hopper with packed varlen tensors",
+            "the Hopper kernel takes the dense BSHD layout only (flash_attn_fwd_with)",
+            format_args!("{HOPPER_FIX} for varlen calls"),
+        ));
+    }
+    if HopperTile::of(p.head_dim).is_none() {
+        let padded = head_tile(p.head_dim)
+            .map(|t| {
+                format!(
+                    " (the portable kernel runs head_dim {} in its {t} tile)",
+                    p.head_dim
+                )
+            })
+            .unwrap_or_default();
+        return Some(Mismatch::new(
+            "head_dim",
+            p.head_dim,
+            format_args!(
+                "AttnKernel::Hopper is compiled for head_dim {HOPPER_HEAD_DIMS:?} exactly"
+            ),
+            format_args!("{HOPPER_FIX}{padded}, or pad the head dim with zeros to 64, 128 or 256"),
+        ));
+    }
+    if let Some(n) = p.splits.filter(|&n| n != 1) {
+        return Some(Mismatch::new(
+            "num_kv_splits",
+            n,
+            "AttnKernel::Hopper makes one pass over the keys (no split-K)",
+            format_args!("pass None or Some(1), or {HOPPER_FIX} for split-K"),
+        ));
+    }
+    if !p.tma_aligned {
+        return Some(Mismatch::new(
+            "q, k, v",
+            "tensors at device addresses that are not all 16-byte aligned",
+            "the Hopper kernel reads q, k and v by TMA, which needs 16-byte aligned bases",
+            format_args!(
+                "{HOPPER_FIX}, or pass tensors (slices) starting at a multiple of 8 elements"
+            ),
+        ));
+    }
+    for (arg, v) in [("seqlen_q", p.seqlen_q), ("seqlen_kv", p.seqlen_kv)] {
+        if v > HOPPER_MAX_SEQLEN {
+            return Some(Mismatch::new(
+                arg,
+                v,
+                format_args!(
+                    "the Hopper kernel's row and key positions are i32: at most \
+                     {HOPPER_MAX_SEQLEN} (2^31 - 2^16)"
+                ),
+                format_args!("{HOPPER_FIX}, or split the sequence"),
+            ));
+        }
+    }
+    // TMA global strides (one sequence of all heads, in bytes) must stay below 2^40.
+    let elem = p.dtype.bytes();
+    for (arg, s, h) in [
+        ("seqlen_q * heads_q * head_dim", p.seqlen_q, p.heads_q),
+        ("seqlen_kv * heads_kv * head_dim", p.seqlen_kv, p.heads_kv),
+    ] {
+        let bytes = (s as u128) * (h as u128) * (p.head_dim as u128) * elem as u128;
+        if bytes >= 1 << 40 {
+            return Some(Mismatch::new(
+                arg,
+                s.saturating_mul(h).saturating_mul(p.head_dim),
+                "the Hopper kernel's TMA maps need one sequence of all heads below 2^40 bytes",
+                format_args!("{HOPPER_FIX}, or split the sequences or the heads"),
+            ));
+        }
+    }
+    for (arg, v, what) in [
+        ("batch", p.batch, "z (one layer per sequence)"),
+        ("heads_q", p.heads_q, "y (one row per query head)"),
+    ] {
+        if v > 65535 {
+            return Some(Mismatch::new(
+                arg,
+                v,
+                format_args!("the Hopper kernel's grid {what} must be at most 65535"),
+                format_args!("{HOPPER_FIX}, or split the call"),
+            ));
+        }
+    }
+    None
+}
+
+/// The family for a call and the number of key splits it runs with, or why the
+/// requested kernel cannot take it (also for a head dim no kernel has: not a multiple of
+/// 32 in 32 ..= 256).
+///
+/// `AttnKernel::Portable` takes every validated call, with the splits asked for (or the
+/// automatic [`auto_splits`]). `AttnKernel::Hopper` takes what [`hopper_mismatch`]
+/// accepts, with one split. `AttnKernel::Auto` takes the portable kernel on sm90 until the
+/// Hopper kernel has been checked and measured on an H200; `AttnKernel::Hopper` pins it.
+/// (Then, with [`AUTO_TAKES_HOPPER`] set, `Auto` takes the Hopper kernel for every call it
+/// accepts whose split count, asked for or automatic, is 1, and the portable kernel for
+/// the rest: varlen, other head dims, split-K decode shapes, other targets.)
+///
+/// ```
+/// use fly_attn::dispatch::{family, Family, Problem, AUTO_TAKES_HOPPER};
+/// use fly_attn::AttnKernel;
+/// use flydsl_rt::{DType, Target};
+/// let p = Problem { target: Target::Sm90, dtype: DType::F16, batch: 1, seqlen_q: 512,
+///     seqlen_kv: 512, heads_q: 16, heads_kv: 16, head_dim: 96, varlen: false,
+///     splits: None, auto_splits: 1, tma_aligned: true };
+/// let portable = Family::Portable { head_tile: 128 };
+/// assert_eq!(family(&p, AttnKernel::Auto), Ok((portable, 1)));
+/// assert!(family(&p, AttnKernel::Hopper).is_err()); // D = 96
+/// let p = Problem { head_dim: 128, ..p };
+/// let hopper = Family::Hopper { head_dim: 128 };
+/// assert_eq!(family(&p, AttnKernel::Hopper), Ok((hopper, 1)));
+/// assert_eq!(family(&p, AttnKernel::Portable), Ok((portable, 1)));
+/// let auto = if AUTO_TAKES_HOPPER { hopper } else { portable };
+/// assert_eq!(family(&p, AttnKernel::Auto), Ok((auto, 1)));
+/// // Decode-like: the automatic choice splits the keys, so Auto stays portable; a pinned
+/// // Hopper kernel makes one pass.
+/// let p = Problem { auto_splits: 8, ..p };
+/// assert_eq!(family(&p, AttnKernel::Auto), Ok((portable, 8)));
+/// assert_eq!(family(&p, AttnKernel::Hopper), Ok((hopper, 1)));
+/// assert_eq!(family(&Problem { head_dim: 48, ..p }, AttnKernel::Auto).unwrap_err().arg, "head_dim");
+/// ```
+pub fn family(p: &Problem, kernel: AttnKernel) -> Result<(Family, usize), Mismatch> {
+    let tile = portable_tile(p.head_dim)?;
+    let portable = (
+        Family::Portable { head_tile: tile },
+        p.splits.unwrap_or(p.auto_splits),
+    );
+    let hopper = (
+        Family::Hopper {
+            head_dim: p.head_dim,
+        },
+        1,
+    );
+    match kernel {
+        AttnKernel::Portable => Ok(portable),
+        AttnKernel::Hopper => match hopper_mismatch(p) {
+            None => Ok(hopper),
+            Some(m) => Err(m),
+        },
+        AttnKernel::Auto => {
+            let takes = AUTO_TAKES_HOPPER && hopper_mismatch(p).is_none() && portable.1 == 1;
+            Ok(if takes { hopper } else { portable })
+        }
+    }
+}
+
+/// The portable head tile of `d`, or the error of a head dim no kernel has.
+pub(crate) fn portable_tile(d: usize) -> Result<usize, Mismatch> {
+    head_tile(d).ok_or_else(|| {
+        Mismatch::new(
+            "head_dim",
+            d,
+            "head_dim must be a multiple of 32 in 32 ..= 256",
+            "pad the head dimension with zeros up to the next multiple of 32",
+        )
+    })
 }
 
 /// The automatic number of key splits: 1 when `batch * heads_q * q tiles` workgroups fill

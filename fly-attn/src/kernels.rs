@@ -1,13 +1,14 @@
 //! The kernels this crate's build script generated: variant tables, typed launchers and the
-//! typed dispatch tables `FORWARD` (per dtype, keyed by head tile) and `COMBINE` (per
-//! dtype, one entry keyed 0).
+//! typed dispatch tables `FORWARD` (per dtype, keyed by head tile), `COMBINE` (per
+//! dtype, one entry keyed 0) and `HOPPER` (per dtype, keyed by `table::hopper_key`; sm90
+//! only).
 
 use flydsl_rt::{DeviceBuffer, Element, ElementMap, LaunchConfig, Launchers, Result, Stream};
 
 /// Generated variant tables, launchers and dispatch tables.
 #[allow(missing_docs, dead_code, clippy::all)]
 pub(crate) mod generated {
-    use super::{CombineLaunchers, ForwardLaunchers};
+    use super::{CombineLaunchers, ForwardLaunchers, HopperLaunchers};
     include!(concat!(env!("OUT_DIR"), "/flydsl_kernels.rs"));
 }
 
@@ -57,6 +58,24 @@ pub(crate) type CombineFn<T> = unsafe fn(
     i32,
 ) -> Result<()>;
 
+/// A Hopper launcher: `(stream, cfg, q_map, k_map, v_map, out, lse, seqlen_q, seqlen_kv,
+/// heads_q, heads_kv, scale_log2, write_lse)` (see `kernels/wgmma.rs`).
+pub(crate) type HopperFn<T> = unsafe fn(
+    &Stream,
+    LaunchConfig,
+    &DeviceBuffer<i8>,
+    &DeviceBuffer<i8>,
+    &DeviceBuffer<i8>,
+    &mut DeviceBuffer<T>,
+    &mut DeviceBuffer<f32>,
+    i32,
+    i32,
+    i32,
+    i32,
+    f32,
+    i32,
+) -> Result<()>;
+
 /// Forward launchers of elements `T`, keyed by head tile.
 pub(crate) struct ForwardLaunchers;
 impl ElementMap for ForwardLaunchers {
@@ -80,4 +99,21 @@ pub(crate) fn forward<T: Element>(
 /// The combine launcher for `T`.
 pub(crate) fn combine<T: Element>() -> Option<&'static flydsl_rt::Launcher<usize, CombineFn<T>>> {
     generated::COMBINE.get::<T>().first()
+}
+
+/// Hopper launchers of elements `T`, keyed by `table::hopper_key`.
+pub(crate) struct HopperLaunchers;
+impl ElementMap for HopperLaunchers {
+    type Of<T: Element> = Launchers<usize, HopperFn<T>>;
+}
+
+/// The Hopper launcher of head dim `d` and the mask for `T`, if this dtype has one.
+pub(crate) fn hopper<T: Element>(
+    d: usize,
+    causal: bool,
+) -> Option<&'static flydsl_rt::Launcher<usize, HopperFn<T>>> {
+    flydsl_rt::launcher(
+        generated::HOPPER.get::<T>(),
+        &crate::table::hopper_key(d, causal),
+    )
 }

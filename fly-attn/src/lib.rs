@@ -14,18 +14,27 @@
 //!   seqlen_kv`, or an empty key sequence) gives zeros and LSE `-inf`; the running max
 //!   never subtracts `-inf` from `-inf`, so no NaN.
 //! - Softmax scale defaults to `1 / sqrt(head_dim)`; head dims: every multiple of 32 up to
-//!   256 (compiled tiles 64, 128 and 256: smaller dims run the next tile with zero-padded
-//!   columns, [`table::head_tile`]).
+//!   256 (portable tiles 64, 128 and 256: smaller dims run the next tile with zero-padded
+//!   columns, [`table::head_tile`]; the Hopper kernel takes 64, 128 and 256 exactly).
 //! - Split-K over the keys ([`AttnArgs::num_kv_splits`], automatic when the batch x heads
 //!   x query tiles cannot fill the device: [`dispatch::auto_splits`]): partial results go
 //!   to an f32 workspace and a combine kernel merges them by their LSEs.
 //! - `*_unchecked` entry points skip the buffer-length (and device offset) checks;
 //!   [`flash_attn_array`] takes `ndarray` views of any layout.
 //!
-//! The kernel (`kernels/fwd.rs`) is one tile-layer description with the target's native
-//! 16-bit matrix atom; [`dispatch::family`] is where a target-specific family (the Hopper
-//! wgmma kernel, to come) takes over. fp8 inputs are not supported yet (a clear error:
-//! only bf16 and f16 have kernels).
+//! Two kernel families ([`dispatch::family`] picks one, [`AttnKernel`] pins one):
+//!
+//! - the portable kernel (`kernels/fwd.rs`), one tile-layer description with the target's
+//!   native 16-bit matrix atom, on every target, layout and split count;
+//! - the Hopper kernel (`kernels/wgmma.rs`): TMA-fed multi-stage K/V mbarrier pipeline, SS
+//!   wgmma for `Q K^T`, online softmax in registers, register-A wgmma for `P V`; sm90 only,
+//!   dense BSHD, head dim 64, 128 or 256, one key split ([`dispatch::hopper_mismatch`]).
+//!
+//! [`flash_attn_fwd`] runs `AttnKernel::Auto`, which picks by the rule of
+//! [`dispatch::family`] (the one place that says when the Hopper kernel is the default);
+//! [`flash_attn_fwd_with`] and [`flash_attn_varlen_fwd_with`] pin a family. Both families
+//! have the semantics above. fp8 inputs are not supported yet (a clear error: only bf16
+//! and f16 have kernels).
 //!
 //! ```
 //! use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target};
@@ -49,23 +58,28 @@
 mod api;
 mod array;
 pub mod dispatch;
+mod hopper;
 mod kernels;
 pub mod table;
 
 pub use api::{
-    flash_attn_fwd, flash_attn_fwd_unchecked, flash_attn_varlen_fwd,
-    flash_attn_varlen_fwd_unchecked, AttnArgs, CuSeqlens, VarlenArgs, MAX_ROWS,
+    flash_attn_fwd, flash_attn_fwd_unchecked, flash_attn_fwd_with, flash_attn_varlen_fwd,
+    flash_attn_varlen_fwd_unchecked, flash_attn_varlen_fwd_with, AttnArgs, CuSeqlens, VarlenArgs,
+    MAX_ROWS,
 };
 pub use array::{flash_attn_array, AttnOptions};
+pub use dispatch::AttnKernel;
 /// The workspace's dtype enum (the build script shares `table.rs` through it).
 pub use flydsl_rt::DType;
 /// The target enum (`table.rs` names it from the crate root).
 pub use flydsl_rt::Target;
 
-/// Every kernel of this crate with its name (for structural tests and inspection).
+/// Every kernel of this crate with its name (for structural tests and inspection): the
+/// portable forward kernels (bf16, f16 x 3 head tiles) and the combine kernels, which exist
+/// on every target, then the Hopper kernels ([`hopper_variants`], sm90 only).
 ///
 /// ```
-/// assert_eq!(fly_attn::kernel_variants().len(), 8);
+/// assert_eq!(fly_attn::kernel_variants().len(), 8 + 12);
 /// ```
 pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariants)> {
     use flydsl_rt::half::{bf16, f16};
@@ -77,6 +91,27 @@ pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariant
         .chain(g.get::<f16>().iter().map(|l| l.kernel))
         .chain(c.get::<bf16>().iter().map(|l| l.kernel))
         .chain(c.get::<f16>().iter().map(|l| l.kernel))
+        .map(|k| (k.name, k))
+        .chain(hopper_variants())
+        .collect()
+}
+
+/// The Hopper kernels with their names (`attn_wgmma_{bf16,f16}_d{64,128,256}_{full,causal}`,
+/// [`table::hopper_name`]): sm90 only (IR always embedded, PTX with `--features sm90`).
+///
+/// ```
+/// let v = fly_attn::hopper_variants();
+/// assert_eq!(v.len(), 12);
+/// assert!(v.iter().all(|(_, k)| k.for_target(fly_attn::Target::Sm90).is_some()));
+/// assert!(v.iter().all(|(_, k)| k.for_target(fly_attn::Target::Gfx942).is_none()));
+/// ```
+pub fn hopper_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariants)> {
+    use flydsl_rt::half::{bf16, f16};
+    let h = &kernels::generated::HOPPER;
+    h.get::<bf16>()
+        .iter()
+        .map(|l| l.kernel)
+        .chain(h.get::<f16>().iter().map(|l| l.kernel))
         .map(|k| (k.name, k))
         .collect()
 }

@@ -69,6 +69,16 @@ fn dense_mistakes() {
             "{e}"
         );
     }
+    // A head dim so large that heads_q * head_dim overflows: still the head-dim error.
+    let a = AttnArgs {
+        head_dim: 1 << 62,
+        ..base
+    };
+    let e = dense_err(a, (64, 64, 64, 8));
+    assert!(
+        e.contains("`head_dim` =") && e.contains("multiple of 32"),
+        "{e}"
+    );
     for sc in [f32::NAN, -1.0, 0.0] {
         let a = AttnArgs {
             softmax_scale: Some(sc),

@@ -2,8 +2,6 @@
 //! (and the runtime's backends): a vector add, a block reduction using shuffles and LDS, and
 //! a tiled matmul on each target's matrix-core atom with a run-time K loop and LDS staging.
 
-pub mod attn_wgmma;
-
 use flydsl_dsl::ir::{Kernel, MmaAtom, ScalarType, Target};
 use flydsl_dsl::*;
 

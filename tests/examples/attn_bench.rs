@@ -1,25 +1,26 @@
-//! Times the sm_90 FlashAttention forward proof kernel (`flydsl_devtools::proof::attn_wgmma`)
-//! on a CUDA GPU at the attention issue's shapes: bf16 and f16, D 64 and 128, (B, S) in
-//! (16, 1024), (8, 4096), (2, 16384) with H = 16, and GQA 64 / 8 heads at (8, 4096); causal
-//! and not; Sq = Skv = S. CUDA events, a 256 MiB L2 flush before each rep, median. TFLOP/s
+//! Times fly-attn's FlashAttention forward through its public API
+//! (`fly_attn::flash_attn_fwd_with`) with both sm90 kernels, the portable tile-layer one
+//! (`AttnKernel::Portable`, `mma.sync`) and the Hopper one (`AttnKernel::Hopper`, wgmma +
+//! TMA), on a CUDA GPU at the attention issue's shapes: bf16 and f16, D 64 and 128, (B, S)
+//! in (16, 1024), (8, 4096), (2, 16384) with H = 16, and GQA 64 / 8 heads at (8, 4096);
+//! causal and not; Sq = Skv = S; no LSE; `num_kv_splits: None` (one split at these
+//! shapes). CUDA events, a 256 MiB L2 flush before each rep, median; a timed rep is one
+//! public call (validation, tensor maps from the per-process cache, the launch). TFLOP/s
 //! count the unmasked region only (`4 D` flops per visible (query, key) pair). Inputs are
 //! the deterministic values of [`value`], which `bench/peers_attn.py` generates identically
-//! for torch SDPA (flash and cuDNN backends), so both time the same data. A few rows per
-//! shape are checked against an f64 reference. Prints a table and writes JSON rows to
-//! `$OUT/attn_ours.json`.
+//! for torch SDPA (flash and cuDNN backends), so all time the same data. A few rows per
+//! shape and kernel are checked against an f64 reference (a wrong kernel's rows are left
+//! out and the bench fails at the end, after timing the rest). Prints a table and writes
+//! JSON rows (`impl` "fly-attn portable" / "fly-attn hopper") to `$OUT/attn_ours.json`.
 //!
 //! `cargo run --release -p flydsl-tests --features sm90 --example attn_bench`
-//! (`ATTN_BENCH_QUICK=1` runs only the first shape of each kind.)
+//! (`ATTN_BENCH_QUICK=1` runs only the second shape; `ATTN_BENCH_KERNEL=portable|hopper`
+//! only one kernel.)
 
-use flydsl_devtools::proof::attn_wgmma::{
-    self, block_m, block_n, lds_bytes, tensor_map_dims, threads,
-};
+use fly_attn::{flash_attn_fwd_with, AttnArgs, AttnKernel};
 use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::timing::Timer;
-use flydsl_rt::{
-    Backend, Device, DeviceBuffer, Element, LaunchConfig, Stream, TensorMap, TmaSwizzle,
-};
-use flydsl_tests::proof;
+use flydsl_rt::{Backend, Device, DeviceBuffer, Element, Stream};
 
 /// (B, S, Hq, Hkv).
 const SHAPES: [(usize, usize, usize, usize); 4] = [
@@ -27,6 +28,12 @@ const SHAPES: [(usize, usize, usize, usize); 4] = [
     (8, 4096, 16, 16),
     (2, 16384, 16, 16),
     (8, 4096, 64, 8),
+];
+
+/// The kernels timed, with their JSON `impl` names.
+const KERNELS: [(AttnKernel, &str); 2] = [
+    (AttnKernel::Portable, "fly-attn portable"),
+    (AttnKernel::Hopper, "fly-attn hopper"),
 ];
 
 /// Element `i` of input `seed`: a hash of the index mapped to [-1, 1) (rounded to the
@@ -37,49 +44,16 @@ fn value(seed: u64, i: u64) -> f32 {
     (h as f64 / 4_294_967_296.0 * 2.0 - 1.0) as f32
 }
 
-type Launch<T> = unsafe fn(
-    &Stream,
-    LaunchConfig,
-    &DeviceBuffer<i8>,
-    &DeviceBuffer<i8>,
-    &DeviceBuffer<i8>,
-    &mut DeviceBuffer<T>,
-    &mut DeviceBuffer<f32>,
-    i32,
-    i32,
-    i32,
-    i32,
-    f32,
-    i32,
-) -> flydsl_rt::Result<()>;
-
 trait AttnElem: Element {
     const NAME: &'static str;
-    fn launcher(d: usize, causal: bool) -> Launch<Self>;
 }
 
 impl AttnElem for bf16 {
     const NAME: &'static str = "bf16";
-    fn launcher(d: usize, causal: bool) -> Launch<Self> {
-        match (d, causal) {
-            (64, false) => proof::attn_wgmma_bf16_d64_full,
-            (64, true) => proof::attn_wgmma_bf16_d64_causal,
-            (128, false) => proof::attn_wgmma_bf16_d128_full,
-            _ => proof::attn_wgmma_bf16_d128_causal,
-        }
-    }
 }
 
 impl AttnElem for f16 {
     const NAME: &'static str = "f16";
-    fn launcher(d: usize, causal: bool) -> Launch<Self> {
-        match (d, causal) {
-            (64, false) => proof::attn_wgmma_f16_d64_full,
-            (64, true) => proof::attn_wgmma_f16_d64_causal,
-            (128, false) => proof::attn_wgmma_f16_d128_full,
-            _ => proof::attn_wgmma_f16_d128_causal,
-        }
-    }
 }
 
 /// Visible (query, key) pairs of one head: all, or the bottom-right causal triangle.
@@ -92,66 +66,17 @@ fn pairs(sq: usize, skv: usize, causal: bool) -> f64 {
         .sum()
 }
 
-#[allow(clippy::too_many_arguments)]
-fn one<T: AttnElem>(
-    dev: &Device,
-    s: &Stream,
-    timer: &mut Timer,
+/// The largest error of 8 output rows against an f64 reference.
+fn spot_check<T: Element>(
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    out: &[T],
     (b, sl, hq, hkv): (usize, usize, usize, usize),
     d: usize,
     causal: bool,
-    rows: &mut Vec<String>,
-) -> Result<(), String> {
-    let e = |x: flydsl_rt::Error| x.to_string();
-    let nq = b * sl * hq * d;
-    let nk = b * sl * hkv * d;
-    let q: Vec<T> = (0..nq as u64).map(|i| T::from_f32(value(1, i))).collect();
-    let k: Vec<T> = (0..nk as u64).map(|i| T::from_f32(value(2, i))).collect();
-    let v: Vec<T> = (0..nk as u64).map(|i| T::from_f32(value(3, i))).collect();
-    let dq = DeviceBuffer::from_slice(dev, &q).map_err(e)?;
-    let dk = DeviceBuffer::from_slice(dev, &k).map_err(e)?;
-    let dv = DeviceBuffer::from_slice(dev, &v).map_err(e)?;
-    let mut dout = DeviceBuffer::<T>::zeroed(dev, nq).map_err(e)?;
-    let mut dlse = DeviceBuffer::<f32>::zeroed(dev, b * hq * sl).map_err(e)?;
-    let (qd, qs, qb) = tensor_map_dims(b as u64, sl as u64, hq as u64, d as u64, block_m(d as u32));
-    let (kd, ks, kb) =
-        tensor_map_dims(b as u64, sl as u64, hkv as u64, d as u64, block_n(d as u32));
-    let qm = TensorMap::tiled(&dq, &qd, &qs, &qb, TmaSwizzle::B128).map_err(e)?;
-    let km = TensorMap::tiled(&dk, &kd, &ks, &kb, TmaSwizzle::B128).map_err(e)?;
-    let vm = TensorMap::tiled(&dv, &kd, &ks, &kb, TmaSwizzle::B128).map_err(e)?;
-    let cfg = LaunchConfig {
-        grid: attn_wgmma::grid(b as u32, sl as u32, hq as u32, d as u32),
-        block: [threads(d as u32), 1, 1],
-        dynamic_lds_bytes: lds_bytes(d as u32),
-    };
+) -> f64 {
     let scale = 1.0 / (d as f64).sqrt();
-    let scale_log2 = (scale * std::f64::consts::LOG2_E) as f32;
-    let launch = T::launcher(d, causal);
-    let mut run = || {
-        // SAFETY: the maps describe q, k and v exactly (TensorMap::tiled checks them against
-        // the buffers); out holds B S Hq D elements and lse B Hq S; the kernel guards rows
-        // past S and TMA zero-fills past the ends.
-        unsafe {
-            launch(
-                s,
-                cfg,
-                qm.buffer(),
-                km.buffer(),
-                vm.buffer(),
-                &mut dout,
-                &mut dlse,
-                sl as i32,
-                sl as i32,
-                hq as i32,
-                hkv as i32,
-                scale_log2,
-                0,
-            )
-        }
-    };
-    let ms = timer.median(s, 3, 20, &mut run).map_err(e)?;
-    // Spot check 8 rows against f64.
-    let out = dout.to_vec().map_err(e)?;
     let mut worst = 0.0f64;
     for t in 0..8usize {
         let (bi, h, i) = (t % b, (t * 5) % hq, (t * 7919 + sl / 3) % sl);
@@ -179,31 +104,89 @@ fn one<T: AttnElem>(
             worst = worst.max((got - want).abs());
         }
     }
+    worst
+}
+
+#[allow(clippy::too_many_arguments)]
+fn one<T: AttnElem>(
+    dev: &Device,
+    s: &Stream,
+    timer: &mut Timer,
+    shape: (usize, usize, usize, usize),
+    d: usize,
+    causal: bool,
+    kernels: &[(AttnKernel, &str)],
+    rows: &mut Vec<String>,
+    wrong: &mut Vec<String>,
+) -> Result<(), String> {
+    let (b, sl, hq, hkv) = shape;
+    let e = |x: flydsl_rt::Error| x.to_string();
+    let nq = b * sl * hq * d;
+    let nk = b * sl * hkv * d;
+    let q: Vec<T> = (0..nq as u64).map(|i| T::from_f32(value(1, i))).collect();
+    let k: Vec<T> = (0..nk as u64).map(|i| T::from_f32(value(2, i))).collect();
+    let v: Vec<T> = (0..nk as u64).map(|i| T::from_f32(value(3, i))).collect();
+    let dq = DeviceBuffer::from_slice(dev, &q).map_err(e)?;
+    let dk = DeviceBuffer::from_slice(dev, &k).map_err(e)?;
+    let dv = DeviceBuffer::from_slice(dev, &v).map_err(e)?;
+    let args = AttnArgs {
+        heads_kv: hkv,
+        causal,
+        ..AttnArgs::new(b, sl, hq, d)
+    };
     let flops = 4.0 * d as f64 * pairs(sl, sl, causal) * (b * hq) as f64;
-    let tflops = flops / (ms * 1e-3) / 1e12;
-    let ok = worst < 1e-2;
-    println!(
-        "attn_wgmma {:>4} B={b:>2} S={sl:>5} H={hq:>2}/{hkv:>2} D={d:>3} {:>6} {ms:>9.4} ms \
-         {tflops:>7.1} TFLOP/s  spot-check max|err| = {worst:.2e} {}",
-        T::NAME,
-        if causal { "causal" } else { "full" },
-        if ok { "ok" } else { "WRONG" }
-    );
-    if !ok {
-        return Err(format!("B={b} S={sl} D={d} causal={causal}: wrong results"));
+    let mut ms_of = Vec::new();
+    for &(kernel, name) in kernels {
+        let mut dout = DeviceBuffer::<T>::zeroed(dev, nq).map_err(e)?;
+        let mut run = || flash_attn_fwd_with(s, &dq, &dk, &dv, &mut dout, None, &args, kernel);
+        let ms = timer.median(s, 3, 20, &mut run).map_err(e)?;
+        let out = dout.to_vec().map_err(e)?;
+        let worst = spot_check(&q, &k, &v, &out, shape, d, causal);
+        let tflops = flops / (ms * 1e-3) / 1e12;
+        let ok = worst < 1e-2;
+        println!(
+            "{name:<17} {:>4} B={b:>2} S={sl:>5} H={hq:>2}/{hkv:>2} D={d:>3} {:>6} {ms:>9.4} ms \
+             {tflops:>7.1} TFLOP/s  spot-check max|err| = {worst:.2e} {}",
+            T::NAME,
+            if causal { "causal" } else { "full" },
+            if ok { "ok" } else { "WRONG" }
+        );
+        if !ok {
+            // Keep timing the rest (the other kernel's numbers stay useful); main fails at
+            // the end.
+            wrong.push(format!(
+                "{name} {} B={b} S={sl} H={hq}/{hkv} D={d} causal={causal}",
+                T::NAME
+            ));
+            continue;
+        }
+        rows.push(format!(
+            "{{\"op\": \"attention\", \"impl\": \"{name}\", \"dtype\": \"{}\", \
+             \"shape\": [{b}, {sl}, {hq}, {hkv}, {d}], \"causal\": {causal}, \"median_ms\": {ms}, \
+             \"tflops\": {tflops}}}",
+            T::NAME
+        ));
+        ms_of.push(ms);
     }
-    rows.push(format!(
-        "{{\"op\": \"attention\", \"impl\": \"flydsl attn_wgmma\", \"dtype\": \"{}\", \
-         \"shape\": [{b}, {sl}, {hq}, {hkv}, {d}], \"causal\": {causal}, \"median_ms\": {ms}, \
-         \"tflops\": {tflops}}}",
-        T::NAME
-    ));
+    if let [p, h] = ms_of[..] {
+        println!("{:>17} hopper / portable speed: {:.2}x", "", p / h);
+    }
     Ok(())
 }
 
 fn main() -> Result<(), String> {
     let out = std::env::var("OUT").unwrap_or_else(|_| ".".into());
     let quick = std::env::var("ATTN_BENCH_QUICK").is_ok_and(|v| v == "1");
+    let only = std::env::var("ATTN_BENCH_KERNEL").ok();
+    let kernels: Vec<(AttnKernel, &str)> = KERNELS
+        .into_iter()
+        .filter(|(_, n)| only.as_deref().is_none_or(|o| n.ends_with(o)))
+        .collect();
+    if kernels.is_empty() {
+        return Err(format!(
+            "ATTN_BENCH_KERNEL={only:?}: expected portable or hopper"
+        ));
+    }
     let dev = match Device::enumerate(Backend::Cuda) {
         Ok(d) if !d.is_empty() => d.into_iter().next().expect("non-empty"),
         Ok(_) => return Err("no CUDA device".into()),
@@ -211,18 +194,25 @@ fn main() -> Result<(), String> {
     };
     let s = dev.stream().map_err(|e| e.to_string())?;
     let mut timer = Timer::new(&dev, 256 << 20).map_err(|e| e.to_string())?;
-    let mut rows = Vec::new();
+    let (mut rows, mut wrong) = (Vec::new(), Vec::new());
     let shapes: &[_] = if quick { &SHAPES[1..2] } else { &SHAPES };
     for &shape in shapes {
         for d in [64, 128] {
             for causal in [false, true] {
-                one::<bf16>(&dev, &s, &mut timer, shape, d, causal, &mut rows)?;
-                one::<f16>(&dev, &s, &mut timer, shape, d, causal, &mut rows)?;
+                let (r, w) = (&mut rows, &mut wrong);
+                one::<bf16>(&dev, &s, &mut timer, shape, d, causal, &kernels, r, w)?;
+                one::<f16>(&dev, &s, &mut timer, shape, d, causal, &kernels, r, w)?;
             }
         }
     }
     let path = format!("{out}/attn_ours.json");
     std::fs::write(&path, format!("[\n{}\n]\n", rows.join(",\n")))
         .map_err(|e| format!("{path}: {e}"))?;
+    if !wrong.is_empty() {
+        return Err(format!(
+            "wrong results (not in the JSON): {}",
+            wrong.join("; ")
+        ));
+    }
     Ok(())
 }

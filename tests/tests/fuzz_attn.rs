@@ -1229,8 +1229,35 @@ fn fuzz_attn_dispatch() {
             }
             for t in TARGETS {
                 for dt in [fly_attn::DType::BF16, fly_attn::DType::F16] {
-                    if family(t, dt, d) != want.map(|head_tile| Family::Portable { head_tile }) {
-                        return Err(format!("family({t:?}, {dt:?}, {d})"));
+                    let p = fly_attn::dispatch::Problem {
+                        target: t,
+                        dtype: dt,
+                        batch: b,
+                        seqlen_q: sq,
+                        seqlen_kv: skv,
+                        heads_q: h,
+                        heads_kv: h,
+                        head_dim: d,
+                        varlen: false,
+                        splits: None,
+                        auto_splits: n,
+                        tma_aligned: true,
+                    };
+                    // The portable kernel serves every legal head dim, with the automatic
+                    // split count; Auto is it or (once enabled) the Hopper one.
+                    let got = family(&p, fly_attn::AttnKernel::Portable).ok();
+                    let want_p = want.map(|head_tile| (Family::Portable { head_tile }, n));
+                    if got != want_p {
+                        return Err(format!("family({t:?}, {dt:?}, {d}): {got:?}"));
+                    }
+                    let auto = family(&p, fly_attn::AttnKernel::Auto).ok();
+                    let hopper = family(&p, fly_attn::AttnKernel::Hopper).ok();
+                    if auto != want_p && (auto.is_none() || auto != hopper) {
+                        return Err(format!("Auto on {t:?}, {dt:?}, {d}: {auto:?}"));
+                    }
+                    let hopper_ok = t == flydsl_rt::Target::Sm90 && [64, 128, 256].contains(&d);
+                    if hopper.is_some() != hopper_ok {
+                        return Err(format!("Hopper on {t:?}, {dt:?}, {d}: {hopper:?}"));
                     }
                 }
             }

@@ -1,9 +1,10 @@
-//! Driver-reported resources of fly-gemm's Hopper kernels (and the tile-layer proof GEMMs, printed) on a
-//! CUDA sm_90 device: no private memory (spills) and at most 255 registers per thread, so the
-//! accumulators stay in registers and ptxas kept `setmaxnreg` and `wgmma` as written. The
-//! driver compiles the PTX at load, so only a GPU can say this; without one the test prints
-//! why and passes (fails with `FLYDSL_REQUIRE_GPU` set). The build-time half (no `.local`,
-//! no call in the PTX) is `check_code_object`, run on every build and in fly-gemm's `codeobj`.
+//! Driver-reported resources of fly-gemm's and fly-attn's Hopper kernels (and the tile-layer
+//! proof GEMMs, printed) on a CUDA sm_90 device: no private memory (spills) and at most 255
+//! registers per thread, so the accumulators stay in registers and ptxas kept `setmaxnreg`
+//! and `wgmma` as written. The driver compiles the PTX at load, so only a GPU can say this;
+//! without one the test prints why and passes (fails with `FLYDSL_REQUIRE_GPU` set). The
+//! build-time half (no `.local`, no call in the PTX) is `check_code_object`, run on every
+//! build and in fly-gemm's and fly-attn's `codeobj`.
 
 use flydsl_ir::Target;
 use flydsl_rt::{Backend, Device, KernelVariants};
@@ -61,34 +62,25 @@ fn wgmma_gemm_has_no_spills_and_at_most_255_registers() {
 #[test]
 fn wgmma_attention_has_no_spills_and_at_most_255_registers() {
     let Some(dev) = sm90_device() else { return };
-    let ks: [&'static KernelVariants; 12] = [
-        &proof::ATTN_WGMMA_BF16_D64_FULL,
-        &proof::ATTN_WGMMA_BF16_D64_CAUSAL,
-        &proof::ATTN_WGMMA_BF16_D128_FULL,
-        &proof::ATTN_WGMMA_BF16_D128_CAUSAL,
-        &proof::ATTN_WGMMA_F16_D64_FULL,
-        &proof::ATTN_WGMMA_F16_D64_CAUSAL,
-        &proof::ATTN_WGMMA_F16_D128_FULL,
-        &proof::ATTN_WGMMA_F16_D128_CAUSAL,
-        &proof::ATTN_WGMMA_BF16_D256_FULL,
-        &proof::ATTN_WGMMA_BF16_D256_CAUSAL,
-        &proof::ATTN_WGMMA_F16_D256_FULL,
-        &proof::ATTN_WGMMA_F16_D256_CAUSAL,
-    ];
-    for k in ks {
+    // fly-attn's Hopper family (`fly-attn/kernels/wgmma.rs`), every dtype, head dim and mask.
+    let ks = fly_attn::hopper_variants();
+    assert_eq!(ks.len(), 12);
+    for (name, k) in ks {
+        if k.for_target(Target::Sm90).and_then(|v| v.code).is_none() {
+            flydsl_testutil::gpu::skip(&format!(
+                "{name} has no sm90 code: build with --features sm90"
+            ));
+            return;
+        }
         let r = dev
             .kernel_resources(k)
-            .unwrap_or_else(|e| panic!("{}: {e}", k.name))
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
             .expect("the CUDA backend reports resources");
         println!(
             "{:<28} regs {:>3}  private {:>5} B  static lds {:>5} B  max threads {:>4}",
-            k.name, r.registers, r.private_bytes, r.static_lds_bytes, r.max_threads
+            name, r.registers, r.private_bytes, r.static_lds_bytes, r.max_threads
         );
-        assert_eq!(
-            r.private_bytes, 0,
-            "{}: spills {} B",
-            k.name, r.private_bytes
-        );
-        assert!(r.registers <= 255, "{}: {} registers", k.name, r.registers);
+        assert_eq!(r.private_bytes, 0, "{name}: spills {} B", r.private_bytes);
+        assert!(r.registers <= 255, "{name}: {} registers", r.registers);
     }
 }

@@ -1,8 +1,8 @@
 //! sm_90 register-A wgmma (`NvOp::WgmmaRs`) with a K-major or MN-major ("transposed") B, and
 //! the `nv::wgmma_a_frag` helper that turns an f32 accumulator into A fragments: exact
 //! results on the Sim (racecheck on) against a CPU matrix product written here. Its PTX is
-//! checked in flydsl-build's `tests/nv_ptx.rs`; attention (`tests/attn_wgmma.rs`) runs it
-//! on the GPU.
+//! checked in flydsl-build's `tests/nv_ptx.rs`; attention (fly-attn's Hopper kernel,
+//! `fly-attn/tests/cuda.rs`) runs it on the GPU.
 //!
 //! The kernel computes `O = C + S V` the way attention's `O += P V` does: `S` (64 x K, f32)
 //! is read into registers in the wgmma accumulator layout, rounded to 16 bits and packed

@@ -1,9 +1,9 @@
 //! `cargo xtask device-bundle`: build the sm90 test binaries, the bench/verify binary
 //! (xtask itself), the launch-overhead and drop-cost examples, fly-norm's forward plan sweep
-//! (`fwd_sweep`) and its torch cross-check (`torch_check`), the GEMM and attention proof
-//! benches (`gemm_bench`, `attn_bench`) in release mode (stripped), and copy them with
-//! the torch peer and cross-check scripts and an entry script into one folder for the GPU
-//! machine. `run.sh` there runs the tests and the torch cross-check, the plan sweep, then our
+//! (`fwd_sweep`) and its torch cross-check (`torch_check`), the GEMM proof bench and the
+//! fly-attn bench (`gemm_bench`, `attn_bench`: both fly-attn kernels on sm90) in release
+//! mode (stripped), and copy them with the torch peer and cross-check scripts and an entry
+//! script into one folder for the GPU machine. `run.sh` there runs the tests and the torch cross-check, the plan sweep, then our
 //! benches and the torch peers on the same shapes in the same run, and prints a side-by-side
 //! table with ratios.
 

@@ -1,8 +1,8 @@
 //! `cargo xtask verify <family> --shape MxN[xK] --dtype bf16 --backend sim|cuda|hip
 //! [--target gfx942]`: run one kernel on one shape against the CPU reference; print max
 //! abs / rel error, the tolerance and PASS/FAIL (the exit code follows).
-//! `cargo xtask verify attention --batch B --seqlen-q SQ ... --dtype bf16|f16` checks one
-//! fly-attn call (`verify_attn`; no `--shape`).
+//! `cargo xtask verify attention --batch B --seqlen-q SQ ... [--kernel auto|portable|hopper]
+//! --dtype bf16|f16` checks one fly-attn call (`verify_attn`; no `--shape`).
 
 use crate::devsel::{pick, DeviceArgs};
 use crate::elem::{inputs, parse_dtype, parse_shape, Dtype};

@@ -1,13 +1,18 @@
 //! `cargo xtask verify attention --batch B --seqlen-q SQ --seqlen-kv SKV --heads HQ
 //! --kv-heads HKV --head-dim D [--causal] [--splits N] [--varlen L1,L2,...] [--lse]
-//! --dtype bf16|f16`: one fly-attn call against the f64 reference of
-//! `flydsl_testutil::attn` (max abs error, every row's cosine, LSE atol). With `--varlen`
-//! the lengths are the per-sequence lengths, used for q and kv (`--batch` and the seqlens
-//! are then ignored). fp8 is not supported yet (a clear error).
+//! [--kernel auto|portable|hopper] --dtype bf16|f16`: one fly-attn call
+//! (`flash_attn_fwd_with` / `flash_attn_varlen_fwd_with` on the chosen kernel family,
+//! default `auto`) against the f64 reference of `flydsl_testutil::attn` (max abs error,
+//! every row's cosine, LSE atol). With `--varlen` the lengths are the per-sequence
+//! lengths, used for q and kv (`--batch` and the seqlens are then ignored). `--kernel
+//! hopper` where that kernel does not apply (not sm90, varlen, a head dim other than 64,
+//! 128, 256, split-K) is fly-attn's error. fp8 is not supported yet (a clear error).
 
 use crate::elem::Dtype;
 use crate::verify_outcome::{Outcome, R};
-use fly_attn::{flash_attn_fwd, flash_attn_varlen_fwd, AttnArgs, CuSeqlens, VarlenArgs};
+use fly_attn::{
+    flash_attn_fwd_with, flash_attn_varlen_fwd_with, AttnArgs, AttnKernel, CuSeqlens, VarlenArgs,
+};
 use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::{DeviceBuffer, Element, Stream};
 use flydsl_testutil::attn::{
@@ -49,6 +54,30 @@ pub struct AttnOpts {
     /// Also compare the LSE.
     #[arg(long)]
     lse: bool,
+    /// The kernel family: the dispatcher's choice, or one pinned.
+    #[arg(long, value_enum, default_value_t = Kernel::Auto)]
+    kernel: Kernel,
+}
+
+/// `--kernel`: fly-attn's `AttnKernel`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernel {
+    /// `AttnKernel::Auto` (what `flash_attn_fwd` runs).
+    Auto,
+    /// `AttnKernel::Portable`: the tile-layer kernel, every target.
+    Portable,
+    /// `AttnKernel::Hopper`: the sm90 wgmma + TMA kernel (dense, D 64/128/256, one split).
+    Hopper,
+}
+
+impl From<Kernel> for AttnKernel {
+    fn from(k: Kernel) -> AttnKernel {
+        match k {
+            Kernel::Auto => AttnKernel::Auto,
+            Kernel::Portable => AttnKernel::Portable,
+            Kernel::Hopper => AttnKernel::Hopper,
+        }
+    }
 }
 
 fn e(x: flydsl_rt::Error) -> String {
@@ -98,7 +127,8 @@ fn case<T: Element + Storage>(s: &Stream, o: &AttnOpts, dtname: &str) -> R<Outco
                 softmax_scale: None,
                 num_kv_splits: o.splits,
             };
-            flash_attn_fwd(s, &qd, &kd, &vd, &mut out, lse_arg, &a).map_err(e)?;
+            flash_attn_fwd_with(s, &qd, &kd, &vd, &mut out, lse_arg, &a, o.kernel.into())
+                .map_err(e)?;
         }
         Some((cq, ck)) => {
             let a = VarlenArgs {
@@ -111,7 +141,7 @@ fn case<T: Element + Storage>(s: &Stream, o: &AttnOpts, dtname: &str) -> R<Outco
                 softmax_scale: None,
                 num_kv_splits: o.splits,
             };
-            flash_attn_varlen_fwd(
+            flash_attn_varlen_fwd_with(
                 s,
                 &qd,
                 &kd,
@@ -121,6 +151,7 @@ fn case<T: Element + Storage>(s: &Stream, o: &AttnOpts, dtname: &str) -> R<Outco
                 CuSeqlens::Host(cq),
                 CuSeqlens::Host(ck),
                 &a,
+                o.kernel.into(),
             )
             .map_err(e)?;
         }

@@ -3,7 +3,9 @@
 
 #![allow(dead_code)]
 
-use fly_attn::{flash_attn_fwd, flash_attn_varlen_fwd, AttnArgs, CuSeqlens, VarlenArgs};
+use fly_attn::{
+    flash_attn_fwd_with, flash_attn_varlen_fwd_with, AttnArgs, AttnKernel, CuSeqlens, VarlenArgs,
+};
 use flydsl_rt::{Device, DeviceBuffer, Element, Result};
 use flydsl_testutil::attn::{assert_lse, assert_out, attn_ref, AttnShape};
 use flydsl_testutil::compare::{cast_vec, widen, Storage};
@@ -42,14 +44,32 @@ pub fn run<T: Dt>(
     v: &[T],
     splits: Option<usize>,
 ) -> Result<Got> {
+    run_with(dev, s, q, k, v, splits, AttnKernel::Auto, true)
+}
+
+/// [`run`] on `kernel`, with or without the LSE (`Got::lse` is then empty). out and the
+/// LSE start as NaN: every element the call must write is checked to be written.
+#[allow(clippy::too_many_arguments)]
+pub fn run_with<T: Dt>(
+    dev: &Device,
+    s: &AttnShape,
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    splits: Option<usize>,
+    kernel: AttnKernel,
+    with_lse: bool,
+) -> Result<Got> {
     let st = dev.stream()?;
     let (qd, kd, vd) = (
         DeviceBuffer::from_slice(dev, q)?,
         DeviceBuffer::from_slice(dev, k)?,
         DeviceBuffer::from_slice(dev, v)?,
     );
-    let mut out = DeviceBuffer::<T>::zeroed(dev, s.q_len())?;
-    let mut lse = DeviceBuffer::<f32>::zeroed(dev, s.lse_len())?;
+    let mut out =
+        DeviceBuffer::from_slice(dev, &vec![<T as Element>::from_f32(f32::NAN); s.q_len()])?;
+    let mut lse_buf = DeviceBuffer::from_slice(dev, &vec![f32::NAN; s.lse_len()])?;
+    let lse = with_lse.then_some(&mut lse_buf);
     let scale = s.scale.map(|x| x as f32);
     match &s.cu_seqlens {
         None => {
@@ -64,7 +84,7 @@ pub fn run<T: Dt>(
                 softmax_scale: scale,
                 num_kv_splits: splits,
             };
-            flash_attn_fwd(&st, &qd, &kd, &vd, &mut out, Some(&mut lse), &a)?;
+            flash_attn_fwd_with(&st, &qd, &kd, &vd, &mut out, lse, &a, kernel)?;
         }
         Some((cq, ck)) => {
             let a = VarlenArgs {
@@ -79,32 +99,58 @@ pub fn run<T: Dt>(
             };
             // q offsets from the host, kv offsets from a device buffer: both paths run.
             let ckd = DeviceBuffer::from_slice(dev, ck)?;
-            flash_attn_varlen_fwd(
+            flash_attn_varlen_fwd_with(
                 &st,
                 &qd,
                 &kd,
                 &vd,
                 &mut out,
-                Some(&mut lse),
+                lse,
                 CuSeqlens::Host(cq),
                 CuSeqlens::Device(&ckd),
                 &a,
+                kernel,
             )?;
         }
     }
+    let lse = if with_lse {
+        lse_buf.to_vec()?.into_iter().map(f64::from).collect()
+    } else {
+        assert!(
+            lse_buf.to_vec()?.iter().all(|x| x.is_nan()),
+            "the LSE buffer was written although none was passed"
+        );
+        Vec::new()
+    };
     Ok(Got {
         out: widen(&out.to_vec()?),
-        lse: lse.to_vec()?.into_iter().map(f64::from).collect(),
+        lse,
     })
 }
 
 /// Run and compare with the f64 reference (kernels.md tolerances); returns the results.
 pub fn check<T: Dt>(dev: &Device, s: &AttnShape, splits: Option<usize>, seed: u64) -> Got {
+    check_with::<T>(dev, s, splits, seed, AttnKernel::Auto)
+}
+
+/// [`check`] on `kernel`.
+pub fn check_with<T: Dt>(
+    dev: &Device,
+    s: &AttnShape,
+    splits: Option<usize>,
+    seed: u64,
+    kernel: AttnKernel,
+) -> Got {
     let (q, k, v) = inputs::<T>(s, seed, 1.0);
-    let got = run(dev, s, &q, &k, &v, splits)
-        .unwrap_or_else(|e| panic!("{:?} on {}: {e}", s, dev.target()));
+    let got = run_with(dev, s, &q, &k, &v, splits, kernel, true)
+        .unwrap_or_else(|e| panic!("{:?} on {} ({kernel:?}): {e}", s, dev.target()));
     let want = attn_ref(s, &widen(&q), &widen(&k), &widen(&v));
-    let what = format!("{} {} {:?} splits {splits:?}", dev.target(), T::DTYPE, s);
+    let what = format!(
+        "{} {} {:?} splits {splits:?} {kernel:?}",
+        dev.target(),
+        T::DTYPE,
+        s
+    );
     assert_out(&what, &got.out, &want.out, s.head_dim);
     assert_lse(&what, T::DTYPE.name(), &got.lse, &want.lse);
     got

@@ -1,229 +1,109 @@
-//! FlashAttention forward for Hopper (sm_90a): TMA-fed K/V stages, `S = Q K^T` by SS wgmma,
+//! The Hopper (sm_90a) FlashAttention forward: TMA-fed K/V stages, `S = Q K^T` by SS wgmma,
 //! online softmax in registers (exp2, scale folded in the log2 domain), `P` packed in
-//! registers and fed to the register-A wgmma (`NvOp::WgmmaRs`) against an MN-major V.
-//! Self-contained (the lead moves it into fly-attn): [`build`] makes the kernel, the items
-//! below give the host-side launch recipe.
+//! registers and fed to the register-A wgmma (`NvOp::WgmmaRs`) against an MN-major V. Dense
+//! BSHD only, one pass over the keys (no split), head dims 64, 128 and 256 exactly
+//! (`table::HOPPER_HEAD_DIMS`); `src/hopper.rs` builds the tensor maps and launches it.
 //!
 //! # Semantics
 //!
-//! BSHD layout: `q [B, Sq, Hq, D]`, `k`, `v [B, Skv, Hkv, D]`, `out` like `q` (all `dt`),
-//! optional `lse` f32 `[B, Hq, Sq]` (natural log, scale folded in). `Hq % Hkv == 0` (query
-//! head `h` reads kv head `h / (Hq / Hkv)`). `out[b, i, h] = sum_j softmax_j(scale q_i . k_j)
-//! v_j` over the visible keys: all `j < Skv`, and with `causal` only `j <= i + Skv - Sq`
-//! (bottom-right aligned). A row with no visible key gets zeros and `lse = -inf` (no NaN).
+//! `q [B, Sq, Hq, D]`, `k`, `v [B, Skv, Hkv, D]`, `out` like `q` (all `dt`), optional `lse`
+//! f32 `[B, Hq, Sq]` (natural log, scale folded in). `Hq % Hkv == 0` (query head `h` reads
+//! kv head `h / (Hq / Hkv)`). `out[b, i, h] = sum_j softmax_j(scale q_i . k_j) v_j` over the
+//! visible keys: all `j < Skv`, and with `causal` only `j <= i + Skv - Sq` (bottom-right
+//! aligned). A row with no visible key gets zeros and `lse = -inf` (no NaN). These are
+//! exactly the portable kernel's semantics (`kernels/fwd.rs`).
 //!
 //! # Kernel parameters (in order)
 //!
 //! | name | type | meaning |
 //! |---|---|---|
-//! | `q_map`, `k_map`, `v_map` | `i8` tensor | 128-byte tensor maps ([`tensor_map_dims`]) |
+//! | `q_map`, `k_map`, `v_map` | `i8` tensor | 128-byte swizzled tensor maps (`table::hopper_map_dims`) |
 //! | `out` | `dt` tensor (mut) | `[B, Sq, Hq, D]` |
 //! | `lse` | f32 tensor (mut) | `[B, Hq, Sq]`, written when `has_lse != 0` (else any buffer) |
 //! | `sq`, `skv`, `hq`, `hkv` | i32 | lengths and head counts (`sq, skv >= 1`) |
 //! | `scale_log2` | f32 | `softmax_scale * log2(e)`, finite and > 0 |
 //! | `has_lse` | i32 | 0 or 1 |
 //!
-//! # Launch recipe
+//! # Launch (`src/hopper.rs`)
 //!
-//! - grid [`grid`]`(b, sq, hq, head_dim)` = `[ceil(Sq / block_m), Hq, B]`, [`threads`]`(head_dim)` threads;
-//! - dynamic LDS [`lds_bytes`]`(head_dim)` bytes;
-//! - tensor maps with the 128-byte swizzle (`flydsl_rt::TensorMap::tiled`): over `q`, dims
-//!   `[D, Hq, Sq, B]`, element strides `[D, Hq D, Sq Hq D]`, box `[64, 1, block_m, 1]`; over `k`
-//!   and `v`, dims `[D, Hkv, Skv, B]`, strides `[D, Hkv D, Skv Hkv D]`, box `[64, 1, block_n, 1]`
-//!   (see [`tensor_map_dims`]). TMA zero-fills rows past `Sq` / `Skv`; the kernel masks keys
-//!   past `Skv` with `-inf` and guards stores of rows past `Sq`.
-//! - Limits: `D` in [`HEAD_DIMS`]; `D * 2` bytes per row (a multiple of 16, as TMA needs);
-//!   `B * Sq * Hq * D < 2^63` (output offsets are i64; all other index arithmetic is i32,
-//!   so `Sq, Skv <= 2^31 - 2^16`).
+//! - grid `HopperTile::grid(B, Sq, Hq)` = `[ceil(Sq / block_m), Hq, B]`,
+//!   `HopperTile::threads` threads, `HopperTile::lds_bytes` bytes of dynamic LDS;
+//! - tensor maps with the 128-byte swizzle over `q` (dims `[D, Hq, Sq, B]`, element
+//!   strides `[D, Hq D, Sq Hq D]`, box `[64, 1, block_m, 1]`) and over `k` and `v` (dims
+//!   `[D, Hkv, Skv, B]`, box `[64, 1, block_n, 1]`). TMA zero-fills rows past `Sq` / `Skv`;
+//!   the kernel masks keys past `Skv` with `-inf` and guards stores of rows past `Sq`.
+//! - Index bounds (checked by the API): output and LSE offsets are i64 (any `B Sq Hq D`
+//!   below 2^63); query-row and key positions are i32 and reach a sequence length plus a
+//!   few tiles, so `Sq, Skv <= table::HOPPER_MAX_SEQLEN` (2^31 - 2^16); TMA takes row
+//!   strides below 2^40 bytes (`Sq Hq D` and `Skv Hkv D` elements) and grid y, z <= 65535.
 //!
 //! # Design
 //!
-//! One workgroup per (query tile of [`block_m`] rows, query head, batch): [`warpgroups`] consumer
-//! warpgroups of 64 rows each. Thread 0 loads the Q tile once (`D / 64` SW128 boxes of
-//! `block_m x 64`) and streams K and V tiles ([`block_n`] keys, `D / 64` boxes each) through
-//! [`stages`] mbarrier stages (`full` barriers count the TMA bytes). When a warpgroup has
-//! finished a tile (`wgmma.wait_group 0` after its `P V`), its first thread arrives on the
-//! stage's `empty` barrier (one arrival per warpgroup and phase). Thread 0 refills a stage one iteration
-//! late: at the end of iteration `it` it waits for the `empty` phase of tile `it - 1` (which
-//! the other warpgroups have usually long passed) and loads tile `it - 1 + stages` there, so
-//! the warpgroups are never forced into lockstep and one's softmax can overlap the
-//! other's wgmmas, while loads stay two tiles ahead (`D = 256`, with two stages, refills the
-//! stage of the tile just finished instead).
-//! Per KV tile each warpgroup computes `S` (64 x block_n, `D / 16` SS wgmmas), masks it (only
-//! tiles that cross `Skv` or the causal diagonal), updates the running row max `m` (in units
-//! of `scale * log2 e`), `P = exp2(S scale_log2 - m)`, the row sums, rescales `O` by
-//! `exp2(m_old - m)` (exact; the factor is 1 when the max did not grow and 0 while a row
+//! One workgroup per (query tile of `block_m` rows, query head, batch): `warpgroups`
+//! consumer warpgroups of 64 rows each. Thread 0 loads the Q tile once (`D / 64` SW128
+//! boxes of `block_m x 64`) and streams K and V tiles (`block_n` keys, `D / 64` boxes each)
+//! through `stages` mbarrier stages (`full` barriers count the TMA bytes). When a warpgroup
+//! has finished a tile (`wgmma.wait_group 0` after its `P V`), its first thread arrives on
+//! the stage's `empty` barrier (one arrival per warpgroup and phase). Thread 0 refills a
+//! stage one iteration late: at the end of iteration `it` it waits for the `empty` phase of
+//! tile `it - 1` (which the other warpgroups have usually long passed) and loads tile
+//! `it - 1 + stages` there, so the warpgroups are never forced into lockstep and one's
+//! softmax can overlap the other's wgmmas, while loads stay two tiles ahead (`D = 256`,
+//! with two stages, refills the stage of the tile just finished instead).
+//! Per KV tile each warpgroup computes `S` (64 x block_n, `D / 16` SS wgmmas), masks it
+//! (only tiles that cross `Skv` or the causal diagonal), updates the running row max `m`
+//! (in units of `scale * log2 e`), `P = exp2(S scale_log2 - m)`, the row sums, rescales `O`
+//! by `exp2(m_old - m)` (exact; the factor is 1 when the max did not grow and 0 while a row
 //! has seen no key), and accumulates `O += P V` (`block_n / 16` RS wgmmas of N = D with V
 //! MN-major). Causal workgroups stop at the last KV tile the diagonal reaches. The Sim runs
 //! it (no warp specialization: every wait is reached in lockstep).
 
-use flydsl_dsl::ir::{Dim, Kernel, ScalarType, ScalarType::*, Target, WgmmaB};
+use crate::table::{HopperTile, HOPPER_BOX_D};
+use crate::DType;
+use flydsl_dsl::ir::{Dim, Kernel, ScalarType::*, Target, WgmmaB};
 use flydsl_dsl::nv::{
     fence_proxy_async, mbar_arrive, mbar_arrive_expect_tx, mbar_init, mbar_wait, tma_load, wgmma,
     wgmma_a_frag, wgmma_commit, wgmma_fence, wgmma_rs, wgmma_wait,
 };
 use flydsl_dsl::*;
 
-/// Consumer warpgroups (64 query rows each) per workgroup: three for `D = 64` (as FA3
-/// does: S, O and P fit in 168 registers), two for `D = 128`.
-///
-/// ```
-/// use flydsl_devtools::proof::attn_wgmma::{block_m, threads, warpgroups};
-/// assert_eq!((warpgroups(64), block_m(64), threads(64)), (3, 192, 384));
-/// assert_eq!((warpgroups(128), block_m(128), threads(128)), (2, 128, 256));
-/// ```
-pub fn warpgroups(head_dim: u32) -> u32 {
-    if head_dim == 64 {
-        3
-    } else {
-        2
-    }
-}
-
-/// Query rows per workgroup: 64 per warpgroup.
-pub fn block_m(head_dim: u32) -> u32 {
-    64 * warpgroups(head_dim)
-}
-
-/// Threads per workgroup: 128 per warpgroup.
-pub fn threads(head_dim: u32) -> u32 {
-    128 * warpgroups(head_dim)
-}
-/// Keys per KV tile: 128, or 64 for `D = 256` (its O accumulator takes 128 registers).
-///
-/// ```
-/// use flydsl_devtools::proof::attn_wgmma::block_n;
-/// assert_eq!((block_n(64), block_n(128), block_n(256)), (128, 128, 64));
-/// ```
-pub fn block_n(head_dim: u32) -> u32 {
-    if head_dim == 256 {
-        64
-    } else {
-        128
-    }
-}
-
-/// K/V pipeline stages: 3, or 2 for `D = 256` (what fits in 227 KiB of LDS). With 3 the
-/// refill of a stage waits one iteration late (see the module docs); with 2 it waits for the
-/// tile just consumed.
-pub fn stages(head_dim: u32) -> u32 {
-    if head_dim == 256 {
-        2
-    } else {
-        3
-    }
-}
-/// Supported head dimensions.
-pub const HEAD_DIMS: [u32; 3] = [64, 128, 256];
-/// TMA box width (elements): one 128-byte swizzled row of a 16-bit type.
-pub const BOX_D: u32 = 64;
-
-/// The kernel's name for `dt`, `head_dim` and `causal`.
-///
-/// ```
-/// use flydsl_devtools::proof::attn_wgmma::kernel_name;
-/// use flydsl_dsl::ir::ScalarType;
-/// assert_eq!(kernel_name(ScalarType::BF16, 128, true), "attn_wgmma_bf16_d128_causal");
-/// ```
-pub fn kernel_name(dt: ScalarType, head_dim: u32, causal: bool) -> String {
-    format!(
-        "attn_wgmma_{}_d{head_dim}_{}",
-        dt.name(),
-        if causal { "causal" } else { "full" }
-    )
-}
-
-/// Dynamic LDS bytes of the kernel for `head_dim`: the Q tile and [`stages`] K and V tiles,
-/// plus 1024 bytes of alignment slack.
-///
-/// ```
-/// use flydsl_devtools::proof::attn_wgmma::lds_bytes;
-/// assert_eq!(lds_bytes(128), (128 + 6 * 128) * 128 * 2 + 1024); // 225 KiB: fits 227 KiB
-/// assert_eq!(lds_bytes(64), (192 + 6 * 128) * 64 * 2 + 1024);
-/// assert_eq!(lds_bytes(256), (128 + 4 * 64) * 256 * 2 + 1024);
-/// ```
-pub fn lds_bytes(head_dim: u32) -> u32 {
-    (block_m(head_dim) + 2 * stages(head_dim) * block_n(head_dim)) * head_dim * 2 + 1024
-}
-
-/// The launch grid for batch `b`, `sq` query rows, `hq` query heads and `head_dim`.
-///
-/// ```
-/// use flydsl_devtools::proof::attn_wgmma::grid;
-/// assert_eq!(grid(2, 129, 16, 128), [2, 16, 2]);
-/// assert_eq!(grid(2, 129, 16, 64), [1, 16, 2]);
-/// ```
-pub fn grid(b: u32, sq: u32, hq: u32, head_dim: u32) -> [u32; 3] {
-    [sq.div_ceil(block_m(head_dim)), hq, b]
-}
-
-/// Tensor-map shape `(dims, strides, boxes)` (innermost first, element strides) for a BSHD
-/// tensor `[b, s, h, d]`; `rows` is the box's row count ([`block_m`] for q, [`block_n`] for k
-/// and v).
-///
-/// ```
-/// use flydsl_devtools::proof::attn_wgmma::{block_m, tensor_map_dims};
-/// let (dims, strides, boxes) = tensor_map_dims(2, 100, 8, 128, block_m(128));
-/// assert_eq!(dims, [128, 8, 100, 2]);
-/// assert_eq!(strides, [128, 8 * 128, 100 * 8 * 128]);
-/// assert_eq!(boxes, [64, 1, 128, 1]);
-/// ```
-pub fn tensor_map_dims(
-    b: u64,
-    s: u64,
-    h: u64,
-    d: u64,
-    rows: u32,
-) -> ([u64; 4], [u64; 3], [u32; 4]) {
-    ([d, h, s, b], [d, h * d, s * h * d], [BOX_D, 1, rows, 1])
-}
-
-/// The attention kernel for `target` (sm_90 only), `dt` (bf16 or f16), `head_dim` (64 or
-/// 128) and `causal`. See the module docs for its parameters and launch recipe.
-///
-/// ```
-/// use flydsl_devtools::proof::attn_wgmma::build;
-/// use flydsl_dsl::ir::{ScalarType, Target};
-/// let k = build(Target::Sm90, ScalarType::F16, 64, false).unwrap();
-/// assert_eq!(k.name, "attn_wgmma_f16_d64_full");
-/// assert!(build(Target::Sm90, ScalarType::F16, 96, false).is_err());
-/// assert!(build(Target::Gfx942, ScalarType::F16, 64, false).is_err());
-/// ```
+/// The Hopper attention kernel `name` for `target` (sm90 only), `dt` (bf16 or f16), head
+/// dim `d` (one of `table::HOPPER_HEAD_DIMS`) and the mask; see the module docs for its
+/// parameters and launch.
 pub fn build(
     target: Target,
-    dt: ScalarType,
-    head_dim: u32,
+    dt: DType,
+    head_dim: usize,
     causal: bool,
+    name: &str,
 ) -> Result<Kernel, BuildError> {
-    let name = kernel_name(dt, head_dim, causal);
     let invalid = |reason: String| BuildError::Invalid {
-        kernel: name.clone(),
+        kernel: name.to_string(),
         target,
         reason,
     };
     if target != Target::Sm90 {
         return Err(invalid(format!(
-            "attn_wgmma::build: target {target} has no wgmma; use Target::Sm90"
+            "the Hopper attention kernel needs wgmma and TMA: target {target} has neither; use Target::Sm90"
         )));
     }
-    if !HEAD_DIMS.contains(&head_dim) {
+    let Some(tile) = HopperTile::of(head_dim) else {
         return Err(invalid(format!(
-            "attn_wgmma::build: head_dim {head_dim} is not one of {HEAD_DIMS:?}"
+            "head_dim {head_dim} is not one of {:?}",
+            crate::table::HOPPER_HEAD_DIMS
         )));
+    };
+    if dt != DType::BF16 && dt != DType::F16 {
+        return Err(invalid(format!("dtype {dt} is not bf16 or f16")));
     }
-    if dt != BF16 && dt != F16 {
-        return Err(invalid(format!(
-            "attn_wgmma::build: dtype {} is not bf16 or f16",
-            dt.name()
-        )));
-    }
-    let d = head_dim;
-    let dblocks = d / BOX_D;
-    let bm_rows = block_m(d);
-    let bnu = block_n(d);
-    let nst = stages(d);
-    let nwg = warpgroups(d);
-    KernelBuilder::new(&name, target, threads(d)).build(|k| {
+    let dt = dt.scalar();
+    let d = tile.head_dim();
+    let dblocks = d / HOPPER_BOX_D;
+    let bm_rows = tile.block_m();
+    let bnu = tile.block_n();
+    let nst = tile.stages();
+    let nwg = tile.warpgroups();
+    KernelBuilder::new(name, target, tile.threads()).build(|k| {
         let q_map = k.tensor("q_map", I8);
         let k_map = k.tensor("k_map", I8);
         let v_map = k.tensor("v_map", I8);
@@ -262,7 +142,9 @@ pub fn build(
         // KV tiles this workgroup visits: all, or (causal) up to the diagonal of its last row.
         let kv_tiles = (skv + (bn - 1)) / bn;
         let n_tiles = if causal {
-            let lim = (m0 + bm + skv - sq).max(c_i32(0));
+            // Keys the last row sees; summed so that no partial sum leaves i32 (m0 < sq and
+            // both lengths are at most HOPPER_MAX_SEQLEN).
+            let lim = ((m0 - sq) + (skv + bm)).max(c_i32(0));
             kv_tiles.min((lim + (bn - 1)) / bn)
         } else {
             kv_tiles
@@ -292,7 +174,7 @@ pub fn build(
             let s = it % stages;
             mbar_arrive_expect_tx(bar(s), c_i32(2 * kv_elems * 2));
             for j in 0..dblocks {
-                let c = [c_i32((j * BOX_D) as i32), hk, it * bn, b];
+                let c = [c_i32((j * HOPPER_BOX_D) as i32), hk, it * bn, b];
                 tma_load(k_map.ptr(), k_blk(s, j), bar(s), &c);
                 tma_load(v_map.ptr(), v_blk(s, j), bar(s), &c);
             }
@@ -300,7 +182,7 @@ pub fn build(
         if_(leader, || {
             mbar_arrive_expect_tx(qbar.ptr(), c_i32(q_elems * 2));
             for j in 0..dblocks {
-                let c = [c_i32((j * BOX_D) as i32), h, m0, b];
+                let c = [c_i32((j * HOPPER_BOX_D) as i32), h, m0, b];
                 tma_load(q_map.ptr(), q_blk(j), qbar.ptr(), &c);
             }
             for_range_(c_i32(0), n_tiles.min(stages), c_i32(1), issue);
@@ -463,31 +345,3 @@ pub fn build(
         }
     })
 }
-
-/// A kernel generator, as build scripts take it.
-pub type KernelFn = fn(Target) -> Result<Kernel, BuildError>;
-
-/// Every attention kernel with its name, for a build script (sm_90 only):
-/// `for (name, gen) in attn_wgmma::ALL { b = b.kernel_on(name, &[Target::Sm90], gen) }`.
-///
-/// ```
-/// use flydsl_devtools::proof::attn_wgmma;
-/// use flydsl_dsl::ir::Target;
-/// for (name, gen) in attn_wgmma::ALL {
-///     assert_eq!(gen(Target::Sm90).unwrap().name, name);
-/// }
-/// ```
-pub const ALL: [(&str, KernelFn); 12] = [
-    ("attn_wgmma_bf16_d64_full", |t| build(t, BF16, 64, false)),
-    ("attn_wgmma_bf16_d64_causal", |t| build(t, BF16, 64, true)),
-    ("attn_wgmma_bf16_d128_full", |t| build(t, BF16, 128, false)),
-    ("attn_wgmma_bf16_d128_causal", |t| build(t, BF16, 128, true)),
-    ("attn_wgmma_f16_d64_full", |t| build(t, F16, 64, false)),
-    ("attn_wgmma_f16_d64_causal", |t| build(t, F16, 64, true)),
-    ("attn_wgmma_f16_d128_full", |t| build(t, F16, 128, false)),
-    ("attn_wgmma_f16_d128_causal", |t| build(t, F16, 128, true)),
-    ("attn_wgmma_bf16_d256_full", |t| build(t, BF16, 256, false)),
-    ("attn_wgmma_bf16_d256_causal", |t| build(t, BF16, 256, true)),
-    ("attn_wgmma_f16_d256_full", |t| build(t, F16, 256, false)),
-    ("attn_wgmma_f16_d256_causal", |t| build(t, F16, 256, true)),
-];
