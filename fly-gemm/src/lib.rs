@@ -164,6 +164,21 @@ fn check<T: Element>(
     c: &DeviceBuffer<T>,
     args: GemmArgs,
 ) -> Result<()> {
+    check_operands(call, stream, a, b, bias, c, args)
+}
+
+/// The shape, length, device and bias checks of every entry point, 16-bit or 8-bit: A and
+/// B of elements `A` (preshuffled B: `n % 16 == 0`, `k * size_of::<A>() % 64 == 0`), bias
+/// and C of `T`.
+pub(crate) fn check_operands<A: flydsl_rt::DeviceRepr, T: Element>(
+    call: &Call<'_>,
+    stream: &Stream,
+    a: &DeviceBuffer<A>,
+    b: &DeviceBuffer<A>,
+    bias: Option<&DeviceBuffer<T>>,
+    c: &DeviceBuffer<T>,
+    args: GemmArgs,
+) -> Result<()> {
     let GemmArgs {
         m,
         n,
@@ -184,7 +199,7 @@ fn check<T: Element>(
         ));
     }
     if b_layout == BLayout::Preshuffled {
-        preshuffle::check(call, n, k, std::mem::size_of::<T>())?;
+        preshuffle::check(call, n, k, std::mem::size_of::<A>())?;
     }
     let mk = call.product(m, k)?;
     let nk = call.product(n, k)?;

@@ -16,7 +16,7 @@ pub const GROUP_ROWS: usize = 16;
 pub const CHUNK_BYTES: usize = 16;
 
 /// The element index in the preshuffled buffer of `B[row][col]` (`k` columns, elements of
-/// `elem_bytes` bytes; the layout rules are checked by [`check`]).
+/// `elem_bytes` bytes; the layout rules are checked by `check`).
 ///
 /// ```
 /// // bf16: KPACK = 8. Row 17, column 9 of a K = 32 B: group 1, chunk 1, row 1, element 1.

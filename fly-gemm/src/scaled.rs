@@ -2,7 +2,7 @@
 
 use crate::quant::QuantElement;
 use crate::table::{self, scaled_key, Quant, Tile, TileConfig, PORTABLE_CONFIGS8, TILES};
-use crate::{kernels, preshuffle, BLayout, GemmArgs, MAX_DIM};
+use crate::{kernels, BLayout, GemmArgs};
 use flydsl_rt::validate::Call;
 use flydsl_rt::{
     DeviceBuffer, Element, LaunchConfig, Result, Stream, Target, TensorMap, TmaSwizzle,
@@ -31,7 +31,7 @@ use flydsl_rt::{
 /// Errors (before anything is written): a length other than `m * k` (A), `n * k` (B), `m`
 /// (`scale_a`), `n` (`scale_b`, bias) or `m * n` (C), a missing or unexpected bias, `n` or
 /// `k` of 0, preshuffled B with `n % 16 != 0` or `k % 64 != 0`, a dimension past
-/// [`MAX_DIM`] (or a tile's row panel past 2^31 elements), buffers on another device, an
+/// [`MAX_DIM`](crate::MAX_DIM) (or a tile's row panel past 2^31 elements), buffers on another device, an
 /// input type the device's matrix instructions do not read (e4m3fn on gfx942, e4m3fnuz
 /// elsewhere), a device this build has no kernel for.
 ///
@@ -274,60 +274,21 @@ fn check<Q: QuantElement, T: Element>(
     c: &DeviceBuffer<T>,
     args: GemmArgs,
 ) -> Result<()> {
-    let GemmArgs {
-        m,
-        n,
-        k,
-        epilogue,
-        b_layout,
-    } = args;
-    for (name, v) in [("m", m), ("n", n), ("k", k)] {
-        call.at_most(name, v, MAX_DIM, "split the GEMM")?;
-    }
-    if n == 0 || k == 0 {
-        let (arg, v) = if n == 0 { ("n", n) } else { ("k", k) };
-        return Err(call.error(
-            arg,
-            v,
-            "B needs at least one row and one column",
-            "pass n >= 1 and k >= 1 (an empty batch is m = 0)",
-        ));
-    }
-    if b_layout == BLayout::Preshuffled {
-        preshuffle::check(call, n, k, 1)?;
-    }
-    let mk = call.product(m, k)?;
-    let nk = call.product(n, k)?;
-    let mn = call.product(m, n)?;
-    call.buffer("a", a, stream, mk, "m * k")?;
-    let what = match b_layout {
-        BLayout::Plain => "n * k",
-        BLayout::Preshuffled => "n * k (preshuffled)",
-    };
-    call.buffer("b", b, stream, nk, what)?;
-    call.buffer("scale_a", scale_a, stream, m, "m (one scale per row of A)")?;
-    call.buffer("scale_b", scale_b, stream, n, "n (one scale per row of B)")?;
-    call.buffer("c", c, stream, mn, "m * n")?;
-    match (epilogue.has_bias(), bias) {
-        (true, Some(bias)) => call.buffer("bias", bias, stream, n, "n")?,
-        (true, None) => {
-            return Err(call.error(
-                "bias",
-                "None",
-                format_args!("epilogue {epilogue:?} adds a bias"),
-                "pass Some(bias) with n elements, or Epilogue::None",
-            ))
-        }
-        (false, Some(_)) => {
-            return Err(call.error(
-                "bias",
-                "Some(..)",
-                "Epilogue::None reads no bias",
-                "pass None, or an epilogue with a bias",
-            ))
-        }
-        (false, None) => {}
-    }
+    crate::check_operands(call, stream, a, b, bias, c, args)?;
+    call.buffer(
+        "scale_a",
+        scale_a,
+        stream,
+        args.m,
+        "m (one scale per row of A)",
+    )?;
+    call.buffer(
+        "scale_b",
+        scale_b,
+        stream,
+        args.n,
+        "n (one scale per row of B)",
+    )?;
     let target = stream.device().target();
     if !Q::QUANT.on(target) {
         let fix = match Q::QUANT {
