@@ -9,10 +9,12 @@
 //! ```
 
 mod count;
+mod hot_loop;
 mod objdump;
 
 pub use count::{count_instructions, count_ptx_instructions, mnemonics, ptx_mnemonics};
 pub use flydsl_ir::codeobj::*;
+pub use hot_loop::{hot_loop_mix, InstructionMix};
 pub use objdump::{disassemble, disassemble_with, find_objdump, ObjectInput};
 
 use std::path::PathBuf;

@@ -2,7 +2,10 @@
 //! resource table. It builds the kernel crates with `FLYDSL_TARGETS` (so the variants are
 //! exactly the ones their build scripts declare), then reads each build script's
 //! `flydsl_report.txt`. A variant with scratch or LDS over the target's limit fails the
-//! build itself (`flydsl_build::check`).
+//! build itself (`flydsl_build::check`). For the compute-bound families (fly-gemm, fly-attn)
+//! on AMD it also prints the hot loop's instruction mix (the loop with the most matrix
+//! instructions in `llvm-objdump`'s listing of the code object:
+//! `flydsl_devtools::inspect::hot_loop_mix`).
 
 use flydsl_build::parse_targets;
 use std::collections::BTreeMap;
@@ -25,7 +28,16 @@ pub struct Args {
 }
 
 /// The kernel crates (the `flydsl-tests` crate holds the generator's proof kernels).
-const CRATES: [&str; 4] = ["flydsl-tests", "fly-norm", "fly-softmax", "fly-attn"];
+const CRATES: [&str; 5] = [
+    "flydsl-tests",
+    "fly-norm",
+    "fly-softmax",
+    "fly-gemm",
+    "fly-attn",
+];
+
+/// The crates whose AMD variants get the hot-loop instruction mix.
+const MIX_CRATES: [&str; 2] = ["fly-gemm", "fly-attn"];
 
 /// One row of a build script's report.
 struct Row {
@@ -33,6 +45,44 @@ struct Row {
     fields: BTreeMap<String, String>,
     kernel: String,
     target: String,
+}
+
+/// The hot-loop mix of an AMD variant's code object in `out_dir`, as report fields
+/// (`mma`, `vmem`, `ds_r`, `ds_w`, `wait`, `bar`), or a note of why there is none.
+fn hot_loop_fields(out_dir: &str, r: &Row) -> BTreeMap<String, String> {
+    let mut f = BTreeMap::new();
+    let Some(t) = r
+        .target
+        .parse::<flydsl_ir::Target>()
+        .ok()
+        .filter(|t| t.is_amd())
+    else {
+        return f;
+    };
+    let path = std::path::Path::new(out_dir).join(format!("{}.{}.hsaco", r.kernel, r.target));
+    let mix = flydsl_devtools::inspect::disassemble(path.as_path(), t.mcpu())
+        .map(|d| flydsl_devtools::inspect::hot_loop_mix(&d));
+    match mix {
+        Ok(Some(m)) => {
+            for (k, v) in [
+                ("mma", m.mma),
+                ("vmem", m.vmem_load + m.vmem_store),
+                ("ds_r", m.ds_read),
+                ("ds_w", m.ds_write),
+                ("wait", m.waitcnt),
+                ("bar", m.barrier),
+            ] {
+                f.insert(k.to_string(), v.to_string());
+            }
+        }
+        Ok(None) => {
+            f.insert("mma".into(), "no-loop".into());
+        }
+        Err(e) => {
+            f.insert("mma".into(), format!("({e})").replace(' ', "_"));
+        }
+    }
+    f
 }
 
 fn parse_report(krate: &str, text: &str) -> Vec<Row> {
@@ -125,7 +175,14 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             .ok_or_else(|| format!("cargo reported no build-script output for {c}"))?;
         let text = std::fs::read_to_string(std::path::Path::new(dir).join("flydsl_report.txt"))
             .map_err(|e| format!("{c}: reading flydsl_report.txt: {e}"))?;
-        rows.extend(parse_report(c, &text));
+        let mut part = parse_report(c, &text);
+        if MIX_CRATES.contains(&c) {
+            for r in &mut part {
+                let mix = hot_loop_fields(dir, r);
+                r.fields.extend(mix);
+            }
+        }
+        rows.extend(part);
     }
     let f = |r: &Row, k: &str| r.fields.get(k).cloned().unwrap_or_default();
     if a.json {
@@ -154,7 +211,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     println!(
-        "{:<12} {:<40} {:<8} {:>5} {:>5} {:>5} {:>6} {:>7} {:>4} {:>8} {:>8}",
+        "{:<12} {:<40} {:<8} {:>5} {:>5} {:>5} {:>6} {:>7} {:>4} {:>8} {:>8}  hot loop: mma vmem ds_r ds_w wait bar",
         "crate",
         "kernel",
         "target",
@@ -176,8 +233,12 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         if !cached {
             compiled.push(secs);
         }
+        let mix: String = ["mma", "vmem", "ds_r", "ds_w", "wait", "bar"]
+            .iter()
+            .filter_map(|k| r.fields.get(*k).map(|v| format!(" {v:>4}")))
+            .collect();
         println!(
-            "{:<12} {:<40} {:<8} {:>5} {:>5} {:>5} {:>6} {:>7} {:>4} {:>8} {:>8}",
+            "{:<12} {:<40} {:<8} {:>5} {:>5} {:>5} {:>6} {:>7} {:>4} {:>8} {:>8} {mix}",
             r.krate,
             r.kernel,
             r.target,
