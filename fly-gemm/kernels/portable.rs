@@ -63,6 +63,15 @@ fn plan(target: Target, ops: Operands, cfg: TileConfig, b: BRead) -> Result<Plan
     let st = input_scalar(ops);
     let atom = match ops {
         Operands::Half(dt) => MmaAtom::native_16bit(target, dt == crate::DType::BF16),
+        // gfx950 fp8: the block-scaled 16x16x128 MFMA (unit scales; 4x the K of the plain
+        // fp8 one, the reference's choice) where the K step holds two or more of them
+        // (with one, the 64 x 256 x 128 tile, it needs 268 registers instead of 256:
+        // occupancy 1, not 2; `bench/gemm-amd-static.md`).
+        Operands::Scaled(crate::Quant::Fp8, _)
+            if target == Target::Gfx950 && cfg.tile_k.is_multiple_of(256) =>
+        {
+            MmaAtom::MfmaScale16x16x128Fp8
+        }
         Operands::Scaled(q, _) => MmaAtom::native_8bit(target, q == crate::Quant::Int8),
     };
     let (am, an, _) = atom.shape();

@@ -39,9 +39,13 @@ fn config_of(name: &str) -> TileConfig {
         .unwrap_or_else(|| panic!("{name}: no config in the name"))
 }
 
-/// The matrix atom a variant issues on `t`.
-fn atom_of(name: &str, t: Target) -> MmaAtom {
+/// The matrix atom a variant of `cfg` issues on `t` (gfx950 fp8: the block-scaled
+/// 16x16x128 MFMA where `tile_k` holds two or more).
+fn atom_of(name: &str, t: Target, cfg: TileConfig) -> MmaAtom {
     match int8_input(name) {
+        Some(false) if t == Target::Gfx950 && cfg.tile_k.is_multiple_of(256) => {
+            MmaAtom::MfmaScale16x16x128Fp8
+        }
         Some(int) => MmaAtom::native_8bit(t, int),
         None => MmaAtom::native_16bit(t, name.starts_with("gemm_tile_bf16")),
     }
@@ -79,7 +83,7 @@ fn portable_code_objects_have_the_expected_structure() {
             seen += 1;
             let t = v.target;
             let ir = flydsl_ir::from_bytes(v.ir).unwrap();
-            let per_step = atoms_per_step(atom_of(name, t), cfg);
+            let per_step = atoms_per_step(atom_of(name, t, cfg), cfg);
             if !t.is_amd() {
                 let text = std::str::from_utf8(code).unwrap();
                 let shape = if elem_bytes == 1 {

@@ -364,19 +364,22 @@ impl ThrMma<'_> {
             add(self.c0.1, (j * n) as i64 + c),
         )
     }
-    /// `acc + a * b` over all repetitions (CuTe's `gemm(mma, a, b, acc)`).
+    /// `acc + a * b` over all repetitions (CuTe's `gemm(mma, a, b, acc)`). A block-scaled
+    /// atom (gfx950 `MfmaScale16x16x128Fp8`) runs with unit E8M0 scales (127 = 2^0): the
+    /// plain product.
     pub fn gemm(&self, acc: &Frag, a: &[Val], b: &[Val]) -> Frag {
         let (rm, rn) = self.mma.reps;
+        let atom = self.mma.atom.atom;
         let mut out = Vec::with_capacity((rm * rn) as usize);
         for j in 0..rn as i64 {
             for i in 0..rm as i64 {
                 let c = acc.at(&[i, j]);
-                out.push(crate::wave::mma(
-                    self.mma.atom.atom,
-                    a[i as usize],
-                    b[j as usize],
-                    c,
-                ));
+                let (a, b) = (a[i as usize], b[j as usize]);
+                out.push(if atom.is_scaled() {
+                    crate::wave::mma_scaled(atom, a, b, c, c_i32(127), c_i32(127))
+                } else {
+                    crate::wave::mma(atom, a, b, c)
+                });
             }
         }
         acc.with_vals(out)
