@@ -25,8 +25,8 @@ fn every_kernel_has_ir_for_every_target_and_fits_lds() {
     let v = fly_attn::kernel_variants();
     assert_eq!(
         v.len(),
-        8 + 12,
-        "3 head tiles x 2 dtypes + 2 combine kernels + 12 Hopper kernels"
+        8 + 3 + 12,
+        "3 head tiles x 2 dtypes + 2 combine kernels + 3 fp8 head tiles + 12 Hopper kernels"
     );
     for (name, k) in v {
         if let Some((_, d)) = hopper_kind(name) {
