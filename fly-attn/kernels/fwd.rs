@@ -77,6 +77,21 @@ fn row_reduce(x: Val, col_bits: &[u32], f: impl Fn(Val, Val) -> Val) -> Val {
         .fold(x, |acc, &b| f(acc, shuffle_xor(acc, c_i32(b as i32))))
 }
 
+/// `v` (fp8 e4m3fn) converted to `st` (bf16) exactly: decoded to f32, whose upper 16 bits
+/// are the bf16 (every e4m3fn value, NaN included, is a bf16 value: no rounding step).
+fn widen(v: Val, st: ScalarType) -> Val {
+    if v.elem() != ScalarType::F8E4M3FN || st != ScalarType::BF16 {
+        return v.cast(st);
+    }
+    let n = v.lanes();
+    let bits = v
+        .cast(ScalarType::F32)
+        .bitcast(ir::Type::vec(ScalarType::I32, n));
+    bits.lshr(16)
+        .cast(ScalarType::I16)
+        .bitcast(ir::Type::vec(ScalarType::BF16, n))
+}
+
 /// Store this thread's register vectors `f` (loaded by a copy of thread-value layout `tv`
 /// from a tensor of `in_t`) into the 16-bit LDS tile `dst` of `st`: unchanged when `in_t`
 /// is `st`, else converted (fp8 e4m3fn -> bf16 is exact) and stored in 8-element (16-byte)
@@ -98,7 +113,7 @@ fn stage_store(
     let n = f.vals().first().map_or(1, |v| v.lanes()) as i64;
     let piece = 8.min(n);
     for (a, &v) in f.vals().iter().enumerate() {
-        let w = v.cast(st);
+        let w = widen(v, st);
         let (r, c) = tv.val_coord(a as i64 * n);
         for h in (0..n).step_by(piece as usize) {
             let part: Vec<Val> = (h..h + piece).map(|e| w.at(e as u32)).collect();
@@ -383,7 +398,7 @@ pub fn build(target: Target, inputs: Inputs, dp: usize, name: &str) -> Result<Ke
                 let (vr0, vc0) = copy_v.tv().thr_coord(tid);
                 for (a, &vec) in rv.vals().iter().enumerate() {
                     let (r, cc) = copy_v.tv().val_coord(a as i64 * vec.lanes() as i64);
-                    let vec = if fp8 { vec.cast(st) } else { vec };
+                    let vec = if fp8 { widen(vec, st) } else { vec };
                     for e in 0..vec.lanes() {
                         let row = Idx::Dyn(vc0.val() + (cc + e as i64) as i32);
                         let col = Idx::Dyn(vr0.val() + r as i32);

@@ -390,3 +390,38 @@ fn the_comparison_catches_a_missing_descale() {
     let r = flydsl_testutil::attn::check_out(&got.out, &want.out, 64);
     assert!(!r.pass_with(5e-2, 0.98), "{r:?}");
 }
+
+#[test]
+fn every_e4m3fn_code_converts_exactly() {
+    // One query on one key: out = v * v_descale exactly (p = 1). v's 256 columns hold every
+    // code, so every e4m3fn value (subnormals, -0, the NaNs) crosses the kernel's
+    // conversion; q and k (every code but the NaNs) only feed the single logit.
+    on_all(|dev| {
+        let s = AttnShape::dense(1, 1, 1, 1, 1, 256, false);
+        let codes: Vec<F8E4M3FN> = (0..=255u8).map(F8E4M3FN).collect();
+        let q8 = |descale, nan: bool| Q8 {
+            codes: codes
+                .iter()
+                .map(|&c| {
+                    if c.0 & 0x7F == 0x7F && !nan {
+                        F8E4M3FN(0)
+                    } else {
+                        c
+                    }
+                })
+                .collect(),
+            descale,
+        };
+        let x = Inputs {
+            q: q8(1e-3, false),
+            k: q8(1e-3, false),
+            v: q8(1.0, true),
+        };
+        let got = run(dev, &s, &x, Some(1), AttnKernel::Auto, true).unwrap();
+        for (c, (&g, w)) in got.out.iter().zip(x.v.real()).enumerate() {
+            let same = if w.is_nan() { g.is_nan() } else { g == w };
+            assert!(same, "{}: code {c:#04x} gave {g}, want {w}", dev.target());
+        }
+        assert!(got.lse[0].is_finite(), "{}: {:?}", dev.target(), got.lse);
+    });
+}
