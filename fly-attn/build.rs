@@ -33,7 +33,8 @@ fn main() {
     let mut comb_t = DispatchTable::new("COMBINE", "CombineLaunchers");
     let mut hop_t = DispatchTable::new("HOPPER", "HopperLaunchers");
     // fp8 e4m3fn inputs: keyed by head tile under the output dtype (bf16). The e4m3fn ->
-    // bf16 conversion is integer code on every target, so every target has them.
+    // bf16 conversion exists on every target (hardware unpack or integer decode), so every
+    // target has them.
     let mut fp8_t = DispatchTable::new("FORWARD_FP8", "Fp8ForwardLaunchers");
     for dp in HEAD_TILES {
         let name = fwd_fp8_name(dp);

@@ -24,7 +24,8 @@
 //! C layout at build time, and row maxima and the final sums are butterflies over them.
 //!
 //! fp8 inputs ([`Inputs::Fp8`]): q, k and v are e4m3fn, loaded with the same vectors and
-//! converted exactly to bf16 as they are staged into LDS; the rest is the bf16 body (bf16
+//! converted exactly to bf16 as they are staged into LDS (`widen`: hardware unpack where
+//! the target reads OCP fp8, [`hw_unpack`], else the integer decode); the rest is the bf16 body (bf16
 //! atoms, bf16 P), so the MMAs run at the bf16 rate (native fp8 MMAs are future work). The
 //! f32 descales are three 1-element tensors read in the kernel: `q_descale * k_descale`
 //! multiplies the exp2-domain scale, `v_descale` the normalized O before it is stored (to
@@ -77,16 +78,40 @@ fn row_reduce(x: Val, col_bits: &[u32], f: impl Fn(Val, Val) -> Val) -> Val {
         .fold(x, |acc, &b| f(acc, shuffle_xor(acc, c_i32(b as i32))))
 }
 
-/// `v` (fp8 e4m3fn) converted to `st` (bf16) exactly: decoded to f32, whose upper 16 bits
-/// are the bf16 (every e4m3fn value, NaN included, is a bf16 value: no rounding step).
-fn widen(v: Val, st: ScalarType) -> Val {
-    if v.elem() != ScalarType::F8E4M3FN || st != ScalarType::BF16 {
+/// Whether the fp8 variant of head tile `dp` on `target` unpacks e4m3fn with the hardware
+/// (`v_cvt_pk_f32_fp8`): where the instruction reads OCP fp8 (gfx950, gfx1201, gfx1250;
+/// gfx942's reads FNUZ, sm90 has none), except gfx1250's 256 tile, where the unpacked
+/// values' live ranges spill (68 bytes of scratch) and the integer decode does not.
+fn hw_unpack(target: Target, dp: usize) -> bool {
+    ir::AmdOp::fp8_types(target).contains(&ScalarType::F8E4M3FN)
+        && !(target == Target::Gfx1250 && dp > 128)
+}
+
+/// `v` (fp8 e4m3fn) converted to `st` (bf16) exactly: to f32, whose upper 16 bits are the
+/// bf16 (every e4m3fn value, NaN included, is a bf16 value: no rounding step). The f32 come
+/// from the hardware unpack (two codes per instruction) when `hw_unpack` ([`hw_unpack`]),
+/// else from the integer decode of `flydsl-codegen`.
+fn widen(hw_unpack: bool, v: Val, st: ScalarType) -> Val {
+    let e4m3 = ScalarType::F8E4M3FN;
+    if v.elem() != e4m3 || st != ScalarType::BF16 {
         return v.cast(st);
     }
     let n = v.lanes();
-    let bits = v
-        .cast(ScalarType::F32)
-        .bitcast(ir::Type::vec(ScalarType::I32, n));
+    let hw = hw_unpack && n.is_multiple_of(4);
+    let f = if hw {
+        let words = v.bitcast(ir::Type::vec(ScalarType::I32, n / 4));
+        let es: Vec<Val> = (0..n / 4)
+            .flat_map(|w| {
+                let x = words.at(w);
+                [false, true].map(|hi| cvt_pk_f32_fp8(x, hi, e4m3))
+            })
+            .flat_map(|p| [p.at(0), p.at(1)])
+            .collect();
+        vec_of(&es)
+    } else {
+        v.cast(ScalarType::F32)
+    };
+    let bits = f.bitcast(ir::Type::vec(ScalarType::I32, n));
     bits.lshr(16)
         .cast(ScalarType::I16)
         .bitcast(ir::Type::vec(ScalarType::BF16, n))
@@ -96,7 +121,9 @@ fn widen(v: Val, st: ScalarType) -> Val {
 /// from a tensor of `in_t`) into the 16-bit LDS tile `dst` of `st`: unchanged when `in_t`
 /// is `st`, else converted (fp8 e4m3fn -> bf16 is exact) and stored in 8-element (16-byte)
 /// pieces, each at its own coordinate, so that no store straddles a swizzle chunk.
+#[allow(clippy::too_many_arguments)]
 fn stage_store(
+    unpack: bool,
     thr: &ThrCopy,
     tv: &Tv,
     tid: Val,
@@ -113,7 +140,7 @@ fn stage_store(
     let n = f.vals().first().map_or(1, |v| v.lanes()) as i64;
     let piece = 8.min(n);
     for (a, &v) in f.vals().iter().enumerate() {
-        let w = widen(v, st);
+        let w = widen(unpack, v, st);
         let (r, c) = tv.val_coord(a as i64 * n);
         for h in (0..n).step_by(piece as usize) {
             let part: Vec<Val> = (h..h + piece).map(|e| w.at(e as u32)).collect();
@@ -163,6 +190,7 @@ pub fn build(target: Target, inputs: Inputs, dp: usize, name: &str) -> Result<Ke
     let st = dt.scalar();
     let in_t = inputs.input();
     let fp8 = inputs == Inputs::Fp8;
+    let unpack = hw_unpack(target, dp);
     let fail = |reason: String| BuildError::Invalid {
         kernel: name.to_string(),
         target,
@@ -325,7 +353,7 @@ pub fn build(target: Target, inputs: Inputs, dp: usize, name: &str) -> Result<Ke
             let gq_tile = gq.local_tile((bm, dpi), (qt, zero));
             if fp8 {
                 let rq = cq.load(&gq_tile);
-                stage_store(&cq, copy_q.tv(), tid, &rq, &s_q, in_t, st);
+                stage_store(unpack, &cq, copy_q.tv(), tid, &rq, &s_q, in_t, st);
             } else {
                 copy(&cq, &gq_tile, &s_q);
             }
@@ -377,7 +405,7 @@ pub fn build(target: Target, inputs: Inputs, dp: usize, name: &str) -> Result<Ke
                 } else {
                     ckv.load(&k_tile(t))
                 };
-                stage_store(&ckv, copy_kv.tv(), tid, &rk, &s_k, in_t, st);
+                stage_store(unpack, &ckv, copy_kv.tv(), tid, &rk, &s_k, in_t, st);
                 barrier();
                 let rv_early = prefetch.then(|| cv.load(&v_tile(t)));
                 let mut s = mma_s.zero_acc();
@@ -398,7 +426,7 @@ pub fn build(target: Target, inputs: Inputs, dp: usize, name: &str) -> Result<Ke
                 let (vr0, vc0) = copy_v.tv().thr_coord(tid);
                 for (a, &vec) in rv.vals().iter().enumerate() {
                     let (r, cc) = copy_v.tv().val_coord(a as i64 * vec.lanes() as i64);
-                    let vec = if fp8 { widen(vec, st) } else { vec };
+                    let vec = if fp8 { widen(unpack, vec, st) } else { vec };
                     for e in 0..vec.lanes() {
                         let row = Idx::Dyn(vc0.val() + (cc + e as i64) as i32);
                         let col = Idx::Dyn(vr0.val() + r as i32);

@@ -393,35 +393,47 @@ fn the_comparison_catches_a_missing_descale() {
 
 #[test]
 fn every_e4m3fn_code_converts_exactly() {
-    // One query on one key: out = v * v_descale exactly (p = 1). v's 256 columns hold every
-    // code, so every e4m3fn value (subnormals, -0, the NaNs) crosses the kernel's
-    // conversion; q and k (every code but the NaNs) only feed the single logit.
+    // D = 256 (gfx1250: the integer decode) and 2 heads of D = 128 (the hardware unpack
+    // on gfx950, gfx1201 and gfx1250; the integer decode on gfx942 and sm90).
+    let shapes = [
+        AttnShape::dense(1, 1, 1, 1, 1, 256, false),
+        AttnShape::dense(1, 1, 1, 2, 2, 128, false),
+    ];
     on_all(|dev| {
-        let s = AttnShape::dense(1, 1, 1, 1, 1, 256, false);
-        let codes: Vec<F8E4M3FN> = (0..=255u8).map(F8E4M3FN).collect();
-        let q8 = |descale, nan: bool| Q8 {
-            codes: codes
-                .iter()
-                .map(|&c| {
-                    if c.0 & 0x7F == 0x7F && !nan {
-                        F8E4M3FN(0)
-                    } else {
-                        c
-                    }
-                })
-                .collect(),
-            descale,
-        };
-        let x = Inputs {
-            q: q8(1e-3, false),
-            k: q8(1e-3, false),
-            v: q8(1.0, true),
-        };
-        let got = run(dev, &s, &x, Some(1), AttnKernel::Auto, true).unwrap();
-        for (c, (&g, w)) in got.out.iter().zip(x.v.real()).enumerate() {
-            let same = if w.is_nan() { g.is_nan() } else { g == w };
-            assert!(same, "{}: code {c:#04x} gave {g}, want {w}", dev.target());
+        for s in &shapes {
+            codes_pass_exactly(dev, s);
         }
-        assert!(got.lse[0].is_finite(), "{}: {:?}", dev.target(), got.lse);
     });
+}
+
+/// One query on one key: out = v * v_descale exactly (p = 1). v's 256 values are every
+/// code, so every e4m3fn value (subnormals, -0, the NaNs) crosses the kernel's conversion;
+/// q and k (every code but the NaNs) only feed the single logit.
+fn codes_pass_exactly(dev: &Device, s: &AttnShape) {
+    let codes: Vec<F8E4M3FN> = (0..=255u8).map(F8E4M3FN).collect();
+    let q8 = |descale, nan: bool| Q8 {
+        codes: codes
+            .iter()
+            .map(|&c| {
+                if c.0 & 0x7F == 0x7F && !nan {
+                    F8E4M3FN(0)
+                } else {
+                    c
+                }
+            })
+            .collect(),
+        descale,
+    };
+    let x = Inputs {
+        q: q8(1e-3, false),
+        k: q8(1e-3, false),
+        v: q8(1.0, true),
+    };
+    let got = run(dev, s, &x, Some(1), AttnKernel::Auto, true).unwrap();
+    let t = dev.target();
+    for (c, (&g, w)) in got.out.iter().zip(x.v.real()).enumerate() {
+        let same = if w.is_nan() { g.is_nan() } else { g == w };
+        assert!(same, "{t} {s:?}: code {c:#04x} gave {g}, want {w}");
+    }
+    assert!(got.lse.iter().all(|l| l.is_finite()), "{t}: {:?}", got.lse);
 }
