@@ -24,8 +24,8 @@
 //! C layout at build time, and row maxima and the final sums are butterflies over them.
 //!
 //! fp8 inputs ([`Inputs::Fp8`]): q, k and v are e4m3fn, loaded with the same vectors and
-//! converted exactly to bf16 as they are staged into LDS (`widen`: hardware unpack where
-//! the target reads OCP fp8, [`hw_unpack`], else the integer decode); the rest is the bf16 body (bf16
+//! converted exactly to bf16 as they are staged into LDS (`widen`: the hardware unpack on
+//! AMD, the integer decode elsewhere, [`hw_unpack`]); the rest is the bf16 body (bf16
 //! atoms, bf16 P), so the MMAs run at the bf16 rate (native fp8 MMAs are future work). The
 //! f32 descales are three 1-element tensors read in the kernel: `q_descale * k_descale`
 //! multiplies the exp2-domain scale, `v_descale` the normalized O before it is stored (to
@@ -78,38 +78,71 @@ fn row_reduce(x: Val, col_bits: &[u32], f: impl Fn(Val, Val) -> Val) -> Val {
         .fold(x, |acc, &b| f(acc, shuffle_xor(acc, c_i32(b as i32))))
 }
 
-/// Whether the fp8 variant of head tile `dp` on `target` unpacks e4m3fn with the hardware
-/// (`v_cvt_pk_f32_fp8`): where the instruction reads OCP fp8 (gfx950, gfx1201, gfx1250;
-/// gfx942's reads FNUZ, sm90 has none), except gfx1250's 256 tile, where the unpacked
-/// values' live ranges spill (68 bytes of scratch) and the integer decode does not.
-fn hw_unpack(target: Target, dp: usize) -> bool {
-    ir::AmdOp::fp8_types(target).contains(&ScalarType::F8E4M3FN)
-        && !(target == Target::Gfx1250 && dp > 128)
+/// How an fp8 variant turns e4m3fn codes into f32 (then bf16: [`widen`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unpack {
+    /// The hardware unpack of OCP fp8 (`v_cvt_pk_f32_fp8`, two codes per instruction).
+    Ocp,
+    /// gfx942's hardware unpack, which reads FNUZ (bias 8): an e4m3fn code's FNUZ value is
+    /// half its value, except 0x80 (-0 in e4m3fn, NaN in FNUZ: made 0) and S.1111.111
+    /// (NaN in e4m3fn, 240 in FNUZ: made NaN).
+    Fnuz,
+    /// The integer decode of `flydsl-codegen` (branch-free, every target).
+    Decode,
 }
 
-/// `v` (fp8 e4m3fn) converted to `st` (bf16) exactly: to f32, whose upper 16 bits are the
-/// bf16 (every e4m3fn value, NaN included, is a bf16 value: no rounding step). The f32 come
-/// from the hardware unpack (two codes per instruction) when `hw_unpack` ([`hw_unpack`]),
-/// else from the integer decode of `flydsl-codegen`.
-fn widen(hw_unpack: bool, v: Val, st: ScalarType) -> Val {
+/// The unpack of the fp8 variant of head tile `dp` on `target`: the OCP instruction on
+/// gfx950, gfx1201 and gfx1250, the FNUZ one (with two fixes) on gfx942, the integer decode
+/// on sm90 and on gfx1250's 256 tile (where the unpacked values' live ranges spilled 68
+/// bytes of scratch and the decode's do not).
+fn hw_unpack(target: Target, dp: usize) -> Unpack {
+    let types = ir::AmdOp::fp8_types(target);
+    if target == Target::Gfx1250 && dp > 128 {
+        Unpack::Decode
+    } else if types.contains(&ScalarType::F8E4M3FN) {
+        Unpack::Ocp
+    } else if types.contains(&ScalarType::F8E4M3FNUZ) {
+        Unpack::Fnuz
+    } else {
+        Unpack::Decode
+    }
+}
+
+/// `v` (fp8 e4m3fn) converted to `st` (bf16) exactly: to f32 by `unpack`, whose upper 16
+/// bits are the bf16 (every e4m3fn value, NaN included, is a bf16 value: no rounding
+/// step). (`Unpack::Fnuz` gives -0 as +0: unobservable, every input only enters sums that
+/// start at +0.)
+fn widen(unpack: Unpack, v: Val, st: ScalarType) -> Val {
     let e4m3 = ScalarType::F8E4M3FN;
     if v.elem() != e4m3 || st != ScalarType::BF16 {
         return v.cast(st);
     }
     let n = v.lanes();
-    let hw = hw_unpack && n.is_multiple_of(4);
-    let f = if hw {
+    let hw = |from: ScalarType| -> Vec<Val> {
         let words = v.bitcast(ir::Type::vec(ScalarType::I32, n / 4));
-        let es: Vec<Val> = (0..n / 4)
+        (0..n / 4)
             .flat_map(|w| {
                 let x = words.at(w);
-                [false, true].map(|hi| cvt_pk_f32_fp8(x, hi, e4m3))
+                [false, true].map(|hi| cvt_pk_f32_fp8(x, hi, from))
             })
             .flat_map(|p| [p.at(0), p.at(1)])
-            .collect();
-        vec_of(&es)
-    } else {
-        v.cast(ScalarType::F32)
+            .collect()
+    };
+    let f = match unpack {
+        Unpack::Ocp if n.is_multiple_of(4) => vec_of(&hw(e4m3)),
+        Unpack::Fnuz if n.is_multiple_of(4) => {
+            let es: Vec<Val> = hw(ScalarType::F8E4M3FNUZ)
+                .into_iter()
+                .map(|x| {
+                    let r = x * 2.0f32;
+                    // |r| < 480: the value; 480: e4m3fn's NaN; NaN (0x80): e4m3fn's -0.
+                    let big = select(r.abs().eq(480.0f32), c_f32(f32::NAN), c_f32(0.0));
+                    select(r.abs().lt(480.0f32), r, big)
+                })
+                .collect();
+            vec_of(&es)
+        }
+        _ => v.cast(ScalarType::F32),
     };
     let bits = f.bitcast(ir::Type::vec(ScalarType::I32, n));
     bits.lshr(16)
@@ -123,7 +156,7 @@ fn widen(hw_unpack: bool, v: Val, st: ScalarType) -> Val {
 /// pieces, each at its own coordinate, so that no store straddles a swizzle chunk.
 #[allow(clippy::too_many_arguments)]
 fn stage_store(
-    unpack: bool,
+    unpack: Unpack,
     thr: &ThrCopy,
     tv: &Tv,
     tid: Val,

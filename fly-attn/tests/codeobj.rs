@@ -95,10 +95,10 @@ fn built_code_objects_have_the_matrix_atoms_and_no_scratch() {
                 };
                 let n = count_instructions(&asm, ins);
                 assert!(n >= 4, "{name} ({t}): {n} x {ins}");
-                // fp8 variants: the hardware unpack where it reads OCP fp8 (not gfx942's
-                // FNUZ instruction; not gfx1250's 256 tile, which takes the integer decode).
+                // fp8 variants: the hardware unpack (OCP, or gfx942's FNUZ one), except
+                // gfx1250's 256 tile, which takes the integer decode.
                 if let Some(d) = name.strip_prefix("attn_fwd_e4m3fn_bf16_d") {
-                    let hw = t != Target::Gfx942 && !(t == Target::Gfx1250 && d == "256");
+                    let hw = !(t == Target::Gfx1250 && d == "256");
                     let n = count_instructions(&asm, "v_cvt_pk_f32_fp8");
                     assert_eq!(n > 0, hw, "{name} ({t}): {n} x v_cvt_pk_f32_fp8");
                 }

@@ -394,7 +394,7 @@ fn the_comparison_catches_a_missing_descale() {
 #[test]
 fn every_e4m3fn_code_converts_exactly() {
     // D = 256 (gfx1250: the integer decode) and 2 heads of D = 128 (the hardware unpack
-    // on gfx950, gfx1201 and gfx1250; the integer decode on gfx942 and sm90).
+    // on every AMD target, gfx942's FNUZ one with its fix-ups; the integer decode on sm90).
     let shapes = [
         AttnShape::dense(1, 1, 1, 1, 1, 256, false),
         AttnShape::dense(1, 1, 1, 2, 2, 128, false),
