@@ -1,5 +1,6 @@
-//! Builds the attention kernels (`src/table.rs`): the portable forward kernel for bf16 and
-//! f16 and every head-dimension tile, and the split-K combine kernel, on every target (IR
+//! Builds the attention kernels (`src/table.rs`): the portable forward kernel for bf16, f16
+//! and fp8 e4m3fn inputs (bf16 out) and every head-dimension tile, and the split-K combine
+//! kernel, on every target (IR
 //! always embedded, for the Sim); the Hopper wgmma + TMA kernel for bf16 and f16, every
 //! Hopper head dim and both masks on sm90 only; with typed dispatch tables per dtype.
 
@@ -19,8 +20,8 @@ pub use flydsl_build::ir::DType;
 /// The target enum (`src/table.rs` imports it from the crate root).
 pub use flydsl_build::ir::Target;
 use table::{
-    combine_name, fwd_name, hopper_key, hopper_name, COMBINE_THREADS, DTYPES, HEAD_TILES,
-    HOPPER_HEAD_DIMS,
+    combine_name, fwd_fp8_name, fwd_name, hopper_key, hopper_name, COMBINE_THREADS, DTYPES,
+    HEAD_TILES, HOPPER_HEAD_DIMS,
 };
 
 fn main() {
@@ -31,11 +32,21 @@ fn main() {
     let mut fwd_t = DispatchTable::new("FORWARD", "ForwardLaunchers");
     let mut comb_t = DispatchTable::new("COMBINE", "CombineLaunchers");
     let mut hop_t = DispatchTable::new("HOPPER", "HopperLaunchers");
+    // fp8 e4m3fn inputs: keyed by head tile under the output dtype (bf16). The e4m3fn ->
+    // bf16 conversion exists on every target (hardware unpack or integer decode), so every
+    // target has them.
+    let mut fp8_t = DispatchTable::new("FORWARD_FP8", "Fp8ForwardLaunchers");
+    for dp in HEAD_TILES {
+        let name = fwd_fp8_name(dp);
+        let n2 = name.clone();
+        b = b.kernel(&name, move |t| fwd::build(t, fwd::Inputs::Fp8, dp, &n2));
+        fp8_t = fp8_t.entry(&[DType::BF16], format!("{dp}usize"), &name);
+    }
     for d in DTYPES {
         for dp in HEAD_TILES {
             let name = fwd_name(d, dp);
             let n2 = name.clone();
-            b = b.kernel(&name, move |t| fwd::build(t, d, dp, &n2));
+            b = b.kernel(&name, move |t| fwd::build(t, fwd::Inputs::Half(d), dp, &n2));
             fwd_t = fwd_t.entry(&[d], format!("{dp}usize"), &name);
         }
         let name = combine_name(d);
@@ -53,5 +64,9 @@ fn main() {
             }
         }
     }
-    b.table(fwd_t).table(comb_t).table(hop_t).run_or_exit();
+    b.table(fwd_t)
+        .table(fp8_t)
+        .table(comb_t)
+        .table(hop_t)
+        .run_or_exit();
 }

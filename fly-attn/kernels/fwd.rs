@@ -23,6 +23,14 @@
 //! are those that differ only in the "column bits" of the lane id, derived from the atom's
 //! C layout at build time, and row maxima and the final sums are butterflies over them.
 //!
+//! fp8 inputs ([`Inputs::Fp8`]): q, k and v are e4m3fn, loaded with the same vectors and
+//! converted exactly to bf16 as they are staged into LDS (`widen`: the hardware unpack on
+//! AMD, the integer decode elsewhere, [`hw_unpack`]); the rest is the bf16 body (bf16
+//! atoms, bf16 P), so the MMAs run at the bf16 rate (native fp8 MMAs are future work). The
+//! f32 descales are three 1-element tensors read in the kernel: `q_descale * k_descale`
+//! multiplies the exp2-domain scale, `v_descale` the normalized O before it is stored (to
+//! `out` or, split, to the workspace: the bf16 combine kernel serves fp8 as is).
+//!
 //! Index bounds (checked by the API): `BM * heads * D < 2^31` (offsets inside one tile's
 //! rows are i32), sequence lengths and `total_q * heads_q` below 2^31; base offsets of a
 //! sequence and head are i64.
@@ -70,9 +78,152 @@ fn row_reduce(x: Val, col_bits: &[u32], f: impl Fn(Val, Val) -> Val) -> Val {
         .fold(x, |acc, &b| f(acc, shuffle_xor(acc, c_i32(b as i32))))
 }
 
-/// The forward kernel for elements `dt` and head tile `dp` on `target`.
-pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel, BuildError> {
+/// How an fp8 variant turns e4m3fn codes into f32 (then bf16: [`widen`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unpack {
+    /// The hardware unpack of OCP fp8 (`v_cvt_pk_f32_fp8`, two codes per instruction).
+    Ocp,
+    /// gfx942's hardware unpack, which reads FNUZ (bias 8): an e4m3fn code's FNUZ value is
+    /// half its value, except 0x80 (-0 in e4m3fn, NaN in FNUZ: made 0) and S.1111.111
+    /// (NaN in e4m3fn, 240 in FNUZ: made NaN).
+    Fnuz,
+    /// The integer decode of `flydsl-codegen` (branch-free, every target).
+    Decode,
+}
+
+/// The unpack of the fp8 variant of head tile `dp` on `target`: the OCP instruction on
+/// gfx950, gfx1201 and gfx1250, the FNUZ one (with two fixes) on gfx942, the integer decode
+/// on sm90 and on gfx1250's 256 tile (where the unpacked values' live ranges spilled 68
+/// bytes of scratch and the decode's do not).
+fn hw_unpack(target: Target, dp: usize) -> Unpack {
+    let types = ir::AmdOp::fp8_types(target);
+    if target == Target::Gfx1250 && dp > 128 {
+        Unpack::Decode
+    } else if types.contains(&ScalarType::F8E4M3FN) {
+        Unpack::Ocp
+    } else if types.contains(&ScalarType::F8E4M3FNUZ) {
+        Unpack::Fnuz
+    } else {
+        Unpack::Decode
+    }
+}
+
+/// `v` (fp8 e4m3fn) converted to `st` (bf16) exactly: to f32 by `unpack`, whose upper 16
+/// bits are the bf16 (every e4m3fn value, NaN included, is a bf16 value: no rounding
+/// step). (`Unpack::Fnuz` gives -0 as +0: unobservable, every input only enters sums that
+/// start at +0.)
+fn widen(unpack: Unpack, v: Val, st: ScalarType) -> Val {
+    let e4m3 = ScalarType::F8E4M3FN;
+    if v.elem() != e4m3 || st != ScalarType::BF16 {
+        return v.cast(st);
+    }
+    let n = v.lanes();
+    let hw = |from: ScalarType| -> Vec<Val> {
+        let words = v.bitcast(ir::Type::vec(ScalarType::I32, n / 4));
+        (0..n / 4)
+            .flat_map(|w| {
+                let x = words.at(w);
+                [false, true].map(|hi| cvt_pk_f32_fp8(x, hi, from))
+            })
+            .flat_map(|p| [p.at(0), p.at(1)])
+            .collect()
+    };
+    let f = match unpack {
+        Unpack::Ocp if n.is_multiple_of(4) => vec_of(&hw(e4m3)),
+        Unpack::Fnuz if n.is_multiple_of(4) => {
+            let es: Vec<Val> = hw(ScalarType::F8E4M3FNUZ)
+                .into_iter()
+                .map(|x| {
+                    let r = x * 2.0f32;
+                    // |r| < 480: the value; 480: e4m3fn's NaN; NaN (0x80): e4m3fn's -0.
+                    let big = select(r.abs().eq(480.0f32), c_f32(f32::NAN), c_f32(0.0));
+                    select(r.abs().lt(480.0f32), r, big)
+                })
+                .collect();
+            vec_of(&es)
+        }
+        _ => v.cast(ScalarType::F32),
+    };
+    let bits = f.bitcast(ir::Type::vec(ScalarType::I32, n));
+    bits.lshr(16)
+        .cast(ScalarType::I16)
+        .bitcast(ir::Type::vec(ScalarType::BF16, n))
+}
+
+/// Store this thread's register vectors `f` (loaded by a copy of thread-value layout `tv`
+/// from a tensor of `in_t`) into the 16-bit LDS tile `dst` of `st`: unchanged when `in_t`
+/// is `st`, else converted (fp8 e4m3fn -> bf16 is exact) and stored in 8-element (16-byte)
+/// pieces, each at its own coordinate, so that no store straddles a swizzle chunk.
+#[allow(clippy::too_many_arguments)]
+fn stage_store(
+    unpack: Unpack,
+    thr: &ThrCopy,
+    tv: &Tv,
+    tid: Val,
+    f: &Frag,
+    dst: &SView,
+    in_t: ScalarType,
+    st: ScalarType,
+) {
+    if in_t == st {
+        thr.store(f, dst);
+        return;
+    }
+    let (r0, c0) = tv.thr_coord(tid);
+    let n = f.vals().first().map_or(1, |v| v.lanes()) as i64;
+    let piece = 8.min(n);
+    for (a, &v) in f.vals().iter().enumerate() {
+        let w = widen(unpack, v, st);
+        let (r, c) = tv.val_coord(a as i64 * n);
+        for h in (0..n).step_by(piece as usize) {
+            let part: Vec<Val> = (h..h + piece).map(|e| w.at(e as u32)).collect();
+            let row = Idx::Dyn(r0.val() + r as i32);
+            let col = Idx::Dyn(c0.val() + (c + h) as i32);
+            dst.store(row, col, if piece == 1 { part[0] } else { vec_of(&part) });
+        }
+    }
+}
+
+/// The operands of one forward variant: q, k and v of the 16-bit output dtype, or OCP fp8
+/// e4m3fn with per-tensor f32 descales (output bf16).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Inputs {
+    /// q, k, v and out of this dtype.
+    Half(DType),
+    /// q, k, v e4m3fn (`q_descale`, `k_descale`, `v_descale`: one f32 each), out bf16.
+    Fp8,
+}
+
+impl Inputs {
+    /// The 16-bit type of the LDS tiles, the MMAs, P and the output.
+    pub fn compute(self) -> DType {
+        match self {
+            Inputs::Half(d) => d,
+            Inputs::Fp8 => DType::BF16,
+        }
+    }
+    /// The element type of q, k and v in global memory.
+    pub fn input(self) -> ScalarType {
+        match self {
+            Inputs::Half(d) => d.scalar(),
+            Inputs::Fp8 => ScalarType::F8E4M3FN,
+        }
+    }
+}
+
+/// The forward kernel for operands `inputs` and head tile `dp` on `target`.
+///
+/// fp8 inputs are converted to bf16 as they are staged into LDS (exact: every e4m3fn value
+/// is a bf16 value), so the body is the bf16 one and the MMAs run at the bf16 rate (native
+/// fp8 MMAs are future work); `q_descale * k_descale` multiplies the exp2-domain logit scale
+/// and `v_descale` the normalized O (also the split-K partial O, so the combine is the
+/// bf16 one).
+pub fn build(target: Target, inputs: Inputs, dp: usize, name: &str) -> Result<Kernel, BuildError> {
+    let dt = inputs.compute();
     let st = dt.scalar();
+    let in_t = inputs.input();
+    let fp8 = inputs == Inputs::Fp8;
+    let unpack = hw_unpack(target, dp);
     let fail = |reason: String| BuildError::Invalid {
         kernel: name.to_string(),
         target,
@@ -103,10 +254,16 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
     let (col_bits, groups, ngroups) = row_structure(mma_s.atom().c(), wave).map_err(fail)?;
     let nc = groups.len();
     let threads = mma_s.threads();
-    let copy_atom = CopyAtom::best_global(target);
-    let copy_q = TiledCopy::new(copy_atom, st, threads, (bm, dpi)).map_err(tfail)?;
-    let copy_kv = TiledCopy::new(copy_atom, st, threads, (bn, dpi)).map_err(tfail)?;
-    let copy_v = TiledCopy::new(copy_atom, st, threads, (bn, dpo)).map_err(tfail)?;
+    // 16-byte global loads; fp8 tiles too small for one 16-byte vector per thread (the
+    // 32 x 64 K/V tile on wave64 targets) take 8-byte vectors.
+    let tiled = |rows: i64, cols: i64| {
+        TiledCopy::new(CopyAtom::best_global(target), in_t, threads, (rows, cols))
+            .or_else(|_| TiledCopy::new(CopyAtom::Vec64, in_t, threads, (rows, cols)))
+            .map_err(tfail)
+    };
+    let copy_q = tiled(bm, dpi)?;
+    let copy_kv = tiled(bn, dpi)?;
+    let copy_v = tiled(bn, dpo)?;
     // V^T and P are written element by element: unswizzled rows padded by 16 bytes (bank
     // spread, 16-byte aligned vectors), so every address is one base plus a constant.
     // (No padding where it would not fit the target's LDS: sm90's 48 KiB at D = 256.)
@@ -140,9 +297,13 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
     let f32_ = ScalarType::F32;
     let i64_ = ScalarType::I64;
     KernelBuilder::new(name, target, threads).build(|k| {
-        let q = k.tensor("q", st);
-        let kt = k.tensor("k", st);
-        let vt = k.tensor("v", st);
+        let q = k.tensor("q", in_t);
+        let kt = k.tensor("k", in_t);
+        let vt = k.tensor("v", in_t);
+        let descales = fp8.then(|| {
+            let mut d = |n: &str| k.tensor(n, f32_);
+            (d("q_descale"), d("k_descale"), d("v_descale"))
+        });
         let out = k.tensor_mut("out", st);
         let lse = k.tensor_mut("lse", f32_);
         let ws_o = k.tensor_mut("ws_o", f32_);
@@ -160,6 +321,14 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
         let write_lse = k.scalar("write_lse", i32_);
         let splits = k.scalar("splits", i32_);
         let scale_log2 = k.scalar("scale_log2", f32_);
+        // fp8: the descales are device data, read once per workgroup.
+        let (scale_log2, v_scale) = match &descales {
+            Some((qd, kd, vd)) => (
+                scale_log2 * qd.load(c_i32(0)) * kd.load(c_i32(0)),
+                vd.load(c_i32(0)),
+            ),
+            None => (scale_log2, c_f32(1.0)),
+        };
 
         let q_mem = k.lds("q_tile", st, STensor::elems(&lay_q, 1) as u32);
         let kv_mem = k.lds("kv_tile", st, kv_elems as u32);
@@ -214,14 +383,20 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
             let t_end = (t_begin + per).min(tiles);
 
             let (cq, ckv) = (copy_q.partition(tid), copy_kv.partition(tid));
-            copy(&cq, &gq.local_tile((bm, dpi), (qt, zero)), &s_q);
+            let gq_tile = gq.local_tile((bm, dpi), (qt, zero));
+            if fp8 {
+                let rq = cq.load(&gq_tile);
+                stage_store(unpack, &cq, copy_q.tv(), tid, &rq, &s_q, in_t, st);
+            } else {
+                copy(&cq, &gq_tile, &s_q);
+            }
             let k_tile = |t: Val| gk.local_tile((bn, dpi), (t, zero));
             let v_tile = |t: Val| gv.local_tile((bn, dpo), (t, zero));
             let cv = copy_v.partition(tid);
             // K tile t into registers, or zeros past this split's tiles: a tile past the
             // sequence must not even form its address (the pointer engine reads element 0 of
             // the tile for masked vectors).
-            let vec = CopyAtom::best_global(target).bits(st) / (8 * st.size_bytes());
+            let vec = ckv.atom().bits(in_t) / (8 * in_t.size_bytes());
             let n_vec = (copy_kv.tv().vals() / vec as i64) as usize;
             let frag_layout = flydsl_dsl::layout::Layout::col_major(n_vec as i64).unwrap();
             let load_k = |t: Val| {
@@ -229,7 +404,7 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
                     t.lt(t_end),
                     || ckv.load(&k_tile(t)).vals().to_vec(),
                     || {
-                        let z = cnst(ir::Type::s(st), ir::Const::Float(0.0));
+                        let z = cnst(ir::Type::s(in_t), ir::Const::Float(0.0));
                         vec![splat(z, vec); n_vec]
                     },
                 );
@@ -263,7 +438,7 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
                 } else {
                     ckv.load(&k_tile(t))
                 };
-                ckv.store(&rk, &s_k);
+                stage_store(unpack, &ckv, copy_kv.tv(), tid, &rk, &s_k, in_t, st);
                 barrier();
                 let rv_early = prefetch.then(|| cv.load(&v_tile(t)));
                 let mut s = mma_s.zero_acc();
@@ -284,6 +459,7 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
                 let (vr0, vc0) = copy_v.tv().thr_coord(tid);
                 for (a, &vec) in rv.vals().iter().enumerate() {
                     let (r, cc) = copy_v.tv().val_coord(a as i64 * vec.lanes() as i64);
+                    let vec = if fp8 { widen(unpack, vec, st) } else { vec };
                     for e in 0..vec.lanes() {
                         let row = Idx::Dyn(vc0.val() + (cc + e as i64) as i32);
                         let col = Idx::Dyn(vr0.val() + r as i32);
@@ -396,7 +572,8 @@ pub fn build(target: Target, dt: DType, dp: usize, name: &str) -> Result<Kernel,
             for g in 0..ngroups {
                 let lt = row_reduce(l_part[g], &col_bits, |a, b| a + b);
                 let has = lt.gt(0.0f32);
-                inv.push(select(has, c_f32(1.0) / lt, c_f32(0.0)));
+                // fp8: v_descale scales the normalized O (partial O too, before the combine).
+                inv.push(select(has, v_scale / lt, c_f32(0.0)));
                 lse_g.push(select(has, (m[g] + lt.log2()) * LN2, neg_inf));
             }
             let o = acc0.with_vals(

@@ -4,7 +4,8 @@ use crate::dispatch::{self, AttnKernel, Family, Problem};
 use crate::kernels;
 use crate::table::{BM, COMBINE_THREADS, MAX_SPLITS, WAVES};
 use flydsl_rt::validate::Call;
-use flydsl_rt::{DeviceBuffer, Element, LaunchConfig, Result, Stream};
+use flydsl_rt::F8E4M3FN;
+use flydsl_rt::{half::bf16, DeviceBuffer, DeviceRepr, Element, LaunchConfig, Result, Stream};
 
 /// The shape and options of one dense [`flash_attn_fwd`] call (layouts in the crate docs).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -100,6 +101,111 @@ impl CuSeqlens<'_> {
 /// positions; sequence and head bases are i64.
 pub const MAX_ROWS: usize = i32::MAX as usize - 2 * BM;
 
+/// The per-tensor descales of fp8 q, k and v ([`flash_attn_fp8_fwd`]): the real value of
+/// an element is its e4m3fn value times its tensor's descale. Each is a 1-element f32
+/// buffer on the stream's device (device data: the kernel reads it, the host never does).
+///
+/// ```
+/// use flydsl_rt::{Device, DeviceBuffer, Target};
+/// use fly_attn::Fp8Descales;
+/// let dev = Device::sim(Target::Gfx950);
+/// let (q, k, v) = (
+///     DeviceBuffer::from_slice(&dev, &[0.5f32])?,
+///     DeviceBuffer::from_slice(&dev, &[0.25f32])?,
+///     DeviceBuffer::from_slice(&dev, &[2.0f32])?,
+/// );
+/// let d = Fp8Descales { q: &q, k: &k, v: &v };
+/// assert_eq!(d.v.to_vec()?, vec![2.0]);
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Fp8Descales<'a> {
+    /// q's descale (one f32).
+    pub q: &'a DeviceBuffer<f32>,
+    /// k's descale (one f32).
+    pub k: &'a DeviceBuffer<f32>,
+    /// v's descale (one f32).
+    pub v: &'a DeviceBuffer<f32>,
+}
+
+/// The q, k and v of one call: 16-bit of the output's type, or fp8 e4m3fn with descales
+/// (output bf16).
+enum Qkv<'a, T: DeviceRepr> {
+    Half(
+        &'a DeviceBuffer<T>,
+        &'a DeviceBuffer<T>,
+        &'a DeviceBuffer<T>,
+    ),
+    Fp8(
+        &'a DeviceBuffer<F8E4M3FN>,
+        &'a DeviceBuffer<F8E4M3FN>,
+        &'a DeviceBuffer<F8E4M3FN>,
+        Fp8Descales<'a>,
+    ),
+}
+
+impl<T: DeviceRepr> Qkv<'_, T> {
+    fn fp8(&self) -> bool {
+        matches!(self, Qkv::Fp8(..))
+    }
+    /// Elements of q and of k.
+    fn lens(&self) -> (usize, usize) {
+        match self {
+            Qkv::Half(q, k, _) => (q.len(), k.len()),
+            Qkv::Fp8(q, k, _, _) => (q.len(), k.len()),
+        }
+    }
+    /// Whether q, k and v start at 16-byte aligned device addresses (what TMA needs).
+    fn tma_aligned(&self) -> bool {
+        let a = |p: u64| p.is_multiple_of(16);
+        match self {
+            Qkv::Half(q, k, v) => [q, k, v].iter().all(|b| a(b.as_device_ptr())),
+            Qkv::Fp8(q, k, v, _) => [q, k, v].iter().all(|b| a(b.as_device_ptr())),
+        }
+    }
+    /// q holds `nq`, k and v `nkv` elements on the stream's device; the descales one each.
+    fn check(
+        &self,
+        call: Call<'_>,
+        stream: &Stream,
+        nq: usize,
+        nkv: usize,
+        what: [&str; 2],
+    ) -> Result<()> {
+        match self {
+            Qkv::Half(q, k, v) => {
+                call.buffer("q", *q, stream, nq, what[0])?;
+                call.buffer("k", *k, stream, nkv, what[1])?;
+                call.buffer("v", *v, stream, nkv, what[1])
+            }
+            Qkv::Fp8(q, k, v, d) => {
+                call.buffer("q", *q, stream, nq, what[0])?;
+                call.buffer("k", *k, stream, nkv, what[1])?;
+                call.buffer("v", *v, stream, nkv, what[1])?;
+                check_descales(call, stream, d)
+            }
+        }
+    }
+}
+
+/// Each descale is one f32 on the stream's device.
+fn check_descales(call: Call<'_>, stream: &Stream, d: &Fp8Descales<'_>) -> Result<()> {
+    for (arg, b) in [
+        ("descales.q", d.q),
+        ("descales.k", d.k),
+        ("descales.v", d.v),
+    ] {
+        call.buffer(
+            arg,
+            b,
+            stream,
+            1,
+            "one f32 per tensor (real value = fp8 * descale)",
+        )?;
+    }
+    Ok(())
+}
+
 /// The resolved launch of one call (after validation).
 struct Plan {
     batch: usize,
@@ -110,6 +216,8 @@ struct Plan {
     heads_kv: usize,
     head_dim: usize,
     family: Family,
+    /// fp8 e4m3fn inputs (the `FORWARD_FP8` kernels).
+    fp8: bool,
     total_q: usize,
     varlen: bool,
     causal: bool,
@@ -234,23 +342,31 @@ pub(crate) fn flash_attn_fwd_as<T: Element>(
     args: &AttnArgs,
     kernel: AttnKernel,
 ) -> Result<()> {
-    let plan = dense_plan::<T>(call, stream, args, kernel, tma_aligned(&[q, k, v]))?;
+    dense_call(call, stream, Qkv::Half(q, k, v), out, lse, args, kernel)
+}
+
+/// The checked dense call of any operands.
+fn dense_call<T: Element>(
+    call: Call<'_>,
+    stream: &Stream,
+    qkv: Qkv<'_, T>,
+    out: &mut DeviceBuffer<T>,
+    lse: Option<&mut DeviceBuffer<f32>>,
+    args: &AttnArgs,
+    kernel: AttnKernel,
+) -> Result<()> {
+    let plan = dense_plan::<T>(call, stream, args, kernel, qkv.fp8(), qkv.tma_aligned())?;
     let nq = call.product(plan.total_q, plan.heads_q * plan.head_dim)?;
     let nkv = call.product(args.batch * args.seqlen_kv, plan.heads_kv * plan.head_dim)?;
-    call.buffer("q", q, stream, nq, "batch * seqlen_q * heads_q * head_dim")?;
-    call.buffer(
-        "k",
-        k,
+    qkv.check(
+        call,
         stream,
+        nq,
         nkv,
-        "batch * seqlen_kv * heads_kv * head_dim",
-    )?;
-    call.buffer(
-        "v",
-        v,
-        stream,
-        nkv,
-        "batch * seqlen_kv * heads_kv * head_dim",
+        [
+            "batch * seqlen_q * heads_q * head_dim",
+            "batch * seqlen_kv * heads_kv * head_dim",
+        ],
     )?;
     call.buffer(
         "out",
@@ -269,7 +385,7 @@ pub(crate) fn flash_attn_fwd_as<T: Element>(
         )?;
     }
     // SAFETY: every buffer holds exactly the elements its shape says (checked above).
-    unsafe { launch(call, stream, q, k, v, out, lse, None, &plan) }
+    unsafe { launch(call, stream, &qkv, out, lse, None, &plan) }
 }
 
 /// [`flash_attn_fwd`] without the buffer-length checks (shapes and options are still
@@ -288,15 +404,17 @@ pub unsafe fn flash_attn_fwd_unchecked<T: Element>(
     args: &AttnArgs,
 ) -> Result<()> {
     let call = Call::new("fly_attn::flash_attn_fwd_unchecked");
+    let qkv = Qkv::Half(q, k, v);
     let plan = dense_plan::<T>(
         call,
         stream,
         args,
         AttnKernel::Auto,
-        tma_aligned(&[q, k, v]),
+        false,
+        qkv.tma_aligned(),
     )?;
     // SAFETY: forwarded from this function's contract.
-    unsafe { launch(call, stream, q, k, v, out, lse, None, &plan) }
+    unsafe { launch(call, stream, &qkv, out, lse, None, &plan) }
 }
 
 /// Packed varlen FlashAttention forward: q `[total_q, heads_q, head_dim]`, k and v
@@ -339,9 +457,7 @@ pub fn flash_attn_varlen_fwd<T: Element>(
     flash_attn_varlen_fwd_as(
         Call::new("fly_attn::flash_attn_varlen_fwd"),
         stream,
-        q,
-        k,
-        v,
+        Qkv::Half(q, k, v),
         out,
         lse,
         cu_seqlens_q,
@@ -388,9 +504,7 @@ pub fn flash_attn_varlen_fwd_with<T: Element>(
     flash_attn_varlen_fwd_as(
         Call::new("fly_attn::flash_attn_varlen_fwd_with"),
         stream,
-        q,
-        k,
-        v,
+        Qkv::Half(q, k, v),
         out,
         lse,
         cu_seqlens_q,
@@ -405,9 +519,7 @@ pub fn flash_attn_varlen_fwd_with<T: Element>(
 fn flash_attn_varlen_fwd_as<T: Element>(
     call: Call<'_>,
     stream: &Stream,
-    q: &DeviceBuffer<T>,
-    k: &DeviceBuffer<T>,
-    v: &DeviceBuffer<T>,
+    qkv: Qkv<'_, T>,
     out: &mut DeviceBuffer<T>,
     lse: Option<&mut DeviceBuffer<f32>>,
     cu_seqlens_q: CuSeqlens<'_>,
@@ -427,18 +539,13 @@ fn flash_attn_varlen_fwd_as<T: Element>(
         }
     };
     let (cq, ck) = (host(cu_seqlens_q)?, host(cu_seqlens_kv)?);
-    check_cu(
-        call,
-        "cu_seqlens_q",
-        &cq,
-        q.len() / row_q,
-        args.max_seqlen_q,
-    )?;
+    let (q_len, k_len) = qkv.lens();
+    check_cu(call, "cu_seqlens_q", &cq, q_len / row_q, args.max_seqlen_q)?;
     check_cu(
         call,
         "cu_seqlens_kv",
         &ck,
-        k.len() / row_kv,
+        k_len / row_kv,
         args.max_seqlen_kv,
     )?;
     let plan = varlen_plan::<T>(
@@ -449,30 +556,20 @@ fn flash_attn_varlen_fwd_as<T: Element>(
         &cu_seqlens_kv,
         &cq,
         kernel,
+        qkv.fp8(),
     )?;
     let total_kv = *ck.last().unwrap_or(&0) as usize;
     let nq = call.product(plan.total_q, row_q)?;
     let nkv = call.product(total_kv, row_kv)?;
-    call.buffer(
-        "q",
-        q,
+    qkv.check(
+        call,
         stream,
         nq,
-        "cu_seqlens_q[batch] * heads_q * head_dim",
-    )?;
-    call.buffer(
-        "k",
-        k,
-        stream,
         nkv,
-        "cu_seqlens_kv[batch] * heads_kv * head_dim",
-    )?;
-    call.buffer(
-        "v",
-        v,
-        stream,
-        nkv,
-        "cu_seqlens_kv[batch] * heads_kv * head_dim",
+        [
+            "cu_seqlens_q[batch] * heads_q * head_dim",
+            "cu_seqlens_kv[batch] * heads_kv * head_dim",
+        ],
     )?;
     call.buffer(
         "out",
@@ -496,7 +593,7 @@ fn flash_attn_varlen_fwd_as<T: Element>(
     );
     // SAFETY: the offsets were validated against the tensors' row counts and the maximum
     // lengths; every buffer holds exactly its shape's elements.
-    unsafe { launch(call, stream, q, k, v, out, lse, Some((&cu.0, &cu.1)), &plan) }
+    unsafe { launch(call, stream, &qkv, out, lse, Some((&cu.0, &cu.1)), &plan) }
 }
 
 /// [`flash_attn_varlen_fwd`] trusting device offsets and buffer lengths (host offsets are
@@ -539,6 +636,7 @@ pub unsafe fn flash_attn_varlen_fwd_unchecked<T: Element>(
         &cu_seqlens_kv,
         &cq,
         AttnKernel::Auto,
+        false,
     )?;
     let dev_cu = |c: CuSeqlens<'_>| -> Result<Option<DeviceBuffer<i32>>> {
         match c {
@@ -561,7 +659,205 @@ pub unsafe fn flash_attn_varlen_fwd_unchecked<T: Element>(
         (None, CuSeqlens::Host(_)) => unreachable!("host offsets are copied"),
     };
     // SAFETY: forwarded from this function's contract.
-    unsafe { launch(call, stream, q, k, v, out, lse, Some((bq, bk)), &plan) }
+    unsafe {
+        launch(
+            call,
+            stream,
+            &Qkv::Half(q, k, v),
+            out,
+            lse,
+            Some((bq, bk)),
+            &plan,
+        )
+    }
+}
+
+/// Dense FlashAttention forward of pre-quantized OCP fp8 e4m3fn q, k and v with per-tensor
+/// descales (real value = fp8 value * descale): logits `softmax_scale * q_descale *
+/// k_descale * (q . k)`, `P V` on the dequantized V, f32 softmax and accumulation, output
+/// bf16. Layouts, masking, GQA/MQA, LSE and split-K are those of [`flash_attn_fwd`]; the
+/// LSE includes the descaled scale.
+///
+/// Runs on the portable kernel on every target: q, k and v are converted exactly to bf16
+/// as they are staged into LDS, so the MMAs run at the bf16 rate (native fp8 MMAs are
+/// future work) and the global reads are half those of bf16.
+///
+/// Errors (before anything is written): those of [`flash_attn_fwd`], and a descale that is
+/// not one f32 on the stream's device (naming `descales.q`, `descales.k` or `descales.v`).
+///
+/// ```
+/// use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target, F8E4M3FN};
+/// use fly_attn::{flash_attn_fp8_fwd, AttnArgs, Fp8Descales};
+/// let dev = Device::sim(Target::Gfx950);
+/// let s = dev.stream()?;
+/// let a = AttnArgs::new(1, 3, 1, 64);
+/// let q = DeviceBuffer::from_slice(&dev, &vec![F8E4M3FN::from_bits(0); 3 * 64])?;
+/// // v = key index (e4m3fn 0, 1, 2: codes 0x00, 0x38, 0x40) times v_descale 0.5.
+/// let codes = [0x00, 0x38, 0x40];
+/// let v: Vec<F8E4M3FN> = (0..3 * 64).map(|i| F8E4M3FN::from_bits(codes[i / 64])).collect();
+/// let v = DeviceBuffer::from_slice(&dev, &v)?;
+/// let one = DeviceBuffer::from_slice(&dev, &[1.0f32])?;
+/// let half = DeviceBuffer::from_slice(&dev, &[0.5f32])?;
+/// let d = Fp8Descales { q: &one, k: &one, v: &half };
+/// let mut out = DeviceBuffer::<bf16>::zeroed(&dev, 3 * 64)?;
+/// // q = 0: uniform attention, every output is 0.5 * mean(0, 1, 2) = 0.5.
+/// flash_attn_fp8_fwd(&s, &q, &q, &v, d, &mut out, None, &a)?;
+/// assert!(out.to_vec()?.iter().all(|x| x.to_f32() == 0.5));
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn flash_attn_fp8_fwd(
+    stream: &Stream,
+    q: &DeviceBuffer<F8E4M3FN>,
+    k: &DeviceBuffer<F8E4M3FN>,
+    v: &DeviceBuffer<F8E4M3FN>,
+    descales: Fp8Descales<'_>,
+    out: &mut DeviceBuffer<bf16>,
+    lse: Option<&mut DeviceBuffer<f32>>,
+    args: &AttnArgs,
+) -> Result<()> {
+    let call = Call::new("fly_attn::flash_attn_fp8_fwd");
+    let qkv = Qkv::Fp8(q, k, v, descales);
+    dense_call(call, stream, qkv, out, lse, args, AttnKernel::Auto)
+}
+
+/// [`flash_attn_fp8_fwd`] on the kernel family `kernel` names: `Auto` and `Portable` run
+/// the portable kernel; `Hopper` is an error (the Hopper kernel is 16-bit only) that
+/// writes nothing.
+///
+/// ```
+/// use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target, F8E4M3FN};
+/// use fly_attn::{flash_attn_fp8_fwd_with, AttnArgs, AttnKernel, Fp8Descales};
+/// let dev = Device::sim(Target::Sm90);
+/// let s = dev.stream()?;
+/// let a = AttnArgs::new(1, 2, 1, 64);
+/// let x = DeviceBuffer::from_slice(&dev, &vec![F8E4M3FN::from_bits(0x38); 2 * 64])?; // 1.0
+/// let one = DeviceBuffer::from_slice(&dev, &[1.0f32])?;
+/// let d = Fp8Descales { q: &one, k: &one, v: &one };
+/// let mut out = DeviceBuffer::<bf16>::zeroed(&dev, 2 * 64)?;
+/// flash_attn_fp8_fwd_with(&s, &x, &x, &x, d, &mut out, None, &a, AttnKernel::Portable)?;
+/// assert!(out.to_vec()?.iter().all(|x| x.to_f32() == 1.0));
+/// let mut out = DeviceBuffer::<bf16>::zeroed(&dev, 2 * 64)?;
+/// let e = flash_attn_fp8_fwd_with(&s, &x, &x, &x, d, &mut out, None, &a, AttnKernel::Hopper);
+/// assert!(e.unwrap_err().to_string().contains("16-bit only"));
+/// assert!(out.to_vec()?.iter().all(|x| x.to_f32() == 0.0));
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn flash_attn_fp8_fwd_with(
+    stream: &Stream,
+    q: &DeviceBuffer<F8E4M3FN>,
+    k: &DeviceBuffer<F8E4M3FN>,
+    v: &DeviceBuffer<F8E4M3FN>,
+    descales: Fp8Descales<'_>,
+    out: &mut DeviceBuffer<bf16>,
+    lse: Option<&mut DeviceBuffer<f32>>,
+    args: &AttnArgs,
+    kernel: AttnKernel,
+) -> Result<()> {
+    let call = Call::new("fly_attn::flash_attn_fp8_fwd_with");
+    let qkv = Qkv::Fp8(q, k, v, descales);
+    dense_call(call, stream, qkv, out, lse, args, kernel)
+}
+
+/// Packed varlen [`flash_attn_fp8_fwd`]: the layouts and offsets of
+/// [`flash_attn_varlen_fwd`] with e4m3fn q, k, v, their descales and bf16 out.
+///
+/// Errors (before anything is written): those of [`flash_attn_varlen_fwd`] and of the
+/// descales ([`flash_attn_fp8_fwd`]).
+///
+/// ```
+/// use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target, F8E4M3FN};
+/// use fly_attn::{flash_attn_varlen_fp8_fwd, CuSeqlens, Fp8Descales, VarlenArgs};
+/// let dev = Device::sim(Target::Gfx1201);
+/// let s = dev.stream()?;
+/// let a = VarlenArgs { max_seqlen_q: 2, max_seqlen_kv: 2, heads_q: 1, heads_kv: 1,
+///     head_dim: 32, causal: false, softmax_scale: None, num_kv_splits: None };
+/// let x = DeviceBuffer::from_slice(&dev, &vec![F8E4M3FN::from_bits(0x38); 4 * 32])?; // 1.0
+/// let kv = DeviceBuffer::from_slice(&dev, &vec![F8E4M3FN::from_bits(0x38); 2 * 32])?;
+/// let (one, d3) = (DeviceBuffer::from_slice(&dev, &[1.0f32])?, DeviceBuffer::from_slice(&dev, &[3.0f32])?);
+/// let d = Fp8Descales { q: &one, k: &one, v: &d3 };
+/// let mut out = DeviceBuffer::<bf16>::zeroed(&dev, 4 * 32)?;
+/// // Two sequences of 2 queries: on 2 keys (v = 1.0 * 3), then on 0 keys (zeros).
+/// let (cq, ck) = ([0, 2, 4], [0, 2, 2]);
+/// flash_attn_varlen_fp8_fwd(&s, &x, &kv, &kv, d, &mut out, None, CuSeqlens::Host(&cq), CuSeqlens::Host(&ck), &a)?;
+/// let out = out.to_vec()?;
+/// assert!(out[..64].iter().all(|x| x.to_f32() == 3.0));
+/// assert!(out[64..].iter().all(|x| x.to_f32() == 0.0));
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn flash_attn_varlen_fp8_fwd(
+    stream: &Stream,
+    q: &DeviceBuffer<F8E4M3FN>,
+    k: &DeviceBuffer<F8E4M3FN>,
+    v: &DeviceBuffer<F8E4M3FN>,
+    descales: Fp8Descales<'_>,
+    out: &mut DeviceBuffer<bf16>,
+    lse: Option<&mut DeviceBuffer<f32>>,
+    cu_seqlens_q: CuSeqlens<'_>,
+    cu_seqlens_kv: CuSeqlens<'_>,
+    args: &VarlenArgs,
+) -> Result<()> {
+    flash_attn_varlen_fwd_as(
+        Call::new("fly_attn::flash_attn_varlen_fp8_fwd"),
+        stream,
+        Qkv::Fp8(q, k, v, descales),
+        out,
+        lse,
+        cu_seqlens_q,
+        cu_seqlens_kv,
+        args,
+        AttnKernel::Auto,
+    )
+}
+
+/// [`flash_attn_varlen_fp8_fwd`] on the kernel family `kernel` names (`Hopper` is an
+/// error: it is dense and 16-bit only).
+///
+/// ```
+/// use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target, F8E4M3FN};
+/// use fly_attn::{flash_attn_varlen_fp8_fwd_with, AttnKernel, CuSeqlens, Fp8Descales, VarlenArgs};
+/// let dev = Device::sim(Target::Gfx942);
+/// let s = dev.stream()?;
+/// let a = VarlenArgs { max_seqlen_q: 1, max_seqlen_kv: 1, heads_q: 1, heads_kv: 1,
+///     head_dim: 64, causal: false, softmax_scale: None, num_kv_splits: None };
+/// let x = DeviceBuffer::from_slice(&dev, &vec![F8E4M3FN::from_bits(0x38); 64])?;
+/// let one = DeviceBuffer::from_slice(&dev, &[1.0f32])?;
+/// let d = Fp8Descales { q: &one, k: &one, v: &one };
+/// let mut out = DeviceBuffer::<bf16>::zeroed(&dev, 64)?;
+/// let cu = [0, 1];
+/// let mut run = |k| flash_attn_varlen_fp8_fwd_with(&s, &x, &x, &x, d, &mut out, None,
+///     CuSeqlens::Host(&cu), CuSeqlens::Host(&cu), &a, k);
+/// run(AttnKernel::Portable)?;
+/// assert!(run(AttnKernel::Hopper).is_err());
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn flash_attn_varlen_fp8_fwd_with(
+    stream: &Stream,
+    q: &DeviceBuffer<F8E4M3FN>,
+    k: &DeviceBuffer<F8E4M3FN>,
+    v: &DeviceBuffer<F8E4M3FN>,
+    descales: Fp8Descales<'_>,
+    out: &mut DeviceBuffer<bf16>,
+    lse: Option<&mut DeviceBuffer<f32>>,
+    cu_seqlens_q: CuSeqlens<'_>,
+    cu_seqlens_kv: CuSeqlens<'_>,
+    args: &VarlenArgs,
+    kernel: AttnKernel,
+) -> Result<()> {
+    flash_attn_varlen_fwd_as(
+        Call::new("fly_attn::flash_attn_varlen_fp8_fwd_with"),
+        stream,
+        Qkv::Fp8(q, k, v, descales),
+        out,
+        lse,
+        cu_seqlens_q,
+        cu_seqlens_kv,
+        args,
+        kernel,
+    )
 }
 
 /// Offsets start at 0, never decrease, end at `rows` (unless `rows` is `usize::MAX`) and
@@ -614,11 +910,6 @@ fn check_cu(call: Call<'_>, arg: &str, cu: &[i32], rows: usize, max_len: usize) 
     Ok(())
 }
 
-/// Whether every buffer starts at a 16-byte aligned device address (what TMA needs).
-fn tma_aligned<T: Element>(bufs: &[&DeviceBuffer<T>]) -> bool {
-    bufs.iter().all(|b| b.as_device_ptr().is_multiple_of(16))
-}
-
 /// Checks shared by both layouts; returns (family, splits, scale).
 #[allow(clippy::too_many_arguments)]
 fn common<T: Element>(
@@ -626,6 +917,7 @@ fn common<T: Element>(
     stream: &Stream,
     kernel: AttnKernel,
     varlen: bool,
+    fp8: bool,
     tma_aligned: bool,
     heads_q: usize,
     heads_kv: usize,
@@ -682,6 +974,7 @@ fn common<T: Element>(
     let problem = Problem {
         target: dev.target(),
         dtype: T::DTYPE,
+        fp8,
         batch,
         seqlen_q: max_sq,
         seqlen_kv: max_skv,
@@ -703,9 +996,13 @@ fn common<T: Element>(
 fn check_kernels<T: Element>(call: Call<'_>, stream: &Stream, p: &Plan) -> Result<()> {
     match p.family {
         Family::Portable { head_tile } => {
-            let fwd =
-                kernels::forward::<T>(head_tile).ok_or_else(|| no_kernel::<T>(call, stream))?;
-            call.kernel(stream, fwd.kernel)?;
+            let fwd = if p.fp8 {
+                kernels::forward_fp8::<T>(head_tile).map(|l| l.kernel)
+            } else {
+                kernels::forward::<T>(head_tile).map(|l| l.kernel)
+            };
+            let fwd = fwd.ok_or_else(|| no_kernel::<T>(call, stream))?;
+            call.kernel(stream, fwd)?;
             if p.splits > 1 {
                 let c = kernels::combine::<T>().ok_or_else(|| no_kernel::<T>(call, stream))?;
                 call.kernel(stream, c.kernel)?;
@@ -724,7 +1021,8 @@ fn no_kernel<T: Element>(call: Call<'_>, stream: &Stream) -> flydsl_rt::Error {
     call.error(
         "q",
         format_args!("{} data on {}", T::DTYPE, stream.device().target()),
-        "fly-attn has kernels for bf16 and f16 (fp8 is not supported yet)",
+        "fly-attn has kernels for bf16 and f16 q, k, v, out (and fp8 e4m3fn q, k, v with \
+         bf16 out: flash_attn_fp8_fwd)",
         "convert q, k and v to bf16 or f16",
     )
 }
@@ -734,6 +1032,7 @@ fn dense_plan<T: Element>(
     stream: &Stream,
     a: &AttnArgs,
     kernel: AttnKernel,
+    fp8: bool,
     tma_aligned: bool,
 ) -> Result<Plan> {
     if a.seqlen_kv == 0 && a.batch > 0 && a.seqlen_q > 0 {
@@ -749,6 +1048,7 @@ fn dense_plan<T: Element>(
         stream,
         kernel,
         false,
+        fp8,
         tma_aligned,
         a.heads_q,
         a.heads_kv,
@@ -775,6 +1075,7 @@ fn dense_plan<T: Element>(
         heads_kv: a.heads_kv,
         head_dim: a.head_dim,
         family,
+        fp8,
         total_q,
         varlen: false,
         causal: a.causal,
@@ -793,6 +1094,7 @@ fn varlen_plan<T: Element>(
     ck: &CuSeqlens<'_>,
     host_q: &[i32],
     kernel: AttnKernel,
+    fp8: bool,
 ) -> Result<Plan> {
     if cq.len() != ck.len() || cq.len() < 2 {
         return Err(call.error(
@@ -808,6 +1110,7 @@ fn varlen_plan<T: Element>(
         stream,
         kernel,
         true,
+        fp8,
         true,
         a.heads_q,
         a.heads_kv,
@@ -834,6 +1137,7 @@ fn varlen_plan<T: Element>(
         heads_kv: a.heads_kv,
         head_dim: a.head_dim,
         family,
+        fp8,
         total_q,
         varlen: true,
         causal: a.causal,
@@ -852,9 +1156,7 @@ fn varlen_plan<T: Element>(
 unsafe fn launch<T: Element>(
     call: Call<'_>,
     stream: &Stream,
-    q: &DeviceBuffer<T>,
-    k: &DeviceBuffer<T>,
-    v: &DeviceBuffer<T>,
+    qkv: &Qkv<'_, T>,
     out: &mut DeviceBuffer<T>,
     lse: Option<&mut DeviceBuffer<f32>>,
     cu: Option<(&DeviceBuffer<i32>, &DeviceBuffer<i32>)>,
@@ -868,7 +1170,7 @@ unsafe fn launch<T: Element>(
         Family::Hopper { head_dim } => {
             let launcher = kernels::hopper::<T>(head_dim, p.causal);
             let tile = crate::table::HopperTile::of(head_dim);
-            let (Some(launcher), Some(tile)) = (launcher, tile) else {
+            let (Some(launcher), Some(tile), Qkv::Half(q, k, v)) = (launcher, tile, qkv) else {
                 return Err(no_kernel::<T>(call, stream));
             };
             let shape = crate::hopper::Shape {
@@ -885,7 +1187,6 @@ unsafe fn launch<T: Element>(
         }
     };
     let dev = stream.device();
-    let fwd = kernels::forward::<T>(head_tile).ok_or_else(|| no_kernel::<T>(call, stream))?;
     let threads = WAVES * dev.wave_size();
     let q_tiles = p.max_sq.div_ceil(BM) * crate::table::o_passes(dev.target(), head_tile) as usize;
     let z = p.batch * p.splits;
@@ -940,30 +1241,67 @@ unsafe fn launch<T: Element>(
     // splits * total_q * heads_q * (head_dim + 1) values; the kernel guards rows past each
     // sequence, columns past head_dim and heads past heads_q (grid y is heads_q).
     unsafe {
-        (fwd.launch)(
-            stream,
-            cfg,
-            q,
-            k,
-            v,
-            out,
-            lse,
-            &mut ws_o,
-            &mut ws_lse,
-            cu_q,
-            cu_kv,
-            i(p.seqlen_q),
-            i(p.seqlen_kv),
-            i(p.heads_q),
-            i(p.heads_kv),
-            i(p.head_dim),
-            i(p.total_q),
-            i32::from(p.varlen),
-            i32::from(p.causal),
-            i32::from(write_lse),
-            i(p.splits),
-            scale_log2,
-        )
+        match *qkv {
+            Qkv::Half(q, k, v) => {
+                let fwd =
+                    kernels::forward::<T>(head_tile).ok_or_else(|| no_kernel::<T>(call, stream))?;
+                (fwd.launch)(
+                    stream,
+                    cfg,
+                    q,
+                    k,
+                    v,
+                    out,
+                    lse,
+                    &mut ws_o,
+                    &mut ws_lse,
+                    cu_q,
+                    cu_kv,
+                    i(p.seqlen_q),
+                    i(p.seqlen_kv),
+                    i(p.heads_q),
+                    i(p.heads_kv),
+                    i(p.head_dim),
+                    i(p.total_q),
+                    i32::from(p.varlen),
+                    i32::from(p.causal),
+                    i32::from(write_lse),
+                    i(p.splits),
+                    scale_log2,
+                )
+            }
+            Qkv::Fp8(q, k, v, d) => {
+                let fwd = kernels::forward_fp8::<T>(head_tile)
+                    .ok_or_else(|| no_kernel::<T>(call, stream))?;
+                (fwd.launch)(
+                    stream,
+                    cfg,
+                    q,
+                    k,
+                    v,
+                    d.q,
+                    d.k,
+                    d.v,
+                    out,
+                    lse,
+                    &mut ws_o,
+                    &mut ws_lse,
+                    cu_q,
+                    cu_kv,
+                    i(p.seqlen_q),
+                    i(p.seqlen_kv),
+                    i(p.heads_q),
+                    i(p.heads_kv),
+                    i(p.head_dim),
+                    i(p.total_q),
+                    i32::from(p.varlen),
+                    i32::from(p.causal),
+                    i32::from(write_lse),
+                    i(p.splits),
+                    scale_log2,
+                )
+            }
+        }
     }?;
     if p.splits > 1 {
         let c = kernels::combine::<T>().ok_or_else(|| no_kernel::<T>(call, stream))?;

@@ -54,8 +54,11 @@ pub const AUTO_TAKES_HOPPER: bool = false;
 pub struct Problem {
     /// The stream's device target.
     pub target: Target,
-    /// The element type of q, k, v and out.
+    /// The element type of out (and of q, k and v unless `fp8`).
     pub dtype: DType,
+    /// q, k and v are OCP fp8 e4m3fn with descales (out bf16:
+    /// [`crate::flash_attn_fp8_fwd`]); only the portable kernel takes them.
+    pub fp8: bool,
     /// Sequences.
     pub batch: usize,
     /// Queries per sequence (varlen: the longest).
@@ -117,15 +120,24 @@ const HOPPER_FIX: &str = "pass AttnKernel::Auto or AttnKernel::Portable";
 /// ```
 /// use fly_attn::dispatch::{hopper_mismatch, Problem};
 /// use flydsl_rt::{DType, Target};
-/// let p = Problem { target: Target::Sm90, dtype: DType::BF16, batch: 2, seqlen_q: 100,
-///     seqlen_kv: 300, heads_q: 8, heads_kv: 2, head_dim: 128, varlen: false,
+/// let p = Problem { target: Target::Sm90, dtype: DType::BF16, fp8: false, batch: 2,
+///     seqlen_q: 100, seqlen_kv: 300, heads_q: 8, heads_kv: 2, head_dim: 128, varlen: false,
 ///     splits: None, auto_splits: 4, tma_aligned: true };
 /// assert_eq!(hopper_mismatch(&p), None);
 /// assert_eq!(hopper_mismatch(&Problem { head_dim: 96, ..p }).unwrap().arg, "head_dim");
 /// assert_eq!(hopper_mismatch(&Problem { target: Target::Gfx942, ..p }).unwrap().arg, "stream");
 /// assert_eq!(hopper_mismatch(&Problem { splits: Some(2), ..p }).unwrap().arg, "num_kv_splits");
+/// assert_eq!(hopper_mismatch(&Problem { fp8: true, ..p }).unwrap().arg, "q");
 /// ```
 pub fn hopper_mismatch(p: &Problem) -> Option<Mismatch> {
+    if p.fp8 {
+        return Some(Mismatch::new(
+            "q",
+            "fp8 e4m3fn data",
+            "the Hopper kernel is 16-bit only (bf16, f16 q, k, v)",
+            format_args!("{HOPPER_FIX} (the portable kernel takes fp8 inputs)"),
+        ));
+    }
     if p.target != Target::Sm90 {
         return Some(Mismatch::new(
             "stream",
@@ -237,7 +249,7 @@ pub fn hopper_mismatch(p: &Problem) -> Option<Mismatch> {
 ///
 /// `AttnKernel::Portable` takes every validated call, with the splits asked for (or the
 /// automatic [`auto_splits`]). `AttnKernel::Hopper` takes what [`hopper_mismatch`]
-/// accepts, with one split. `AttnKernel::Auto` takes the portable kernel on sm90 until the
+/// accepts, with one split (never fp8 inputs). `AttnKernel::Auto` takes the portable kernel on sm90 until the
 /// Hopper kernel has been checked and measured on an H200; `AttnKernel::Hopper` pins it.
 /// (Then, with [`AUTO_TAKES_HOPPER`] set, `Auto` takes the Hopper kernel for every call it
 /// accepts whose split count, asked for or automatic, is 1, and the portable kernel for
@@ -247,8 +259,8 @@ pub fn hopper_mismatch(p: &Problem) -> Option<Mismatch> {
 /// use fly_attn::dispatch::{family, Family, Problem, AUTO_TAKES_HOPPER};
 /// use fly_attn::AttnKernel;
 /// use flydsl_rt::{DType, Target};
-/// let p = Problem { target: Target::Sm90, dtype: DType::F16, batch: 1, seqlen_q: 512,
-///     seqlen_kv: 512, heads_q: 16, heads_kv: 16, head_dim: 96, varlen: false,
+/// let p = Problem { target: Target::Sm90, dtype: DType::F16, fp8: false, batch: 1,
+///     seqlen_q: 512, seqlen_kv: 512, heads_q: 16, heads_kv: 16, head_dim: 96, varlen: false,
 ///     splits: None, auto_splits: 1, tma_aligned: true };
 /// let portable = Family::Portable { head_tile: 128 };
 /// assert_eq!(family(&p, AttnKernel::Auto), Ok((portable, 1)));
@@ -259,6 +271,10 @@ pub fn hopper_mismatch(p: &Problem) -> Option<Mismatch> {
 /// assert_eq!(family(&p, AttnKernel::Portable), Ok((portable, 1)));
 /// let auto = if AUTO_TAKES_HOPPER { hopper } else { portable };
 /// assert_eq!(family(&p, AttnKernel::Auto), Ok((auto, 1)));
+/// // fp8 inputs: the portable kernel only.
+/// let f8 = Problem { fp8: true, ..p };
+/// assert_eq!(family(&f8, AttnKernel::Auto), Ok((portable, 1)));
+/// assert_eq!(family(&f8, AttnKernel::Hopper).unwrap_err().arg, "q");
 /// // Decode-like: the automatic choice splits the keys, so Auto stays portable; a pinned
 /// // Hopper kernel makes one pass.
 /// let p = Problem { auto_splits: 8, ..p };

@@ -1,14 +1,17 @@
 //! The kernels this crate's build script generated: variant tables, typed launchers and the
-//! typed dispatch tables `FORWARD` (per dtype, keyed by head tile), `COMBINE` (per
+//! typed dispatch tables `FORWARD` (per dtype, keyed by head tile), `FORWARD_FP8` (fp8
+//! e4m3fn inputs, per output dtype (bf16), keyed by head tile), `COMBINE` (per
 //! dtype, one entry keyed 0) and `HOPPER` (per dtype, keyed by `table::hopper_key`; sm90
 //! only).
 
-use flydsl_rt::{DeviceBuffer, Element, ElementMap, LaunchConfig, Launchers, Result, Stream};
+use flydsl_rt::{
+    DeviceBuffer, Element, ElementMap, LaunchConfig, Launchers, Result, Stream, F8E4M3FN,
+};
 
 /// Generated variant tables, launchers and dispatch tables.
 #[allow(missing_docs, dead_code, clippy::all)]
 pub(crate) mod generated {
-    use super::{CombineLaunchers, ForwardLaunchers, HopperLaunchers};
+    use super::{CombineLaunchers, ForwardLaunchers, Fp8ForwardLaunchers, HopperLaunchers};
     include!(concat!(env!("OUT_DIR"), "/flydsl_kernels.rs"));
 }
 
@@ -21,6 +24,36 @@ pub(crate) type ForwardFn<T> = unsafe fn(
     &DeviceBuffer<T>,
     &DeviceBuffer<T>,
     &DeviceBuffer<T>,
+    &mut DeviceBuffer<T>,
+    &mut DeviceBuffer<f32>,
+    &mut DeviceBuffer<f32>,
+    &mut DeviceBuffer<f32>,
+    &DeviceBuffer<i32>,
+    &DeviceBuffer<i32>,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    f32,
+) -> Result<()>;
+
+/// An fp8 forward launcher: [`ForwardFn`] with e4m3fn q, k, v followed by the three f32
+/// descale tensors (`q_descale`, `k_descale`, `v_descale`, one value each), out of `T`.
+pub(crate) type Fp8ForwardFn<T> = unsafe fn(
+    &Stream,
+    LaunchConfig,
+    &DeviceBuffer<F8E4M3FN>,
+    &DeviceBuffer<F8E4M3FN>,
+    &DeviceBuffer<F8E4M3FN>,
+    &DeviceBuffer<f32>,
+    &DeviceBuffer<f32>,
+    &DeviceBuffer<f32>,
     &mut DeviceBuffer<T>,
     &mut DeviceBuffer<f32>,
     &mut DeviceBuffer<f32>,
@@ -80,6 +113,20 @@ pub(crate) type HopperFn<T> = unsafe fn(
 pub(crate) struct ForwardLaunchers;
 impl ElementMap for ForwardLaunchers {
     type Of<T: Element> = Launchers<usize, ForwardFn<T>>;
+}
+
+/// fp8-input forward launchers with output `T`, keyed by head tile.
+pub(crate) struct Fp8ForwardLaunchers;
+impl ElementMap for Fp8ForwardLaunchers {
+    type Of<T: Element> = Launchers<usize, Fp8ForwardFn<T>>;
+}
+
+/// The fp8-input forward launcher of head tile `dp` with output `T` (bf16 only).
+pub(crate) fn forward_fp8<T: Element>(
+    dp: usize,
+) -> Option<&'static flydsl_rt::Launcher<usize, Fp8ForwardFn<T>>> {
+    let t = generated::FORWARD_FP8.get::<T>();
+    t.binary_search_by_key(&dp, |l| l.key).ok().map(|i| &t[i])
 }
 
 /// Combine launchers of elements `T` (one, keyed 0).

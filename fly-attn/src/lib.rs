@@ -1,5 +1,6 @@
-//! fly-attn: FlashAttention forward for 16-bit inputs (bf16, f16) with f32 softmax and
-//! accumulation, on gfx942, gfx950, gfx1201, gfx1250 and sm90 (and their Sims).
+//! fly-attn: FlashAttention forward for 16-bit inputs (bf16, f16) and OCP fp8 e4m3fn
+//! inputs with per-tensor descales (bf16 out), with f32 softmax and accumulation, on
+//! gfx942, gfx950, gfx1201, gfx1250 and sm90 (and their Sims).
 //!
 //! - Dense BSHD ([`flash_attn_fwd`]): q `[batch, seqlen_q, heads_q, head_dim]`, k and v
 //!   `[batch, seqlen_kv, heads_kv, head_dim]`, out like q; LSE f32 `[batch, heads_q,
@@ -21,6 +22,13 @@
 //!   to an f32 workspace and a combine kernel merges them by their LSEs.
 //! - `*_unchecked` entry points skip the buffer-length (and device offset) checks;
 //!   [`flash_attn_array`] takes `ndarray` views of any layout.
+//! - fp8 ([`flash_attn_fp8_fwd`], [`flash_attn_varlen_fp8_fwd`] and their `_with` forms):
+//!   pre-quantized e4m3fn q, k, v ([`flydsl_rt::F8E4M3FN`]) with per-tensor f32 descales
+//!   on the device ([`Fp8Descales`]; real value = fp8 * descale): logits scaled by
+//!   `softmax_scale * q_descale * k_descale`, `P V` with V dequantized, f32 accumulation,
+//!   bf16 out; every layout, mask, GQA/MQA, LSE and split-K as above. The portable kernel
+//!   converts q, k, v exactly to bf16 as it stages them into LDS, so its MMAs run at the
+//!   bf16 rate (native fp8 MMAs are future work); the Hopper kernel is 16-bit only.
 //!
 //! Two kernel families ([`dispatch::family`] picks one, [`AttnKernel`] pins one):
 //!
@@ -33,8 +41,7 @@
 //! [`flash_attn_fwd`] runs `AttnKernel::Auto`, which picks by the rule of
 //! [`dispatch::family`] (the one place that says when the Hopper kernel is the default);
 //! [`flash_attn_fwd_with`] and [`flash_attn_varlen_fwd_with`] pin a family. Both families
-//! have the semantics above. fp8 inputs are not supported yet (a clear error: only bf16
-//! and f16 have kernels).
+//! have the semantics above; fp8 inputs always run the portable kernel.
 //!
 //! ```
 //! use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target};
@@ -63,9 +70,10 @@ mod kernels;
 pub mod table;
 
 pub use api::{
-    flash_attn_fwd, flash_attn_fwd_unchecked, flash_attn_fwd_with, flash_attn_varlen_fwd,
-    flash_attn_varlen_fwd_unchecked, flash_attn_varlen_fwd_with, AttnArgs, CuSeqlens, VarlenArgs,
-    MAX_ROWS,
+    flash_attn_fp8_fwd, flash_attn_fp8_fwd_with, flash_attn_fwd, flash_attn_fwd_unchecked,
+    flash_attn_fwd_with, flash_attn_varlen_fp8_fwd, flash_attn_varlen_fp8_fwd_with,
+    flash_attn_varlen_fwd, flash_attn_varlen_fwd_unchecked, flash_attn_varlen_fwd_with, AttnArgs,
+    CuSeqlens, Fp8Descales, VarlenArgs, MAX_ROWS,
 };
 pub use array::{flash_attn_array, AttnOptions};
 pub use dispatch::AttnKernel;
@@ -75,11 +83,13 @@ pub use flydsl_rt::DType;
 pub use flydsl_rt::Target;
 
 /// Every kernel of this crate with its name (for structural tests and inspection): the
-/// portable forward kernels (bf16, f16 x 3 head tiles) and the combine kernels, which exist
-/// on every target, then the Hopper kernels ([`hopper_variants`], sm90 only).
+/// portable forward kernels (bf16, f16 x 3 head tiles), the combine kernels and the fp8
+/// forward kernels (e4m3fn inputs, bf16 out, x 3 head tiles:
+/// [`table::fwd_fp8_name`]), which exist on every target, then the Hopper kernels
+/// ([`hopper_variants`], sm90 only).
 ///
 /// ```
-/// assert_eq!(fly_attn::kernel_variants().len(), 8 + 12);
+/// assert_eq!(fly_attn::kernel_variants().len(), 8 + 3 + 12);
 /// ```
 pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariants)> {
     use flydsl_rt::half::{bf16, f16};
@@ -91,6 +101,12 @@ pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariant
         .chain(g.get::<f16>().iter().map(|l| l.kernel))
         .chain(c.get::<bf16>().iter().map(|l| l.kernel))
         .chain(c.get::<f16>().iter().map(|l| l.kernel))
+        .chain(
+            kernels::generated::FORWARD_FP8
+                .get::<bf16>()
+                .iter()
+                .map(|l| l.kernel),
+        )
         .map(|k| (k.name, k))
         .chain(hopper_variants())
         .collect()

@@ -32,6 +32,16 @@ pub fn fwd_name(dt: DType, dp: usize) -> String {
     format!("attn_fwd_{}_d{dp}", dt.name())
 }
 
+/// The portable forward kernel's name for fp8 e4m3fn q, k, v (with descales, bf16 out) and
+/// head tile `dp`.
+///
+/// ```
+/// assert_eq!(fly_attn::table::fwd_fp8_name(128), "attn_fwd_e4m3fn_bf16_d128");
+/// ```
+pub fn fwd_fp8_name(dp: usize) -> String {
+    format!("attn_fwd_e4m3fn_bf16_d{dp}")
+}
+
 /// The split-K combine kernel's name for the output dtype `dt`.
 pub fn combine_name(dt: DType) -> String {
     format!("attn_combine_{}", dt.name())

@@ -3,7 +3,7 @@
 //! flydsl_build code-object check (kernarg layout, no scratch, LDS as declared), LDS within
 //! the target's limit, and the matrix instructions of the target's atom in the forward
 //! kernels (MFMA on gfx942/gfx950, WMMA on gfx1201/gfx1250, `mma.sync` m16n8k16 on sm90;
-//! no local memory in the PTX); the Hopper kernels' PTX has both wgmmas (SS for `Q K^T`,
+//! no local memory in the PTX; the fp8 variants' hardware unpack where they use it); the Hopper kernels' PTX has both wgmmas (SS for `Q K^T`,
 //! register-A for `P V`), TMA loads, mbarrier waits and no local memory.
 
 use fly_attn::table::HopperTile;
@@ -25,8 +25,8 @@ fn every_kernel_has_ir_for_every_target_and_fits_lds() {
     let v = fly_attn::kernel_variants();
     assert_eq!(
         v.len(),
-        8 + 12,
-        "3 head tiles x 2 dtypes + 2 combine kernels + 12 Hopper kernels"
+        8 + 3 + 12,
+        "3 head tiles x 2 dtypes + 2 combine kernels + 3 fp8 head tiles + 12 Hopper kernels"
     );
     for (name, k) in v {
         if let Some((_, d)) = hopper_kind(name) {
@@ -95,6 +95,13 @@ fn built_code_objects_have_the_matrix_atoms_and_no_scratch() {
                 };
                 let n = count_instructions(&asm, ins);
                 assert!(n >= 4, "{name} ({t}): {n} x {ins}");
+                // fp8 variants: the hardware unpack (OCP, or gfx942's FNUZ one), except
+                // gfx1250's 256 tile, which takes the integer decode.
+                if let Some(d) = name.strip_prefix("attn_fwd_e4m3fn_bf16_d") {
+                    let hw = !(t == Target::Gfx1250 && d == "256");
+                    let n = count_instructions(&asm, "v_cvt_pk_f32_fp8");
+                    assert_eq!(n > 0, hw, "{name} ({t}): {n} x v_cvt_pk_f32_fp8");
+                }
             }
         }
     }

@@ -1232,6 +1232,7 @@ fn fuzz_attn_dispatch() {
                     let p = fly_attn::dispatch::Problem {
                         target: t,
                         dtype: dt,
+                        fp8: false,
                         batch: b,
                         seqlen_q: sq,
                         seqlen_kv: skv,
@@ -1258,6 +1259,12 @@ fn fuzz_attn_dispatch() {
                     let hopper_ok = t == flydsl_rt::Target::Sm90 && [64, 128, 256].contains(&d);
                     if hopper.is_some() != hopper_ok {
                         return Err(format!("Hopper on {t:?}, {dt:?}, {d}: {hopper:?}"));
+                    }
+                    // fp8 inputs: the portable kernel, whatever is asked; Hopper an error.
+                    let f8 = fly_attn::dispatch::Problem { fp8: true, ..p };
+                    let auto8 = family(&f8, fly_attn::AttnKernel::Auto).ok();
+                    if auto8 != want_p || family(&f8, fly_attn::AttnKernel::Hopper).is_ok() {
+                        return Err(format!("fp8 on {t:?}, {d}: Auto {auto8:?}"));
                     }
                 }
             }

@@ -1,7 +1,9 @@
 //! FlashAttention forward: the f64 CPU reference (dense BSHD and packed varlen, MHA / GQA /
 //! MQA, bottom-right causal mask, softmax scale, LSE) and the comparisons with the
 //! tolerances of `shared/facts/kernels.md` (max abs error < 1e-2 and every row's cosine
-//! similarity > 0.99 for bf16/f16; LSE atol bf16 8e-3, f16 4e-3).
+//! similarity > 0.99 for bf16/f16; LSE atol bf16 8e-3, f16 4e-3; fp8 e4m3fn inputs with
+//! bf16 output, against the reference on the dequantized inputs: max abs error < 5e-2 and
+//! every row's cosine > 0.98, LSE as bf16).
 //!
 //! Semantics: for query `i` of a sequence with `sq` queries and `skv` keys, key `j` is
 //! visible iff `j < skv` and, when causal, `j <= i + skv - sq` (bottom-right aligned).
@@ -218,7 +220,31 @@ pub const OUT_ATOL: f64 = 1e-2;
 /// Minimum cosine similarity of every output row.
 pub const MIN_COSINE: f64 = 0.99;
 
-/// LSE absolute tolerance of a dtype name (`"bf16"` 8e-3, `"f16"` 4e-3).
+/// Max abs output error of fp8 e4m3fn inputs (bf16 output), against the reference on the
+/// dequantized inputs.
+pub const FP8_OUT_ATOL: f64 = 5e-2;
+/// Minimum cosine similarity of every output row with fp8 e4m3fn inputs.
+pub const FP8_MIN_COSINE: f64 = 0.98;
+
+/// The output tolerances `(max abs error, minimum row cosine)` of a dtype name: `"fp8"`
+/// ([`FP8_OUT_ATOL`], [`FP8_MIN_COSINE`]), else the 16-bit ones ([`OUT_ATOL`],
+/// [`MIN_COSINE`]).
+///
+/// ```
+/// use flydsl_testutil::attn::out_tolerance;
+/// assert_eq!(out_tolerance("fp8"), (5e-2, 0.98));
+/// assert_eq!(out_tolerance("bf16"), (1e-2, 0.99));
+/// ```
+pub fn out_tolerance(dtype: &str) -> (f64, f64) {
+    if dtype == "fp8" {
+        (FP8_OUT_ATOL, FP8_MIN_COSINE)
+    } else {
+        (OUT_ATOL, MIN_COSINE)
+    }
+}
+
+/// LSE absolute tolerance of a dtype name (`"bf16"` 8e-3, `"f16"` 4e-3; `"fp8"` as bf16:
+/// its inputs are exact in bf16 and its output is bf16).
 pub fn lse_atol(dtype: &str) -> f64 {
     if dtype == "f16" {
         4e-3
@@ -246,7 +272,19 @@ pub struct OutReport {
 impl OutReport {
     /// Whether the result meets [`OUT_ATOL`] and [`MIN_COSINE`] with no NaN / Inf.
     pub fn pass(&self) -> bool {
-        self.non_finite == 0 && self.max_abs < OUT_ATOL && self.min_cos > MIN_COSINE
+        self.pass_with(OUT_ATOL, MIN_COSINE)
+    }
+
+    /// Whether the result meets `atol` and `min_cos` ([`out_tolerance`]) with no NaN / Inf.
+    ///
+    /// ```
+    /// use flydsl_testutil::attn::{check_out, out_tolerance};
+    /// let r = check_out(&[1.03, 0.0], &[1.0, 0.0], 2);
+    /// let (a, c) = out_tolerance("fp8");
+    /// assert!(!r.pass() && r.pass_with(a, c));
+    /// ```
+    pub fn pass_with(&self, atol: f64, min_cos: f64) -> bool {
+        self.non_finite == 0 && self.max_abs < atol && self.min_cos > min_cos
     }
 }
 
@@ -340,11 +378,17 @@ pub fn check_out_rounded(dtype: &str, got: &[f64], want: &[f64], head_dim: usize
 
 /// Panic with the worst element and row unless `got` passes [`check_out`].
 pub fn assert_out(what: &str, got: &[f64], want: &[f64], head_dim: usize) {
+    assert_out_dtype(what, "bf16", got, want, head_dim);
+}
+
+/// [`assert_out`] with the tolerances of the dtype name `dtype` ([`out_tolerance`]).
+pub fn assert_out_dtype(what: &str, dtype: &str, got: &[f64], want: &[f64], head_dim: usize) {
     let r = check_out(got, want, head_dim);
+    let (atol, min_cos) = out_tolerance(dtype);
     assert!(
-        r.pass(),
-        "{what}: max abs err {:.3e} at {} (got {}, want {}; atol {OUT_ATOL}), min row cosine \
-         {:.5} at row {} (min {MIN_COSINE}), {} non-finite",
+        r.pass_with(atol, min_cos),
+        "{what}: max abs err {:.3e} at {} (got {}, want {}; atol {atol}), min row cosine \
+         {:.5} at row {} (min {min_cos}), {} non-finite",
         r.max_abs,
         r.max_at,
         got.get(r.max_at).copied().unwrap_or(f64::NAN),

@@ -2,7 +2,8 @@
 //! [--target gfx942]`: run one kernel on one shape against the CPU reference; print max
 //! abs / rel error, the tolerance and PASS/FAIL (the exit code follows).
 //! `cargo xtask verify attention --batch B --seqlen-q SQ ... [--kernel auto|portable|hopper]
-//! --dtype bf16|f16` checks one fly-attn call (`verify_attn`; no `--shape`).
+//! --dtype bf16|f16|fp8` checks one fly-attn call (`verify_attn`; no `--shape`; fp8:
+//! e4m3fn inputs quantized per tensor, bf16 out).
 
 use crate::devsel::{pick, DeviceArgs};
 use crate::elem::{inputs, parse_dtype, parse_shape, Dtype};
@@ -21,7 +22,8 @@ pub struct Args {
     #[arg(long)]
     shape: Option<String>,
     /// Element type: f32, f16, bf16 (gemm also fp8, int8: 8-bit inputs quantized per row,
-    /// bf16 out; fp8 is the device's format, e4m3fnuz on gfx942 and e4m3fn elsewhere).
+    /// bf16 out; fp8 is the device's format, e4m3fnuz on gfx942 and e4m3fn elsewhere;
+    /// attention also fp8: e4m3fn inputs quantized per tensor, bf16 out, on every target).
     #[arg(long, default_value = "bf16")]
     dtype: String,
     /// gemm: the fused epilogue (none, bias, bias-relu, bias-silu, bias-gelu).
@@ -125,13 +127,6 @@ fn dispatch(a: &Args, s: &Stream, dt: Dtype, shape: &[usize]) -> R<Outcome> {
 
 pub fn run(a: Args) -> R<ExitCode> {
     let (o, shape_desc, dtname) = if a.family == "attention" {
-        if a.dtype == "fp8" {
-            return Err(
-                "attention --dtype fp8: fp8 attention (e4m3fn with descales) is not \
-                        implemented yet; use bf16 or f16"
-                    .into(),
-            );
-        }
         let dt = parse_dtype(&a.dtype).ok();
         let dev = pick(&a.dev)?;
         let s = dev.stream().map_err(e)?;
