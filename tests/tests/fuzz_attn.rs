@@ -2,7 +2,9 @@
 //! wave64 (gfx942) and two wave32 (gfx1201, sm_90) targets: `flash_attn_fwd`,
 //! `flash_attn_fwd_unchecked`, `flash_attn_varlen_fwd` and `flash_attn_varlen_fwd_unchecked`
 //! (offsets from the host or a device buffer, for q and kv independently), and
-//! `flash_attn_array` (views in row-major, column-major, permuted and strided memory); with and
+//! `flash_attn_array` (views in row-major, column-major, permuted and strided memory), and the
+//! fp8 entries `flash_attn_fp8_fwd` / `_with` (dense; inputs quantized per tensor, descales of
+//! the wrong length or on another device among the mistakes, the fp8 tolerances); with and
 //! without the LSE, causal or not, MHA / GQA / MQA, the default or an explicit softmax scale,
 //! automatic or explicit key splits (1 ..= 64); and the dispatch helpers
 //! `dispatch::auto_splits`, `dispatch::family`, `table::head_tile`.
@@ -34,9 +36,14 @@
 mod fuzz_common;
 
 use fly_attn::{AttnArgs, AttnOptions, CuSeqlens, VarlenArgs, MAX_ROWS};
+use fly_gemm::QuantElement;
 use flydsl_rt::half::{bf16, f16};
+use flydsl_rt::F8E4M3FN;
 use flydsl_rt::{Device, DeviceBuffer, DeviceRepr};
-use flydsl_testutil::attn::{attn_ref, check_out_rounded, lse_atol, lse_err, AttnShape};
+use flydsl_testutil::attn::{
+    attn_ref, check_out, check_out_rounded, lse_atol, lse_err, AttnShape, FP8_MIN_COSINE,
+    FP8_OUT_ATOL,
+};
 use flydsl_testutil::rng::Rng;
 use fuzz_common::*;
 use proptest::prelude::*;
@@ -559,10 +566,24 @@ fn compare<T: Elem>(
     out: &[T],
     lse: Option<&[f32]>,
 ) -> Result<(), String> {
-    let s = &inp.shape;
-    let want = attn_ref(s, &wide(&inp.q), &wide(&inp.k), &wide(&inp.v));
+    let qkv = [wide(&inp.q), wide(&inp.k), wide(&inp.v)];
+    compare_with(c, &inp.shape, &qkv, &wide(out), lse, T::NAME, false)
+}
+
+/// [`compare`] on f64 q, k, v (what the kernel computes with: fp8 dequantized) and out of
+/// dtype `name`; `fp8` takes the fp8 tolerances (`FP8_OUT_ATOL`, `FP8_MIN_COSINE`).
+fn compare_with(
+    c: &Case,
+    s: &AttnShape,
+    [q, k, v]: &[Vec<f64>; 3],
+    out: &[f64],
+    lse: Option<&[f32]>,
+    name: &str,
+    fp8: bool,
+) -> Result<(), String> {
+    let want = attn_ref(s, q, k, v);
     let vs = 2f64.powi(c.v_log2.into());
-    let got: Vec<f64> = wide(out).iter().map(|x| x / vs).collect();
+    let got: Vec<f64> = out.iter().map(|x| x / vs).collect();
     let want_out: Vec<f64> = want.out.iter().map(|x| x / vs).collect();
     if got.len() != want_out.len() {
         return Err(format!(
@@ -571,8 +592,17 @@ fn compare<T: Elem>(
             want_out.len()
         ));
     }
-    let r = check_out_rounded(T::NAME, &got, &want_out, s.head_dim);
-    if !r.pass() {
+    let r = if fp8 {
+        check_out(&got, &want_out, s.head_dim)
+    } else {
+        check_out_rounded(name, &got, &want_out, s.head_dim)
+    };
+    let pass = if fp8 {
+        r.pass_with(FP8_OUT_ATOL, FP8_MIN_COSINE)
+    } else {
+        r.pass()
+    };
+    if !pass {
         return Err(format!(
             "out: max abs err {:.3e} beyond the output's rounding at {} (got {:e}, want {:e}), \
              min row cosine {:.5} at row {}, {} non-finite",
@@ -613,12 +643,12 @@ fn compare<T: Elem>(
             ));
         }
         let (e, i) = lse_err(&got, &want.lse);
-        if e > lse_atol(T::NAME) {
+        if e > lse_atol(name) {
             return Err(format!(
                 "lse: error {e:.3e} at {i} (got {:e}, want {:e}; atol {})",
                 got[i],
                 want.lse[i],
-                lse_atol(T::NAME)
+                lse_atol(name)
             ));
         }
     }
@@ -1097,7 +1127,152 @@ fn varlen_one<T: Elem + Float>(c: &Case, d: &Devs) -> Result<(), String> {
     compare(c, &inp, &got, lse_got.as_deref())
 }
 
+// ---- fp8 ---------------------------------------------------------------------------------
+
+/// `x` quantized per tensor to e4m3fn (`scale = amax / 448`, 1 for an all-zero tensor): the
+/// codes, their f64 values (`code * scale`, what the kernel computes with) and the scale.
+fn quantize_tensor(x: &[f64]) -> (Vec<F8E4M3FN>, Vec<f64>, f32) {
+    let amax = x.iter().fold(0f64, |a, v| a.max(v.abs())) as f32;
+    let scale = if amax == 0.0 {
+        1.0
+    } else {
+        (amax / 448.0).max(f32::MIN_POSITIVE)
+    };
+    let q: Vec<F8E4M3FN> = x
+        .iter()
+        .map(|&v| F8E4M3FN::quantize(v as f32 / scale))
+        .collect();
+    let real = q
+        .iter()
+        .map(|c| f64::from(c.dequantize()) * f64::from(scale))
+        .collect();
+    (q, real, scale)
+}
+
+/// `flash_attn_fp8_fwd` (and `_with(Auto)`) on a dense case: q, k, v quantized per tensor
+/// (the case's values), descales on the device; the case's mistakes, plus a descale of the
+/// wrong length or on another device (from the seed's top bits).
+fn fp8_one(c: &Case, d: &Devs) -> Result<(), String> {
+    if c.mistake == Mistake::F32 || !matches!(c.entry, Entry::Dense) {
+        return Ok(()); // the 16-bit suites own those entries
+    }
+    let mut rng = Rng::new(c.seed);
+    let inp = inputs::<bf16>(c, &mut rng);
+    let (hq, hkv) = c.heads();
+    let (sq, skv) = c.dense;
+    let mut args = AttnArgs {
+        batch: c.batch(),
+        seqlen_q: sq,
+        seqlen_kv: skv,
+        heads_q: hq,
+        heads_kv: hkv,
+        head_dim: c.head_dim(),
+        causal: c.causal,
+        softmax_scale: c.scale(),
+        num_kv_splits: c.splits(),
+    };
+    if let Mistake::Huge { what, value } = c.mistake {
+        match what {
+            0 => args.batch = value,
+            1 => args.seqlen_q = value,
+            2 => args.seqlen_kv = value,
+            _ => args.heads_q = value,
+        }
+    }
+    let descale_mistake = (c.seed >> 61) as u8; // 0: a short q descale, 1: v's elsewhere
+    let mut invalid = dense_invalid(c, &args);
+    if invalid.is_none() && descale_mistake < 2 {
+        invalid = Some(format!("descale mistake {descale_mistake}"));
+    }
+    let (q8, qr, sqd) = quantize_tensor(&wide(&inp.q));
+    let (k8, kr, skd) = quantize_tensor(&wide(&inp.k));
+    let (v8, vr, svd) = quantize_tensor(&wide(&inp.v));
+    let place = Place {
+        mistake: c.mistake,
+        dev: &d.dev,
+        other: &d.other,
+    };
+    let (qd, kd, vd) = (
+        place.input(Q, &q8),
+        place.input(K, &k8),
+        place.input(V, &v8),
+    );
+    let dq = if descale_mistake == 0 {
+        up(&d.dev, &[sqd, sqd])
+    } else {
+        up(&d.dev, &[sqd])
+    };
+    let dk = up(&d.dev, &[skd]);
+    let dv = up(
+        if descale_mistake == 1 {
+            &d.other
+        } else {
+            &d.dev
+        },
+        &[svd],
+    );
+    let descales = fly_attn::Fp8Descales {
+        q: &dq,
+        k: &dk,
+        v: &dv,
+    };
+    let mut out = place.output::<bf16>(OUT, inp.q.len());
+    let mut lse = place.output::<f32>(LSE, inp.shape.lse_len());
+    let lse_arg = c.lse.then_some(&mut lse.buf);
+    let s = &d.stream;
+    let (r, op) = if c.seed & 1 == 0 {
+        let r =
+            fly_attn::flash_attn_fp8_fwd(s, &qd, &kd, &vd, descales, &mut out.buf, lse_arg, &args);
+        (r, "fly_attn::flash_attn_fp8_fwd")
+    } else {
+        let auto = fly_attn::AttnKernel::Auto;
+        let r = fly_attn::flash_attn_fp8_fwd_with(
+            s,
+            &qd,
+            &kd,
+            &vd,
+            descales,
+            &mut out.buf,
+            lse_arg,
+            &args,
+            auto,
+        );
+        (r, "fly_attn::flash_attn_fp8_fwd_with")
+    };
+    let untouched = [out.untouched("out"), lse.untouched("lse")];
+    if !outcome(r, op, invalid, &untouched)? {
+        return Ok(());
+    }
+    let got = out.read();
+    written("out", &got, &out.before)?;
+    let lse_got = if c.lse {
+        let l = lse.read();
+        written("lse", &l, &lse.before)?;
+        Some(l)
+    } else {
+        lse.untouched("lse (not passed)")?;
+        None
+    };
+    compare_with(
+        c,
+        &inp.shape,
+        &[qr, kr, vr],
+        &wide(&got),
+        lse_got.as_deref(),
+        "bf16",
+        true,
+    )
+}
+
 // ---- tests -----------------------------------------------------------------------------------
+
+#[test]
+fn fuzz_attn_fp8() {
+    let devs = devices();
+    run("fuzz_attn_fp8", 120, strategy(false), |c| {
+        fp8_one(&c, &devs[c.target])
+    });
+}
 
 #[test]
 fn fuzz_attn_dense() {
