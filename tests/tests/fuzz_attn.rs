@@ -708,9 +708,8 @@ fn dense_invalid(c: &Case, args: &AttnArgs) -> Option<String> {
     }
 }
 
-fn dense_one<T: Elem + Float>(c: &Case, d: &Devs) -> Result<(), String> {
-    let mut rng = Rng::new(c.seed);
-    let inp = inputs::<T>(c, &mut rng);
+/// The dense call's arguments of a case (its `Huge` mistake applied).
+fn dense_args(c: &Case) -> AttnArgs {
     let (hq, hkv) = c.heads();
     let (sq, skv) = c.dense;
     let mut args = AttnArgs {
@@ -732,6 +731,13 @@ fn dense_one<T: Elem + Float>(c: &Case, d: &Devs) -> Result<(), String> {
             _ => args.heads_q = value,
         }
     }
+    args
+}
+
+fn dense_one<T: Elem + Float>(c: &Case, d: &Devs) -> Result<(), String> {
+    let mut rng = Rng::new(c.seed);
+    let inp = inputs::<T>(c, &mut rng);
+    let args = dense_args(c);
     let invalid = dense_invalid(c, &args);
     if let Entry::Array { order } = c.entry {
         return array_one::<T>(c, d, &inp, &args, order, invalid);
@@ -1158,27 +1164,7 @@ fn fp8_one(c: &Case, d: &Devs) -> Result<(), String> {
     }
     let mut rng = Rng::new(c.seed);
     let inp = inputs::<bf16>(c, &mut rng);
-    let (hq, hkv) = c.heads();
-    let (sq, skv) = c.dense;
-    let mut args = AttnArgs {
-        batch: c.batch(),
-        seqlen_q: sq,
-        seqlen_kv: skv,
-        heads_q: hq,
-        heads_kv: hkv,
-        head_dim: c.head_dim(),
-        causal: c.causal,
-        softmax_scale: c.scale(),
-        num_kv_splits: c.splits(),
-    };
-    if let Mistake::Huge { what, value } = c.mistake {
-        match what {
-            0 => args.batch = value,
-            1 => args.seqlen_q = value,
-            2 => args.seqlen_kv = value,
-            _ => args.heads_q = value,
-        }
-    }
+    let args = dense_args(c);
     let descale_mistake = (c.seed >> 61) as u8; // 0: a short q descale, 1: v's elsewhere
     let mut invalid = dense_invalid(c, &args);
     if invalid.is_none() && descale_mistake < 2 {
