@@ -97,8 +97,11 @@ pub enum BLayout {
 
 pub use table::{TileConfig, PORTABLE_CONFIGS, PORTABLE_CONFIGS8};
 
-/// The portable kernel's config for a shape: the single-stage 16-row tile for `m <= 16`
-/// (decode), the 64 x 128 ping-pong tile otherwise.
+/// The portable kernel's general config for a shape: the single-stage 16-row tile for
+/// `m <= 16` (decode), the 64 x 128 ping-pong tile otherwise. [`gemm`] uses it except for
+/// preshuffled B on a target that reads B global -> registers, where it takes the
+/// reference's direct-B configs (16 x 128 x 256 for `m <= 16`, 64 x 256 x 128 otherwise;
+/// [`table::DIRECT_B_CONFIGS`]).
 ///
 /// ```
 /// assert_eq!(fly_gemm::default_config(1, 4096, 4096).tile_m, 16);
@@ -395,7 +398,8 @@ pub const MAX_DIM: usize = i32::MAX as usize - 65536;
 /// [`Tile::pick`] chooses (128 x 256 when that makes at least [`table::FILL_TILES`]
 /// workgroups, else 128 x 128, else 64 x 64; pin one with [`gemm_with_tile`]); everything
 /// else (the AMD targets, preshuffled B, other `k` on sm90) takes the portable tile-layer
-/// kernel with [`default_config`] (pin one with [`gemm_with`]).
+/// kernel with [`default_config`], or for preshuffled B where the target reads it global ->
+/// registers the reference's direct-B configs (pin one with [`gemm_with`]).
 ///
 /// Errors (before anything is written): a length other than `m * k` (A), `n * k` (B),
 /// `m * n` (C) or `n` (bias), a missing or unexpected bias, `n` or `k` of 0, preshuffled B

@@ -24,7 +24,8 @@ use flydsl_rt::{
 /// [`Tile::pick`] chooses (128 x 256 when that makes at least [`table::FILL_TILES`]
 /// workgroups, else 128 x 128, else 64 x 64; [`gemm_scaled_with`] pins one); everything
 /// else (the AMD targets, preshuffled B, other `k` on sm90) takes the portable tile-layer
-/// kernel with [`default_config8`] ([`gemm_scaled_with_config`] pins one). Any `k >= 1`
+/// kernel with [`default_config8`], or for preshuffled B where the target reads it global ->
+/// registers the reference's direct-B configs ([`gemm_scaled_with_config`] pins one). Any `k >= 1`
 /// works with plain B (rows that are not whole 16-byte vectors are read one element at a
 /// time).
 ///
@@ -103,9 +104,10 @@ pub fn gemm_scaled<Q: QuantElement, T: Element>(
     launch(&call, stream, a, b, scale_a, scale_b, bias, c, args, route)
 }
 
-/// The portable kernel's 8-bit config for a shape: the single-stage 16-row tile for
+/// The portable kernel's general 8-bit config for a shape: the single-stage 16-row tile for
 /// `m <= 16` (decode), the 64 x 128 ping-pong tile otherwise (the 16-bit rule of
-/// [`crate::default_config`] on [`PORTABLE_CONFIGS8`]).
+/// [`crate::default_config`] on [`PORTABLE_CONFIGS8`], with the same exception for
+/// preshuffled B in [`gemm_scaled`]).
 ///
 /// ```
 /// assert_eq!(fly_gemm::default_config8(1, 4096, 4096).tile_k, 256);
