@@ -478,23 +478,40 @@ pub fn gemm_with_tile<T: Element>(
         ));
     }
     check(&call, stream, a, b, bias, c, args)?;
+    check_wgmma_pin(&call, args, std::mem::size_of::<T>(), "fly_gemm::gemm")?;
+    wgmma(&call, stream, a, b, bias, c, args, tile)
+}
+
+/// What a pinned Hopper wgmma kernel needs beyond [`check_operands`]: plain B and rows of
+/// whole 16-byte TMA strides (`k * elem_bytes % 16 == 0`); `portable` names the entry point
+/// that takes everything else.
+pub(crate) fn check_wgmma_pin(
+    call: &Call<'_>,
+    args: GemmArgs,
+    elem_bytes: usize,
+    portable: &str,
+) -> Result<()> {
     if args.b_layout != BLayout::Plain {
         return Err(call.error(
             "args.b_layout",
             format_args!("{:?}", args.b_layout),
             "the wgmma kernel reads plain row-major B",
-            "pass BLayout::Plain, or call fly_gemm::gemm (it takes the portable kernel)",
+            format_args!("pass BLayout::Plain, or call {portable} (it takes the portable kernel)"),
         ));
     }
-    if !args.k.is_multiple_of(8) {
+    let align = 16 / elem_bytes.clamp(1, 16);
+    if !args.k.is_multiple_of(align) {
         return Err(call.error(
             "args.k",
             args.k,
-            "the wgmma kernel needs k % 8 == 0 (TMA row strides are 16-byte multiples)",
-            "pad K with zeros, or call fly_gemm::gemm (it takes the portable kernel)",
+            format_args!(
+                "the wgmma kernel needs k % {align} == 0 for {elem_bytes}-byte inputs (TMA row \
+                 strides are 16-byte multiples)"
+            ),
+            format_args!("pad K with zeros, or call {portable} (it takes the portable kernel)"),
         ));
     }
-    wgmma(&call, stream, a, b, bias, c, args, tile)
+    Ok(())
 }
 
 /// Launch the Hopper wgmma kernel of `tile` (arguments checked by [`check`]; plain B,

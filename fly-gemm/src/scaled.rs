@@ -172,23 +172,7 @@ pub fn gemm_scaled_with<Q: QuantElement, T: Element>(
             "call fly_gemm::gemm_scaled or gemm_scaled_with_config (the portable kernel)",
         ));
     }
-    if args.b_layout != BLayout::Plain {
-        return Err(call.error(
-            "args.b_layout",
-            format_args!("{:?}", args.b_layout),
-            "the wgmma kernel reads plain row-major B",
-            "pass BLayout::Plain, or call fly_gemm::gemm_scaled (it takes the portable kernel)",
-        ));
-    }
-    if !args.k.is_multiple_of(16) {
-        return Err(call.error(
-            "args.k",
-            args.k,
-            "the wgmma kernel needs k % 16 == 0 for 8-bit inputs (TMA row strides are \
-             16-byte multiples)",
-            "pad K with zeros, or call fly_gemm::gemm_scaled (it takes the portable kernel)",
-        ));
-    }
+    crate::check_wgmma_pin(&call, args, 1, "fly_gemm::gemm_scaled")?;
     launch(
         &call,
         stream,
