@@ -681,6 +681,35 @@ fn outcome(
 
 // ---- dense ------------------------------------------------------------------------------------
 
+/// A call's result against its expected validity (see [`outcome`]): on success out and, when
+/// the case passes one, the LSE, each checked to be fully written (an LSE not passed must
+/// stay untouched); `None` when the call rightly failed.
+#[allow(clippy::type_complexity)]
+fn results<T: DeviceRepr + Float>(
+    c: &Case,
+    r: flydsl_rt::Result<()>,
+    op: &str,
+    invalid: Option<String>,
+    out: &Out<T>,
+    lse: &Out<f32>,
+) -> Result<Option<(Vec<T>, Option<Vec<f32>>)>, String> {
+    let untouched = [out.untouched("out"), lse.untouched("lse")];
+    if !outcome(r, op, invalid, &untouched)? {
+        return Ok(None);
+    }
+    let got = out.read();
+    written("out", &got, &out.before)?;
+    let lse_got = if c.lse {
+        let l = lse.read();
+        written("lse", &l, &lse.before)?;
+        Some(l)
+    } else {
+        lse.untouched("lse (not passed)")?;
+        None
+    };
+    Ok(Some((got, lse_got)))
+}
+
 /// Why a dense call of the case must fail (`None`: it must succeed).
 fn dense_invalid(c: &Case, args: &AttnArgs) -> Option<String> {
     let (b, sq, skv) = (args.batch, args.seqlen_q, args.seqlen_kv);
@@ -768,19 +797,8 @@ fn dense_one<T: Elem + Float>(c: &Case, d: &Devs) -> Result<(), String> {
     } else {
         fly_attn::flash_attn_fwd(s, &qd, &kd, &vd, &mut out.buf, lse_arg, &args)
     };
-    let untouched = [out.untouched("out"), lse.untouched("lse")];
-    if !outcome(r, c.entry.op(), invalid, &untouched)? {
+    let Some((got, lse_got)) = results(c, r, c.entry.op(), invalid, &out, &lse)? else {
         return Ok(());
-    }
-    let got = out.read();
-    written("out", &got, &out.before)?;
-    let lse_got = if c.lse {
-        let l = lse.read();
-        written("lse", &l, &lse.before)?;
-        Some(l)
-    } else {
-        lse.untouched("lse (not passed)")?;
-        None
     };
     compare(c, &inp, &got, lse_got.as_deref())
 }
@@ -1116,19 +1134,8 @@ fn varlen_one<T: Elem + Float>(c: &Case, d: &Devs) -> Result<(), String> {
     } else {
         fly_attn::flash_attn_varlen_fwd(s, &qd, &kd, &vd, &mut out.buf, lse_arg, cu_q, cu_kv, &args)
     };
-    let untouched = [out.untouched("out"), lse.untouched("lse")];
-    if !outcome(r, c.entry.op(), invalid, &untouched)? {
+    let Some((got, lse_got)) = results(c, r, c.entry.op(), invalid, &out, &lse)? else {
         return Ok(());
-    }
-    let got = out.read();
-    written("out", &got, &out.before)?;
-    let lse_got = if c.lse {
-        let l = lse.read();
-        written("lse", &l, &lse.before)?;
-        Some(l)
-    } else {
-        lse.untouched("lse (not passed)")?;
-        None
     };
     compare(c, &inp, &got, lse_got.as_deref())
 }
@@ -1225,19 +1232,8 @@ fn fp8_one(c: &Case, d: &Devs) -> Result<(), String> {
         );
         (r, "fly_attn::flash_attn_fp8_fwd_with")
     };
-    let untouched = [out.untouched("out"), lse.untouched("lse")];
-    if !outcome(r, op, invalid, &untouched)? {
+    let Some((got, lse_got)) = results(c, r, op, invalid, &out, &lse)? else {
         return Ok(());
-    }
-    let got = out.read();
-    written("out", &got, &out.before)?;
-    let lse_got = if c.lse {
-        let l = lse.read();
-        written("lse", &l, &lse.before)?;
-        Some(l)
-    } else {
-        lse.untouched("lse (not passed)")?;
-        None
     };
     compare_with(
         c,
