@@ -90,20 +90,9 @@ fn run(
     let mut out = DeviceBuffer::from_slice(dev, &vec![bf16::NAN; s.q_len()])?;
     let mut lse_buf = DeviceBuffer::from_slice(dev, &vec![f32::NAN; s.lse_len()])?;
     let lse = with_lse.then_some(&mut lse_buf);
-    let scale = s.scale.map(|x| x as f32);
     match &s.cu_seqlens {
         None => {
-            let a = AttnArgs {
-                batch: s.batch,
-                seqlen_q: s.seqlen_q,
-                seqlen_kv: s.seqlen_kv,
-                heads_q: s.heads_q,
-                heads_kv: s.heads_kv,
-                head_dim: s.head_dim,
-                causal: s.causal,
-                softmax_scale: scale,
-                num_kv_splits: splits,
-            };
+            let a = common::dense_args(s, splits);
             if kernel == AttnKernel::Auto {
                 flash_attn_fp8_fwd(&st, &qd, &kd, &vd, d, &mut out, lse, &a)?;
             } else {
@@ -111,16 +100,7 @@ fn run(
             }
         }
         Some((cq, ck)) => {
-            let a = VarlenArgs {
-                max_seqlen_q: s.seqlen_q,
-                max_seqlen_kv: s.seqlen_kv,
-                heads_q: s.heads_q,
-                heads_kv: s.heads_kv,
-                head_dim: s.head_dim,
-                causal: s.causal,
-                softmax_scale: scale,
-                num_kv_splits: splits,
-            };
+            let a = common::varlen_args(s, splits);
             let ckd = DeviceBuffer::from_slice(dev, ck)?;
             let (cq, ck) = (CuSeqlens::Host(cq), CuSeqlens::Device(&ckd));
             if kernel == AttnKernel::Auto {

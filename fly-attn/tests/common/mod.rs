@@ -22,6 +22,35 @@ pub struct Got {
 }
 
 /// Random q, k, v (`randn * scale`) rounded to `T`.
+/// The dense call's arguments of shape `s` with `splits`.
+pub fn dense_args(s: &AttnShape, splits: Option<usize>) -> AttnArgs {
+    AttnArgs {
+        batch: s.batch,
+        seqlen_q: s.seqlen_q,
+        seqlen_kv: s.seqlen_kv,
+        heads_q: s.heads_q,
+        heads_kv: s.heads_kv,
+        head_dim: s.head_dim,
+        causal: s.causal,
+        softmax_scale: s.scale.map(|x| x as f32),
+        num_kv_splits: splits,
+    }
+}
+
+/// The varlen call's arguments of shape `s` (its lengths the maxima) with `splits`.
+pub fn varlen_args(s: &AttnShape, splits: Option<usize>) -> VarlenArgs {
+    VarlenArgs {
+        max_seqlen_q: s.seqlen_q,
+        max_seqlen_kv: s.seqlen_kv,
+        heads_q: s.heads_q,
+        heads_kv: s.heads_kv,
+        head_dim: s.head_dim,
+        causal: s.causal,
+        softmax_scale: s.scale.map(|x| x as f32),
+        num_kv_splits: splits,
+    }
+}
+
 pub fn inputs<T: Dt>(s: &AttnShape, seed: u64, scale: f32) -> (Vec<T>, Vec<T>, Vec<T>) {
     let mut r = Rng::new(seed);
     let mut g = |n: usize| -> Vec<T> {
@@ -70,33 +99,13 @@ pub fn run_with<T: Dt>(
         DeviceBuffer::from_slice(dev, &vec![<T as Element>::from_f32(f32::NAN); s.q_len()])?;
     let mut lse_buf = DeviceBuffer::from_slice(dev, &vec![f32::NAN; s.lse_len()])?;
     let lse = with_lse.then_some(&mut lse_buf);
-    let scale = s.scale.map(|x| x as f32);
     match &s.cu_seqlens {
         None => {
-            let a = AttnArgs {
-                batch: s.batch,
-                seqlen_q: s.seqlen_q,
-                seqlen_kv: s.seqlen_kv,
-                heads_q: s.heads_q,
-                heads_kv: s.heads_kv,
-                head_dim: s.head_dim,
-                causal: s.causal,
-                softmax_scale: scale,
-                num_kv_splits: splits,
-            };
+            let a = dense_args(s, splits);
             flash_attn_fwd_with(&st, &qd, &kd, &vd, &mut out, lse, &a, kernel)?;
         }
         Some((cq, ck)) => {
-            let a = VarlenArgs {
-                max_seqlen_q: s.seqlen_q,
-                max_seqlen_kv: s.seqlen_kv,
-                heads_q: s.heads_q,
-                heads_kv: s.heads_kv,
-                head_dim: s.head_dim,
-                causal: s.causal,
-                softmax_scale: scale,
-                num_kv_splits: splits,
-            };
+            let a = varlen_args(s, splits);
             // q offsets from the host, kv offsets from a device buffer: both paths run.
             let ckd = DeviceBuffer::from_slice(dev, ck)?;
             flash_attn_varlen_fwd_with(
