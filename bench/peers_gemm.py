@@ -100,6 +100,23 @@ def bench(fn, reps=30):
     return ts[len(ts) // 2]
 
 
+def spot_error(c, a, b, sa, sb, m, n):
+    """The Rust bench's spot check on torch's output: the same 64 (i, j), f64 reference of
+    the exact fp8 values, worst |err| / sum |a b| (scales applied to both)."""
+    ts = torch.arange(64, dtype=torch.int64)
+    ii = ((ts * 7919) % m).tolist()
+    jj = ((ts * 104_729) % n).tolist()
+    worst = 0.0
+    for i, j in zip(ii, jj):
+        p = a[i].to(torch.float64) * b[j].to(torch.float64)
+        s = sa[i, 0].double() * sb[0, j].double()
+        want = p.sum() * s
+        mag = p.abs().sum() * s
+        err = (c[i, j].double() - want).abs() / mag.clamp_min(1e-30)
+        worst = max(worst, err.item())
+    return worst
+
+
 def quant_peers(rows):
     mmax = max(MS8)
     sa_all = (1.0 + (torch.arange(mmax, device=DEV) % 8).float() / 8.0) / 256.0
@@ -128,10 +145,12 @@ def quant_peers(rows):
                     continue
                 tf = 2.0 * m * n * k / (ms * 1e-3) / 1e12
                 gbs = n * k / (ms * 1e-3) / 1e9
+                worst = spot_error(fn(), a, b, sa, sb, m, n) if dtype == "fp8" else 0.0
                 rows.append({"op": "gemm", "impl": name, "dtype": dtype, "shape": [m, n, k],
-                             "median_ms": ms, "tflops": tf, "b_gbs": gbs})
+                             "median_ms": ms, "tflops": tf, "b_gbs": gbs, "worst": worst})
                 print(f"{name} {dtype} {m:>5}x{n:>5}x{k:>5} {ms:9.4f} ms {tf:7.1f} TFLOP/s "
-                      f"{gbs:7.0f} GB/s of B", flush=True)
+                      f"{gbs:7.0f} GB/s of B  spot-check worst |err|/sum|ab| = {worst:.2e}",
+                      flush=True)
             del a_all, b
             torch.cuda.empty_cache()
 

@@ -6,7 +6,9 @@
 //! row-major 8-bit; `scale_a` [M] and `scale_b` [N] are f32; bias [N] and C [M, N] are in
 //! the output dtype (bf16 or f16). Each workgroup computes one `bm` x `bn` tile of its
 //! [`Tile`] config with one warpgroup per 64 rows; a stage holds `BK8` = 128 K elements
-//! (one 128-byte swizzled row per tile row), read by four k32 wgmmas. The accumulator is scaled in f32 (int8: converted from s32
+//! (one 128-byte swizzled row per tile row), read by four k32 wgmmas. fp8 sums each stage
+//! from zero and adds it into f32 accumulators (Hopper keeps too few bits of a long fp8
+//! wgmma sum; see `build`). The accumulator is scaled in f32 (int8: converted from s32
 //! first), then the bias and activation are applied and the result is rounded once.
 //!
 //! Host side (`src/scaled.rs`): tensor maps over A (`dims [K, M]`, `boxes [BK8, bm]`) and B
@@ -16,6 +18,12 @@
 //! guards). Index arithmetic is i32 except C offsets (i64): M, N, K < 2^31 - 2^16.
 
 use crate::table::{scaled_kernel_name, Epilogue, Quant, Tile, BK8, GROUP_M, STAGES8};
+
+/// The widest fp8 tile that keeps a stage's partial sum in flight while adding the
+/// previous one (see `build`).
+const PROMOTE_N: u32 = 128;
+/// The column chunk of wider fp8 tiles, each waited for before its add.
+const WIDE_CHUNK_N: u32 = 64;
 use crate::wgmma::epilogue;
 use crate::DType;
 use flydsl_dsl::ir::{Kernel, ScalarType, ScalarType::*, Target};
@@ -100,33 +108,83 @@ pub fn build(
             for_range_(c_i32(0), ktiles.min(stages - 1), c_i32(1), issue);
         });
 
-        let zero = match q {
-            Quant::Fp8 | Quant::Fp8Fnuz => splat(c_f32(0.0), bn / 2),
-            Quant::Int8 => splat(c_i32(0), bn / 2),
+        // fp8: Hopper's tensor cores keep only about 13 mantissa bits of an fp8 wgmma's
+        // running sum (truncated), so a long K swamps the small products (seen on the H200:
+        // 16% of sum |a b| at K = 8192). So each stage's four k32 wgmmas start from zero
+        // and their sum is added into f32 accumulators (`promoted`) once per 128-wide K
+        // stage, as CUTLASS's two-level fp8 accumulation does; cuBLAS's `_scaled_mm` gives
+        // the same values. Tiles of at most `PROMOTE_N` columns keep the previous stage's
+        // partial sum in flight (one more wgmma group outstanding) and add it while the
+        // current stage's wgmmas run: 3 x bn/2 accumulator registers. Wider tiles do their
+        // columns in chunks of `WIDE_CHUNK_N`, each waited for before its add (128
+        // accumulators plus 32 for the chunk; 128-wide chunks spilled 40 bytes in the
+        // driver's compile). int8 accumulates exactly in s32.
+        let promote = q != Quant::Int8;
+        let cw = match (promote, bn <= PROMOTE_N) {
+            (false, _) => bn,
+            (true, true) => bn,
+            (true, false) => WIDE_CHUNK_N,
         };
-        let acc = for_range(c_i32(0), ktiles, c_i32(1), &[zero], |kt, carried| {
+        let chunks = bn / cw;
+        let overlap = promote && chunks == 1;
+        let zero = if promote {
+            splat(c_f32(0.0), cw / 2)
+        } else {
+            splat(c_i32(0), bn / 2)
+        };
+        // Carried: the accumulators of each chunk, then (overlap) the stage in flight.
+        let init = vec![zero; chunks as usize + overlap as usize];
+        let carried = for_range(c_i32(0), ktiles, c_i32(1), &init, |kt, carried| {
             let s = kt % stages;
             mbar_wait(bar(s), (kt / stages) & 1);
-            wgmma_fence();
-            let mut acc = carried[0];
             // This warpgroup's 64 rows of A.
             let a_rows = ptr_offset(a_tile(s), wg * (64 * BK8) as i32);
-            let b_rows = b_tile(s);
-            for kk in 0..(BK8 / 32) as i32 {
-                // The kk-th 32-wide K slice (32 bytes) of both tiles.
-                let a = ptr_offset(a_rows, c_i32(kk * 32));
-                let b = ptr_offset(b_rows, c_i32(kk * 32));
-                acc = wgmma(bn, a, b, acc);
-            }
-            wgmma_commit();
-            let acc = wgmma_wait(1, &[acc])[0];
+            // The wgmmas of one chunk of `cw` columns (the kk-th 32-wide K slice, 32 bytes,
+            // of both tiles), committed as one group.
+            let chunk = |c: u32, acc: Val| {
+                wgmma_fence();
+                let b_rows = ptr_offset(b_tile(s), c_i32((c * cw * BK8) as i32));
+                let mut acc = acc;
+                for kk in 0..(BK8 / 32) as i32 {
+                    let a = ptr_offset(a_rows, c_i32(kk * 32));
+                    let b = ptr_offset(b_rows, c_i32(kk * 32));
+                    acc = wgmma(cw, a, b, acc);
+                }
+                wgmma_commit();
+                acc
+            };
+            let out = if overlap {
+                let part = chunk(0, zero);
+                // The previous stage's group is done: add it in while this one runs.
+                let prev = wgmma_wait(1, &[carried[1]])[0];
+                vec![carried[0] + prev, part]
+            } else if promote {
+                (0..chunks)
+                    .map(|c| {
+                        let part = chunk(c, zero);
+                        carried[c as usize] + wgmma_wait(0, &[part])[0]
+                    })
+                    .collect()
+            } else {
+                let acc = chunk(0, carried[0]);
+                wgmma_wait(1, &[acc])
+            };
             // Every warpgroup is done with stage kt - 1: refill it with tile kt + STAGES - 1.
             barrier();
             let next = kt + (stages - 1);
             if_(leader & next.lt(ktiles), || issue(next));
-            vec![acc]
+            out
         });
-        let acc = wgmma_wait(0, &acc)[0];
+        let acc: Vec<Val> = if overlap {
+            vec![carried[0] + wgmma_wait(0, &[carried[1]])[0]]
+        } else if promote {
+            carried
+        } else {
+            wgmma_wait(0, &carried)
+        };
+        // Accumulator register `i` of the warpgroup's 64 x bn block.
+        let per_chunk = cw / 2;
+        let acc_at = |i: u32| acc[(i / per_chunk) as usize].at(i % per_chunk);
 
         // Epilogue: thread (warp w, lane l) holds rows 16w + l/4 (+8) and column pairs
         // 8j + 2(l%4) of its warpgroup's 64 x bn block.
@@ -144,7 +202,7 @@ pub fn build(
                     for e in 0..2i32 {
                         let col = col0 + (j * 8 + e);
                         if_(col.lt(n), || {
-                            let v = acc.at((4 * j + 2 * h + e) as u32);
+                            let v = acc_at((4 * j + 2 * h + e) as u32);
                             let v = if q == Quant::Int8 { v.cast(F32) } else { v };
                             let v = v * sa * scale_b.load(col);
                             let v = epilogue(epi, v, || bias.load(col).cast(F32));

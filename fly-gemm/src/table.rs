@@ -199,6 +199,27 @@ impl Tile {
             .find(|t| t.tiles(m, n) >= FILL_TILES)
             .unwrap_or(TILES[TILES.len() - 1])
     }
+    /// The 8-bit kernel's rule: [`Tile::pick`] for int8; for fp8 the same without the 128 x
+    /// 256 tile, whose per-stage promotion (`kernels/wgmma_scaled.rs`) cannot keep a
+    /// stage's partial sum in flight (3 x 128 accumulator registers), so its wgmmas wait
+    /// on every add.
+    ///
+    /// ```
+    /// use fly_gemm::table::{Quant, Tile, TILES};
+    /// assert_eq!(Tile::pick_scaled(Quant::Int8, 4096, 8192), TILES[0]);
+    /// assert_eq!(Tile::pick_scaled(Quant::Fp8, 4096, 8192), TILES[1]);
+    /// assert_eq!(Tile::pick_scaled(Quant::Fp8, 16, 8192), TILES[2]);
+    /// ```
+    pub fn pick_scaled(q: Quant, m: usize, n: usize) -> Tile {
+        if q == Quant::Int8 {
+            return Tile::pick(m, n);
+        }
+        TILES[1..]
+            .iter()
+            .copied()
+            .find(|t| t.tiles(m, n) >= FILL_TILES)
+            .unwrap_or(TILES[TILES.len() - 1])
+    }
     /// The kernel-name suffix (none for the first config).
     pub fn suffix(self) -> String {
         if self == TILES[0] {

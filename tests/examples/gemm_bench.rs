@@ -19,7 +19,7 @@
 //!
 //! `cargo run --release -p flydsl-tests --features sm90 --example gemm_bench`
 
-use fly_gemm::{gemm, Epilogue, GemmArgs};
+use fly_gemm::{gemm, Epilogue, GemmArgs, QuantElement};
 use flydsl_rt::half::bf16;
 use flydsl_rt::timing::Timer;
 use flydsl_rt::{Backend, Device, DeviceBuffer, LaunchConfig};
@@ -167,9 +167,12 @@ fn main() -> Result<(), String> {
              \"shape\": [{m}, {n}, {k}], \"median_ms\": {ms}, \"tflops\": {tflops}}}"
         ));
     }
-    if std::env::var("GEMM8").as_deref() != Ok("0") {
-        quant_bench(&dev, &s, &mut timer, &mut rows)?;
-    }
+    // A wrong 8-bit shape fails the bench after the JSON and the tile sweep are written.
+    let quant = if std::env::var("GEMM8").as_deref() != Ok("0") {
+        quant_bench(&dev, &s, &mut timer, &mut rows)
+    } else {
+        Ok(())
+    };
     let path = format!("{out}/gemm_ours.json");
     std::fs::write(&path, format!("[\n{}\n]\n", rows.join(",\n")))
         .map_err(|e| format!("{path}: {e}"))?;
@@ -179,7 +182,7 @@ fn main() -> Result<(), String> {
         std::fs::write(&path, format!("[\n{}\n]\n", tiles.join(",\n")))
             .map_err(|e| format!("{path}: {e}"))?;
     }
-    Ok(())
+    quant
 }
 
 /// The (N, K) pairs and M values of the GEMM issue: every M with every (N, K).
@@ -216,8 +219,15 @@ fn quant_bench(
     timer: &mut Timer,
     rows: &mut Vec<String>,
 ) -> Result<(), String> {
-    quant_one::<flydsl_rt::F8E4M3FN>(dev, s, timer, rows, "fp8")?;
-    quant_one::<i8>(dev, s, timer, rows, "int8")
+    // A wrong shape is reported and left out; the bench fails at the end, after the rest.
+    let mut failures = Vec::new();
+    quant_one::<flydsl_rt::F8E4M3FN>(dev, s, timer, rows, "fp8", &mut failures)?;
+    quant_one::<i8>(dev, s, timer, rows, "int8", &mut failures)?;
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("wrong results: {}", failures.join(", ")))
+    }
 }
 
 fn quant_one<Q: fly_gemm::QuantElement>(
@@ -226,6 +236,7 @@ fn quant_one<Q: fly_gemm::QuantElement>(
     timer: &mut Timer,
     rows: &mut Vec<String>,
     name: &str,
+    failures: &mut Vec<String>,
 ) -> Result<(), String> {
     use fly_gemm::gemm_scaled;
     let e = |x: flydsl_rt::Error| x.to_string();
@@ -242,7 +253,12 @@ fn quant_one<Q: fly_gemm::QuantElement>(
             .collect();
         let db = DeviceBuffer::from_slice(dev, &b).map_err(e)?;
         let dsb = DeviceBuffer::from_slice(dev, &sb).map_err(e)?;
-        for m in MS8 {
+        let dbp = DeviceBuffer::from_slice(dev, &fly_gemm::preshuffle_b(&b, n, k).map_err(e)?)
+            .map_err(e)?;
+        // (M, preshuffled B): every M with plain B (the wgmma kernel), and M = 128 with
+        // preshuffled B (sm90's portable mma.sync fallback).
+        let runs = MS8.iter().map(|&m| (m, false)).chain([(128, true)]);
+        for (m, pre) in runs {
             let a = &a_all[..m * k];
             let da = DeviceBuffer::from_slice(dev, a).map_err(e)?;
             let dsa = DeviceBuffer::from_slice(dev, &sa[..m]).map_err(e)?;
@@ -252,9 +268,14 @@ fn quant_one<Q: fly_gemm::QuantElement>(
                 n,
                 k,
                 epilogue: Epilogue::None,
-                ..Default::default()
+                b_layout: if pre {
+                    fly_gemm::BLayout::Preshuffled
+                } else {
+                    fly_gemm::BLayout::Plain
+                },
             };
-            let mut run = || gemm_scaled(s, &da, &db, &dsa, &dsb, None, &mut dc, args);
+            let dbm = if pre { &dbp } else { &db };
+            let mut run = || gemm_scaled(s, &da, dbm, &dsa, &dsb, None, &mut dc, args);
             let ms = timer.median(s, 3, 30, &mut run).map_err(e)?;
             let c = dc.to_vec().map_err(e)?;
             let mut worst = 0.0f64;
@@ -272,14 +293,36 @@ fn quant_one<Q: fly_gemm::QuantElement>(
             let gbs = (n * k) as f64 / (ms * 1e-3) / 1e9;
             let ok = worst < 1e-2;
             println!(
-                "fly_gemm   {name:<4} {m:>5}x{n:>5}x{k:>5} {ms:>9.4} ms {tflops:>7.1} TFLOP/s \
+                "fly_gemm   {name:<4} {m:>5}x{n:>5}x{k:>5}{} {ms:>9.4} ms {tflops:>7.1} TFLOP/s \
                  {gbs:>7.0} GB/s of B  spot-check worst |err|/sum|ab| = {worst:.2e} {}",
+                if pre { " preshuffled" } else { "" },
                 if ok { "ok" } else { "WRONG" }
             );
             if !ok {
-                return Err(format!(
-                    "{name} {m}x{n}x{k}: wrong results (worst {worst:.2e})"
-                ));
+                // Which outputs are wrong: the whole first row against the reference, so a
+                // wrong kernel's pattern (columns, tiles) shows in the log.
+                let i = 0;
+                let wrong: Vec<usize> = (0..n)
+                    .filter(|&j| {
+                        let prod = |p: usize| {
+                            a[i * k + p].dequantize() as f64 * b[j * k + p].dequantize() as f64
+                        };
+                        let scale = sa[i] as f64 * sb[j] as f64;
+                        let want: f64 = (0..k).map(prod).sum::<f64>() * scale;
+                        let mag = (0..k).map(|p| prod(p).abs()).sum::<f64>() * scale;
+                        (c[i * n + j].to_f64() - want).abs() / mag.max(1e-30) >= 1e-2
+                    })
+                    .collect();
+                println!(
+                    "  row 0: {} of {n} columns wrong; first: {:?}",
+                    wrong.len(),
+                    &wrong[..wrong.len().min(24)]
+                );
+                failures.push(format!("{name} {m}x{n}x{k} pre={pre} (worst {worst:.2e})"));
+                continue;
+            }
+            if pre {
+                continue; // timed for its error; the JSON rows are the plain-B kernel's
             }
             rows.push(format!(
                 "{{\"op\": \"gemm\", \"impl\": \"fly_gemm_scaled (wgmma)\", \"dtype\": \"{name}\", \
@@ -326,7 +369,10 @@ fn tile_sweep(
             epilogue: Epilogue::None,
             ..Default::default()
         };
-        let pick = Tile::pick(m, n);
+        let (pick16, pick8) = (
+            Tile::pick(m, n),
+            Tile::pick_scaled(fly_gemm::Quant::Fp8, m, n),
+        );
         for tile in TILES {
             for dtype in ["bf16", "fp8"] {
                 let mut run = || {
@@ -338,11 +384,30 @@ fn tile_sweep(
                 };
                 let ms = timer.median(s, 3, 20, &mut run).map_err(e)?;
                 let tflops = 2.0 * (m * n * k) as f64 / (ms * 1e-3) / 1e12;
+                let pick = if dtype == "bf16" { pick16 } else { pick8 };
                 let picked = if tile == pick { " (picked)" } else { "" };
+                // 16 outputs against f64 dot products of the exact inputs.
+                let c = dc.to_vec().map_err(e)?;
+                let mut worst = 0.0f64;
+                for t in 0..16u64 {
+                    let (i, j) = ((t * 7919) as usize % m, (t * 104_729) as usize % n);
+                    let (want, mag) = (0..k).fold((0.0f64, 0.0f64), |(w, g), p| {
+                        let x = if dtype == "bf16" {
+                            a[i * k + p].to_f64() * b[j * k + p].to_f64()
+                        } else {
+                            a8[i * k + p].dequantize() as f64 * b8[j * k + p].dequantize() as f64
+                                / (256.0 * 128.0)
+                        };
+                        (w + x, g + x.abs())
+                    });
+                    worst = worst.max((c[i * n + j].to_f64() - want).abs() / mag.max(1e-30));
+                }
                 println!(
                     "tile sweep {dtype:<4} {m:>5}x{n}x{k} {:>3}x{:<3} {ms:>9.4} ms \
-                     {tflops:>7.1} TFLOP/s{picked}",
-                    tile.bm, tile.bn
+                     {tflops:>7.1} TFLOP/s{picked}  worst |err|/sum|ab| = {worst:.2e}{}",
+                    tile.bm,
+                    tile.bn,
+                    if worst < 1e-2 { "" } else { " WRONG" }
                 );
                 rows.push(format!(
                     "{{\"dtype\": \"{dtype}\", \"shape\": [{m}, {n}, {k}], \"tile\": [{}, {}], \

@@ -489,6 +489,7 @@ impl Wg<'_, '_> {
         let (m, n, k) = (WGMMA_M as usize, n as usize, wgmma_k(elem) as usize);
         // s8 accumulates exactly in s32 (wrapping); the float forms in f64, rounded once.
         let int = wgmma_acc_elem(elem) == ScalarType::I32;
+        let fp8 = matches!(elem, ScalarType::F8E4M3FN | ScalarType::F8E5M2);
         let mut out = self.take(r);
         let mut i = 0;
         while i < act.len() {
@@ -557,7 +558,11 @@ impl Wg<'_, '_> {
                         for kk in 0..k {
                             s += va[row * k + kk] * vb[col * k + kk];
                         }
-                        float_bits(ScalarType::F32, s)
+                        if fp8 {
+                            hopper_fp8_acc_bits(s)
+                        } else {
+                            float_bits(ScalarType::F32, s)
+                        }
                     };
                 }
             }
@@ -685,4 +690,21 @@ impl Wg<'_, '_> {
         self.put(r, out);
         Ok(())
     }
+}
+
+/// The f32 bits an fp8 wgmma leaves in an accumulator whose exact new value is `s`: Hopper
+/// keeps an fp8 wgmma's sum with 13 mantissa bits (e8m13), truncated toward zero (the
+/// PyTorch and DeepSeek-V3 reports: clearing the 10 low mantissa bits of the f32 result
+/// reproduces the hardware). So a long K accumulated in one register set loses the small
+/// products, and kernels promote partial sums into f32 (`fly-gemm`'s
+/// `kernels/wgmma_scaled.rs`). The truncation inside one instruction (products aligned to
+/// the largest) is not modelled: the hardware's error is larger, never smaller.
+fn hopper_fp8_acc_bits(s: f64) -> u64 {
+    let x = s as f32;
+    if !x.is_finite() {
+        return x.to_bits() as u64;
+    }
+    // Round to f32, then truncate toward zero to 13 mantissa bits (sign-magnitude: clearing
+    // low bits moves toward zero; subnormals lose the same bits).
+    (x.to_bits() & !0x3FF) as u64
 }
