@@ -32,6 +32,7 @@
 //! assert_eq!(ys[0].to_vec().unwrap(), vec![1.0; 64]);
 //! ```
 
+mod auto;
 mod collective;
 /// The kernel configuration shared with the build script.
 #[path = "../kernels/config.rs"]
@@ -43,10 +44,19 @@ mod kernels;
 mod launch;
 mod rank;
 mod select;
+mod vendor;
 
+pub use auto::{AllReduce, Path};
 pub use error::{CommError, Result};
 /// The element types (`f32`, `f16`, `bf16`), shared with the build script's config.
 pub use flydsl_rt::DType;
 pub use group::AllReduceGroup;
 pub use rank::{Config, CustomAllReduce, PendingRank, MAX_REGISTERED_BYTES, WORLD_SIZES};
 pub use select::{two_stage_min_bytes, Algorithm, TWO_STAGE_ENV, TWO_STAGE_MIN_BYTES};
+pub use vendor::{VendorAllReduce, VendorId};
+
+/// Every kernel's variant table (code-object checks and benches).
+#[doc(hidden)]
+pub fn kernel_variants() -> impl Iterator<Item = &'static flydsl_rt::KernelVariants> {
+    kernels::TABLE.iter().map(|(_, k)| *k)
+}
