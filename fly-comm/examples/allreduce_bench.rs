@@ -25,7 +25,12 @@ struct Opts {
 }
 
 fn opts() -> Opts {
-    let mut o = Opts { max_bytes: 256 << 20, iters: 50, ws: None, out: None };
+    let mut o = Opts {
+        max_bytes: 256 << 20,
+        iters: 50,
+        ws: None,
+        out: None,
+    };
     let a: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < a.len() {
@@ -91,38 +96,76 @@ fn main() {
     }
     let emulated = all.len() == 1;
     let ws = o.ws.unwrap_or(if emulated { 2 } else { all.len().min(8) });
-    let devs: Vec<Device> = (0..ws).map(|r| all[if emulated { 0 } else { r }].clone()).collect();
+    let devs: Vec<Device> = (0..ws)
+        .map(|r| all[if emulated { 0 } else { r }].clone())
+        .collect();
     println!(
         "allreduce_bench: {ws} ranks on {} ({}), bf16, sizes 4 KiB..{} MiB",
         devs[0].label(),
-        if emulated { "emulated on one GPU" } else { "one GPU per rank" },
+        if emulated {
+            "emulated on one GPU"
+        } else {
+            "one GPU per rank"
+        },
         o.max_bytes >> 20
     );
-    let cfg = Config { max_bytes: o.max_bytes, ..Config::default() };
+    let cfg = Config {
+        max_bytes: o.max_bytes,
+        ..Config::default()
+    };
     let ranks = CustomAllReduce::new_group(&devs, &cfg).expect("custom all-reduce group");
     let streams: Vec<Stream> = devs.iter().map(|d| d.stream().unwrap()).collect();
     let vendor = if emulated || !VendorAllReduce::available(&devs[0]) {
-        println!("NCCL: not used ({})", if emulated { "one GPU" } else { "libnccl does not load; set FLY_COMM_NCCL_LIB" });
+        println!(
+            "NCCL: not used ({})",
+            if emulated {
+                "one GPU"
+            } else {
+                "libnccl does not load; set FLY_COMM_NCCL_LIB"
+            }
+        );
         None
     } else {
         Some(VendorAllReduce::init_all(&devs).expect("ncclCommInitAll"))
     };
     let mut rows = Vec::new();
     let mut failures = 0;
-    println!("{:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7}  check", "bytes", "1st us", "2st us", "1st grph", "2st grph", "nccl us", "nccl grph", "best/nc", "grph/nc");
+    println!(
+        "{:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7}  check",
+        "bytes",
+        "1st us",
+        "2st us",
+        "1st grph",
+        "2st grph",
+        "nccl us",
+        "nccl grph",
+        "best/nc",
+        "grph/nc"
+    );
     let mut bytes = 4096u64;
     while bytes <= o.max_bytes {
         let n = (bytes / 2) as usize;
         let inputs: Vec<Vec<bf16>> = (0..ws)
-            .map(|r| (0..n).map(|i| bf16::from_f32(((i * 7 + r * 13) % 17) as f32 * 0.125 - 1.0)).collect())
+            .map(|r| {
+                (0..n)
+                    .map(|i| bf16::from_f32(((i * 7 + r * 13) % 17) as f32 * 0.125 - 1.0))
+                    .collect()
+            })
             .collect();
-        let xs: Vec<_> = (0..ws).map(|r| DeviceBuffer::from_slice(&devs[r], &inputs[r]).unwrap()).collect();
-        let mut ys: Vec<_> = devs.iter().map(|d| DeviceBuffer::<bf16>::zeroed(d, n).unwrap()).collect();
+        let xs: Vec<_> = (0..ws)
+            .map(|r| DeviceBuffer::from_slice(&devs[r], &inputs[r]).unwrap())
+            .collect();
+        let mut ys: Vec<_> = devs
+            .iter()
+            .map(|d| DeviceBuffer::<bf16>::zeroed(d, n).unwrap())
+            .collect();
         // Correctness of both algorithms (the inputs' sums are exact in bf16).
         let mut ok = true;
         for algo in [Algorithm::OneStage, Algorithm::TwoStage] {
             for r in 0..ws {
-                ranks[r].all_reduce_with(&streams[r], &xs[r], &mut ys[r], algo).unwrap();
+                ranks[r]
+                    .all_reduce_with(&streams[r], &xs[r], &mut ys[r], algo)
+                    .unwrap();
             }
             for r in 0..ws {
                 ranks[r].check(&streams[r]).unwrap();
@@ -138,14 +181,21 @@ fn main() {
         }
         failures += usize::from(!ok);
         let mut t = std::collections::BTreeMap::new();
-        for (name, algo) in [("one_stage", Algorithm::OneStage), ("two_stage", Algorithm::TwoStage)] {
+        for (name, algo) in [
+            ("one_stage", Algorithm::OneStage),
+            ("two_stage", Algorithm::TwoStage),
+        ] {
             let e = time(&streams, o.iters, || {
                 for r in 0..ws {
-                    ranks[r].all_reduce_with(&streams[r], &xs[r], &mut ys[r], algo).unwrap();
+                    ranks[r]
+                        .all_reduce_with(&streams[r], &xs[r], &mut ys[r], algo)
+                        .unwrap();
                 }
             });
             let g = time_graph(&streams, o.iters, |r| {
-                ranks[r].all_reduce_with(&streams[r], &xs[r], &mut ys[r], algo).unwrap();
+                ranks[r]
+                    .all_reduce_with(&streams[r], &xs[r], &mut ys[r], algo)
+                    .unwrap();
             });
             t.insert(name, (e, g));
         }
@@ -184,7 +234,9 @@ fn main() {
     // The crossover: the smallest size from which two-stage is faster at every larger size.
     let mut crossover = None;
     for (i, row) in rows.iter().enumerate() {
-        let faster = |r: &serde_json::Value| r["two_stage_graph_us"].as_f64() < r["one_stage_graph_us"].as_f64();
+        let faster = |r: &serde_json::Value| {
+            r["two_stage_graph_us"].as_f64() < r["one_stage_graph_us"].as_f64()
+        };
         if rows[i..].iter().all(faster) {
             crossover = row["bytes"].as_u64();
             break;
@@ -201,7 +253,10 @@ fn main() {
         "dtype": "bf16", "rows": rows, "two_stage_crossover_bytes": crossover, "fused_rmsnorm": fused,
     });
     let path = o.out.unwrap_or_else(|| {
-        format!("{}/allreduce_bench.json", std::env::var("OUT").unwrap_or_else(|_| ".".into()))
+        format!(
+            "{}/allreduce_bench.json",
+            std::env::var("OUT").unwrap_or_else(|_| ".".into())
+        )
     });
     std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap()).expect("write JSON");
     println!("wrote {path}");
@@ -212,40 +267,75 @@ fn main() {
 }
 
 /// Fused all-reduce + RMSNorm against all-reduce then `fly_norm::rms_norm_add`, [m, 8192].
-fn fused_bench(ranks: &[CustomAllReduce], devs: &[Device], streams: &[Stream], iters: usize) -> serde_json::Value {
+fn fused_bench(
+    ranks: &[CustomAllReduce],
+    devs: &[Device],
+    streams: &[Stream],
+    iters: usize,
+) -> serde_json::Value {
     let n = 8192usize;
     let mut out = Vec::new();
-    println!("{:>6} {:>12} {:>14} {:>8}", "m", "fused us", "ar+norm us", "speedup");
+    println!(
+        "{:>6} {:>12} {:>14} {:>8}",
+        "m", "fused us", "ar+norm us", "speedup"
+    );
     for m in [1usize, 16, 128, 1024] {
         if (m * n * 2) as u64 > ranks[0].max_bytes() {
             continue;
         }
         let ws = ranks.len();
-        let mk = |d: &Device, v: f32| DeviceBuffer::from_slice(d, &vec![bf16::from_f32(v); m * n]).unwrap();
+        let mk = |d: &Device, v: f32| {
+            DeviceBuffer::from_slice(d, &vec![bf16::from_f32(v); m * n]).unwrap()
+        };
         let xs: Vec<_> = devs.iter().map(|d| mk(d, 0.5)).collect();
         let res: Vec<_> = devs.iter().map(|d| mk(d, 0.25)).collect();
-        let w: Vec<_> = devs.iter().map(|d| DeviceBuffer::from_slice(d, &vec![bf16::ONE; n]).unwrap()).collect();
+        let w: Vec<_> = devs
+            .iter()
+            .map(|d| DeviceBuffer::from_slice(d, &vec![bf16::ONE; n]).unwrap())
+            .collect();
         let mut ys: Vec<_> = devs.iter().map(|d| mk(d, 0.0)).collect();
         let mut ros: Vec<_> = devs.iter().map(|d| mk(d, 0.0)).collect();
         let mut tmp: Vec<_> = devs.iter().map(|d| mk(d, 0.0)).collect();
         let fused = time(streams, iters, || {
             for r in 0..ws {
                 ranks[r]
-                    .fused_all_reduce_rms_norm(&streams[r], &xs[r], &res[r], &w[r], &mut ys[r], &mut ros[r], (m, n), 1e-6)
+                    .fused_all_reduce_rms_norm(
+                        &streams[r],
+                        &xs[r],
+                        &res[r],
+                        &w[r],
+                        &mut ys[r],
+                        &mut ros[r],
+                        (m, n),
+                        1e-6,
+                    )
                     .unwrap();
             }
         });
         let split = time(streams, iters, || {
             for r in 0..ws {
-                ranks[r].all_reduce(&streams[r], &xs[r], &mut tmp[r]).unwrap();
+                ranks[r]
+                    .all_reduce(&streams[r], &xs[r], &mut tmp[r])
+                    .unwrap();
             }
             for r in 0..ws {
                 let args = fly_norm::RmsNormArgs { m, n, eps: 1e-6 };
-                fly_norm::rms_norm_add(&streams[r], &tmp[r], &res[r], &w[r], &mut ys[r], &mut ros[r], args).unwrap();
+                fly_norm::rms_norm_add(
+                    &streams[r],
+                    &tmp[r],
+                    &res[r],
+                    &w[r],
+                    &mut ys[r],
+                    &mut ros[r],
+                    args,
+                )
+                .unwrap();
             }
         });
         println!("{m:>6} {fused:>12.2} {split:>14.2} {:>8.2}", split / fused);
-        out.push(json!({"m": m, "n": n, "fused_us": fused, "all_reduce_then_rms_norm_add_us": split}));
+        out.push(
+            json!({"m": m, "n": n, "fused_us": fused, "all_reduce_then_rms_norm_add_us": split}),
+        );
     }
     json!(out)
 }

@@ -43,7 +43,9 @@ pub fn build(spec: Spec, target: Target) -> Result<Kernel, BuildError> {
     KernelBuilder::new(&spec.name(), target, spec.kind.threads()).build(|k| {
         let ws = spec.world;
         let dt = spec.dt.scalar();
-        let sigs = (0..ws).map(|r| k.tensor_mut(&format!("sig{r}"), I32)).collect();
+        let sigs = (0..ws)
+            .map(|r| k.tensor_mut(&format!("sig{r}"), I32))
+            .collect();
         let data = (0..ws).map(|r| k.tensor(&format!("data{r}"), dt)).collect();
         let tmp = match spec.kind {
             Kind::TwoStage => (0..ws)
@@ -85,7 +87,9 @@ pub fn build(spec: Spec, target: Target) -> Result<Kernel, BuildError> {
                 let cols = k.scalar("cols", I32);
                 let eps = k.scalar("eps", F32);
                 let red = k.lds("red", F32, FUSED_THREADS / target.wave_size());
-                body(&p, |p, _| fused_body(p, [res, w, res_out], m, cols, eps, red));
+                body(&p, |p, _| {
+                    fused_body(p, [res, w, res_out], m, cols, eps, red)
+                });
             }
             (Kind::TwoStage, _) => body(&p, two_stage),
             _ => body(&p, |p, _| {
@@ -145,7 +149,9 @@ fn body(p: &P, work: impl FnOnce(&P, Val) -> Val) {
                 cross_barrier(p, 2, flag, false);
             });
         });
-        if_(thread_id_x().eq(0), || me.store(b + COUNTER_OFF as i32, flag));
+        if_(thread_id_x().eq(0), || {
+            me.store(b + COUNTER_OFF as i32, flag)
+        });
     });
 }
 
@@ -195,7 +201,10 @@ fn cross_barrier(p: &P, phase: u32, flag: Val, with_desc: bool) -> Val {
 /// Global thread index and grid stride.
 fn grid_pos() -> (Val, Val) {
     let threads = block_dim_x();
-    (block_id_x() * threads + thread_id_x(), grid_dim_x() * threads)
+    (
+        block_id_x() * threads + thread_id_x(),
+        grid_dim_x() * threads,
+    )
 }
 
 /// The f32 sum over the ranks, in rank order, of `lanes` elements at `e` of every staging area.
@@ -252,7 +261,11 @@ fn two_stage(p: &P, flag: Val) -> Val {
         for_range_(g, last, stride, |i| {
             for (r, t) in p.tmp.iter().enumerate() {
                 let r = r as i32;
-                let inside = if r == ws - 1 { c_i32(1).ne(0) } else { i.lt(part) };
+                let inside = if r == ws - 1 {
+                    c_i32(1).ne(0)
+                } else {
+                    i.lt(part)
+                };
                 if_(inside, || {
                     let x = t.load_vec(i * v, p.vec, 16);
                     p.out.store_aligned((i + part * r) * v, x, 16, false);

@@ -37,7 +37,10 @@ impl AllReduce {
     /// assert_eq!(ar.path_for(1 << 10), Some(Path::Custom(Algorithm::OneStage)));
     /// assert_eq!(ar.path_for(1 << 30), None); // too large, and no vendor library given
     /// ```
-    pub fn new(custom: Option<CustomAllReduce>, vendor: Option<VendorAllReduce>) -> Result<AllReduce> {
+    pub fn new(
+        custom: Option<CustomAllReduce>,
+        vendor: Option<VendorAllReduce>,
+    ) -> Result<AllReduce> {
         if custom.is_none() && vendor.is_none() {
             return Err(crate::error::arg(
                 "fly_comm::AllReduce::new",
@@ -68,8 +71,12 @@ impl AllReduce {
     ) -> Result<Path> {
         let bytes = input.len() as u64 * u64::from(T::DTYPE.bytes());
         match (self.path_for(bytes), &self.custom, &self.vendor) {
-            (Some(Path::Custom(_)), Some(c), _) => c.all_reduce(stream, input, output).map(Path::Custom),
-            (Some(Path::Vendor), _, Some(v)) => v.all_reduce(stream, input, output).map(|()| Path::Vendor),
+            (Some(Path::Custom(_)), Some(c), _) => {
+                c.all_reduce(stream, input, output).map(Path::Custom)
+            }
+            (Some(Path::Vendor), _, Some(v)) => {
+                v.all_reduce(stream, input, output).map(|()| Path::Vendor)
+            }
             _ => Err(CommError::TooLarge {
                 function: "fly_comm::AllReduce::all_reduce",
                 bytes,

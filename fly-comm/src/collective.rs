@@ -111,7 +111,10 @@ impl CustomAllReduce {
                 F,
                 "algorithm",
                 "TwoStage",
-                format!("needs at least one 16-byte pack per rank ({} ranks)", self.world),
+                format!(
+                    "needs at least one 16-byte pack per rank ({} ranks)",
+                    self.world
+                ),
                 "use Algorithm::OneStage for this size",
             ));
         }
@@ -207,7 +210,9 @@ impl CustomAllReduce {
                 "pad the rows, or call all_reduce and fly_norm::rms_norm_add",
             ));
         }
-        let total = m.checked_mul(n).ok_or_else(|| arg(F, "m", m, "m * n overflows", "pass a smaller shape"))?;
+        let total = m
+            .checked_mul(n)
+            .ok_or_else(|| arg(F, "m", m, "m * n overflows", "pass a smaller shape"))?;
         self.check_call(
             F,
             stream,
@@ -221,7 +226,13 @@ impl CustomAllReduce {
         )?;
         self.check_call(F, stream, &[("weight", weight)], n)?;
         if !(eps.is_finite() && eps >= 0.0) {
-            return Err(arg(F, "eps", eps, "must be finite and >= 0", "pass e.g. 1e-6"));
+            return Err(arg(
+                F,
+                "eps",
+                eps,
+                "must be finite and >= 0",
+                "pass e.g. 1e-6",
+            ));
         }
         if m == 0 {
             return Ok(());

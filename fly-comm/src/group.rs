@@ -66,7 +66,10 @@ impl AllReduceGroup {
                     ));
                 }
             }
-            for (what, len) in [("inputs.len()", inputs[r].len()), ("outputs.len()", outputs[r].len())] {
+            for (what, len) in [
+                ("inputs.len()", inputs[r].len()),
+                ("outputs.len()", outputs[r].len()),
+            ] {
                 if len != n {
                     return Err(CommError::RankMismatch {
                         function,
@@ -113,7 +116,9 @@ impl AllReduceGroup {
         const F: &str = "fly_comm::AllReduceGroup::all_reduce";
         self.check(F, streams, inputs, outputs)?;
         let jobs: Vec<_> = outputs.iter_mut().collect();
-        let res = self.each(jobs, |r, out| r.all_reduce(&streams[r.rank()], inputs[r.rank()], out));
+        let res = self.each(jobs, |r, out| {
+            r.all_reduce(&streams[r.rank()], inputs[r.rank()], out)
+        });
         res.into_iter().next().unwrap_or(Ok(Algorithm::OneStage))
     }
 

@@ -196,7 +196,12 @@ impl CustomAllReduce {
     /// let ranks: Vec<_> = pending.into_iter().map(|p| p.connect(&handles).unwrap()).collect();
     /// assert_eq!(ranks[0].world_size(), 2);
     /// ```
-    pub fn prepare(device: &Device, rank: usize, world: usize, cfg: &Config) -> Result<PendingRank> {
+    pub fn prepare(
+        device: &Device,
+        rank: usize,
+        world: usize,
+        cfg: &Config,
+    ) -> Result<PendingRank> {
         const F: &str = "fly_comm::CustomAllReduce::prepare";
         let layout = check_config(F, world, cfg)?;
         check_target(device)?;

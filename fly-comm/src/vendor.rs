@@ -25,7 +25,15 @@ struct Lib {
     get_unique_id: unsafe extern "C" fn(*mut UniqueId) -> Res,
     comm_init_rank: unsafe extern "C" fn(*mut Comm, c_int, UniqueId, c_int) -> Res,
     comm_init_all: unsafe extern "C" fn(*mut Comm, c_int, *const c_int) -> Res,
-    all_reduce: unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, c_int, Comm, *mut c_void) -> Res,
+    all_reduce: unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        usize,
+        c_int,
+        c_int,
+        Comm,
+        *mut c_void,
+    ) -> Res,
     comm_destroy: unsafe extern "C" fn(Comm) -> Res,
     error_string: unsafe extern "C" fn(Res) -> *const c_char,
     group_start: unsafe extern "C" fn() -> Res,
@@ -34,8 +42,18 @@ struct Lib {
 
 fn candidates(backend: Backend) -> (&'static str, Vec<String>) {
     let (name, var, home, files): (_, _, _, &[&str]) = match backend {
-        Backend::Hip => ("RCCL", "FLY_COMM_RCCL_LIB", "ROCM_PATH", &["librccl.so.1", "librccl.so"]),
-        _ => ("NCCL", "FLY_COMM_NCCL_LIB", "NCCL_HOME", &["libnccl.so.2", "libnccl.so"]),
+        Backend::Hip => (
+            "RCCL",
+            "FLY_COMM_RCCL_LIB",
+            "ROCM_PATH",
+            &["librccl.so.1", "librccl.so"],
+        ),
+        _ => (
+            "NCCL",
+            "FLY_COMM_NCCL_LIB",
+            "NCCL_HOME",
+            &["libnccl.so.2", "libnccl.so"],
+        ),
     };
     let mut out = Vec::new();
     if let Ok(p) = std::env::var(var) {
@@ -53,7 +71,11 @@ fn candidates(backend: Backend) -> (&'static str, Vec<String>) {
 fn load(backend: Backend) -> std::result::Result<&'static Lib, String> {
     static NCCL: OnceLock<std::result::Result<Lib, String>> = OnceLock::new();
     static RCCL: OnceLock<std::result::Result<Lib, String>> = OnceLock::new();
-    let cell = if backend == Backend::Hip { &RCCL } else { &NCCL };
+    let cell = if backend == Backend::Hip {
+        &RCCL
+    } else {
+        &NCCL
+    };
     cell.get_or_init(|| {
         let (name, paths) = candidates(backend);
         let mut errs = Vec::new();
@@ -112,7 +134,11 @@ impl Lib {
 
 fn unavailable(backend: Backend, reason: String) -> CommError {
     CommError::Vendor {
-        library: if backend == Backend::Hip { "RCCL" } else { "NCCL" },
+        library: if backend == Backend::Hip {
+            "RCCL"
+        } else {
+            "NCCL"
+        },
         reason,
     }
 }
@@ -188,7 +214,12 @@ impl VendorAllReduce {
 
     /// Join communicator `id` as `rank` of `world` on `device` (one process per GPU; the
     /// device must be current: the runtime makes it current on every call).
-    pub fn init_rank(device: &Device, id: VendorId, rank: usize, world: usize) -> Result<VendorAllReduce> {
+    pub fn init_rank(
+        device: &Device,
+        id: VendorId,
+        rank: usize,
+        world: usize,
+    ) -> Result<VendorAllReduce> {
         let lib = lib_for(device)?;
         // Make the device current (any stream call does; this one is cheap).
         device.stream()?.synchronize()?;
@@ -197,7 +228,12 @@ impl VendorAllReduce {
         lib.check("ncclCommInitRank", unsafe {
             (lib.comm_init_rank)(&mut comm, world as c_int, id.0, rank as c_int)
         })?;
-        Ok(VendorAllReduce { comm, device: device.clone(), rank, world })
+        Ok(VendorAllReduce {
+            comm,
+            device: device.clone(),
+            rank,
+            world,
+        })
     }
 
     /// One communicator per device of this process (`ncclCommInitAll`).
@@ -216,7 +252,12 @@ impl VendorAllReduce {
             .into_iter()
             .zip(devices)
             .enumerate()
-            .map(|(rank, (comm, d))| VendorAllReduce { comm, device: d.clone(), rank, world: devices.len() })
+            .map(|(rank, (comm, d))| VendorAllReduce {
+                comm,
+                device: d.clone(),
+                rank,
+                world: devices.len(),
+            })
             .collect())
     }
 
@@ -243,7 +284,10 @@ impl VendorAllReduce {
                 F,
                 "output",
                 format!("{} elements on {}", output.len(), output.device().label()),
-                format!("must match the input's {} elements on the rank's device", input.len()),
+                format!(
+                    "must match the input's {} elements on the rank's device",
+                    input.len()
+                ),
                 "pass equal buffers and a stream of the rank's device",
             ));
         }

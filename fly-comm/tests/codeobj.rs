@@ -12,7 +12,14 @@ use std::process::Command;
 
 fn objdump() -> Option<String> {
     let mut c = vec![std::env::var("FLYDSL_OBJDUMP").unwrap_or_default()];
-    c.extend(["llvm-objdump-22", "llvm-objdump", "/usr/lib/llvm-22/bin/llvm-objdump"].map(String::from));
+    c.extend(
+        [
+            "llvm-objdump-22",
+            "llvm-objdump",
+            "/usr/lib/llvm-22/bin/llvm-objdump",
+        ]
+        .map(String::from),
+    );
     c.into_iter().filter(|p| !p.is_empty()).find(|p| {
         Command::new(p)
             .arg("--version")
@@ -39,13 +46,19 @@ fn disassemble(tool: &str, target: Target, code: &[u8], name: &str) -> String {
 fn code_objects_carry_the_flag_protocol() {
     let tool = objdump();
     if tool.is_none() {
-        assert!(std::env::var_os("CI").is_none(), "llvm-objdump-22 not found (CI installs llvm-22)");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "llvm-objdump-22 not found (CI installs llvm-22)"
+        );
         println!("note: llvm-objdump not found; AMD instruction checks skipped");
     }
     let kernels: Vec<_> = fly_comm::kernel_variants().collect();
     assert_eq!(kernels.len(), 27);
     for t in [Target::Gfx1201, Target::Gfx1250] {
-        assert!(kernels.iter().all(|k| k.for_target(t).is_none()), "{t} has no kernels");
+        assert!(
+            kernels.iter().all(|k| k.for_target(t).is_none()),
+            "{t} has no kernels"
+        );
     }
     for t in [Target::Gfx942, Target::Gfx950, Target::Sm90] {
         let built = kernels
@@ -53,7 +66,10 @@ fn code_objects_carry_the_flag_protocol() {
             .filter(|k| k.for_target(t).is_some_and(|v| v.code.is_some()))
             .count();
         if built == 0 {
-            println!("skipped {t}: not built (enable the `{}` feature)", t.feature());
+            println!(
+                "skipped {t}: not built (enable the `{}` feature)",
+                t.feature()
+            );
             continue;
         }
         assert_eq!(built, kernels.len(), "{t}: only {built} kernels built");
@@ -62,7 +78,9 @@ fn code_objects_carry_the_flag_protocol() {
             if t.is_amd() {
                 let co = parse_hsaco(code).unwrap_or_else(|e| panic!("{} {t}: {e}", k.name));
                 assert_eq!(co.target(), Some(t), "{}", k.name);
-                let meta = co.kernel(k.name).unwrap_or_else(|| panic!("{} {t}: missing", k.name));
+                let meta = co
+                    .kernel(k.name)
+                    .unwrap_or_else(|| panic!("{} {t}: missing", k.name));
                 assert!(!meta.uses_scratch(), "{} {t}: scratch: {meta:?}", k.name);
                 assert!(meta.group_segment_fixed_size <= 1024, "{} {t}: LDS", k.name);
                 if let Some(tool) = &tool {
@@ -76,7 +94,8 @@ fn code_objects_carry_the_flag_protocol() {
                         assert!(asm.contains(want), "{} {t}: no `{want}`", k.name);
                     }
                     assert!(
-                        asm.lines().any(|l| l.contains("global_store_dword ") && l.contains("sc0 sc1")),
+                        asm.lines()
+                            .any(|l| l.contains("global_store_dword ") && l.contains("sc0 sc1")),
                         "{} {t}: no system-scope flag store",
                         k.name
                     );
@@ -84,8 +103,14 @@ fn code_objects_carry_the_flag_protocol() {
             } else {
                 let text = std::str::from_utf8(code).expect("PTX is text");
                 let m = parse_ptx(text).unwrap_or_else(|e| panic!("{} {t}: {e}", k.name));
-                m.entry(k.name).unwrap_or_else(|| panic!("{} {t}: entry missing", k.name));
-                for want in ["st.release.sys.global", "ld.acquire.sys.global", "%globaltimer", ".v4."] {
+                m.entry(k.name)
+                    .unwrap_or_else(|| panic!("{} {t}: entry missing", k.name));
+                for want in [
+                    "st.release.sys.global",
+                    "ld.acquire.sys.global",
+                    "%globaltimer",
+                    ".v4.",
+                ] {
                     assert!(text.contains(want), "{} {t}: no `{want}`", k.name);
                 }
                 assert!(!text.contains(".local"), "{} {t}: local memory", k.name);

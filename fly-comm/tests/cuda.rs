@@ -24,7 +24,10 @@ fn devices() -> Option<Vec<Device>> {
             return None;
         }
     };
-    if fly_comm::kernel_variants().any(|k| k.for_target(all[0].target()).is_none_or(|v| v.code.is_none())) {
+    if fly_comm::kernel_variants().any(|k| {
+        k.for_target(all[0].target())
+            .is_none_or(|v| v.code.is_none())
+    }) {
         gpu::skip("fly-comm was built without the `sm90` feature");
         return None;
     }
@@ -47,32 +50,62 @@ fn want(inputs: &[Vec<bf16>]) -> Vec<f64> {
 fn all_reduce_on_cuda_matches_the_reference_and_replays_from_a_graph() {
     let Some(devs) = devices() else { return };
     let ws = devs.len();
-    let cfg = Config { max_bytes: 64 << 20, ..Config::default() };
+    let cfg = Config {
+        max_bytes: 64 << 20,
+        ..Config::default()
+    };
     let ranks = CustomAllReduce::new_group(&devs, &cfg).expect("group");
     let streams: Vec<Stream> = devs.iter().map(|d| d.stream().unwrap()).collect();
-    for (m, n) in [(2usize, 7168usize), (16, 4096), (128, 8192), (1024, 8192), (3, 1001)] {
+    for (m, n) in [
+        (2usize, 7168usize),
+        (16, 4096),
+        (128, 8192),
+        (1024, 8192),
+        (3, 1001),
+    ] {
         let len = m * n;
         let inputs: Vec<Vec<bf16>> = (0..ws).map(|r| input(r, len, 3)).collect();
-        let xs: Vec<_> = (0..ws).map(|r| DeviceBuffer::from_slice(&devs[r], &inputs[r]).unwrap()).collect();
+        let xs: Vec<_> = (0..ws)
+            .map(|r| DeviceBuffer::from_slice(&devs[r], &inputs[r]).unwrap())
+            .collect();
         for algo in [Algorithm::OneStage, Algorithm::TwoStage] {
-            let mut ys: Vec<_> = devs.iter().map(|d| DeviceBuffer::<bf16>::zeroed(d, len).unwrap()).collect();
+            let mut ys: Vec<_> = devs
+                .iter()
+                .map(|d| DeviceBuffer::<bf16>::zeroed(d, len).unwrap())
+                .collect();
             for r in 0..ws {
-                ranks[r].all_reduce_with(&streams[r], &xs[r], &mut ys[r], algo).unwrap();
+                ranks[r]
+                    .all_reduce_with(&streams[r], &xs[r], &mut ys[r], algo)
+                    .unwrap();
             }
             for r in 0..ws {
                 ranks[r].check(&streams[r]).unwrap();
                 let got = widen(&ys[r].to_vec().unwrap());
-                assert_close(&format!("cuda ws{ws} [{m},{n}] {algo:?} rank {r}"), &got, &want(&inputs), all_reduce_atol("bf16", ws), 0.0);
+                assert_close(
+                    &format!("cuda ws{ws} [{m},{n}] {algo:?} rank {r}"),
+                    &got,
+                    &want(&inputs),
+                    all_reduce_atol("bf16", ws),
+                    0.0,
+                );
             }
         }
     }
     // Graph capture: one eager call (loads modules, settles buffer owners), capture, replay
     // twice with new inputs written in between.
     let len = 16 * 4096;
-    let mut xs: Vec<_> = devs.iter().map(|d| DeviceBuffer::<bf16>::zeroed(d, len).unwrap()).collect();
-    let mut ys: Vec<_> = devs.iter().map(|d| DeviceBuffer::<bf16>::zeroed(d, len).unwrap()).collect();
+    let mut xs: Vec<_> = devs
+        .iter()
+        .map(|d| DeviceBuffer::<bf16>::zeroed(d, len).unwrap())
+        .collect();
+    let mut ys: Vec<_> = devs
+        .iter()
+        .map(|d| DeviceBuffer::<bf16>::zeroed(d, len).unwrap())
+        .collect();
     for r in 0..ws {
-        ranks[r].all_reduce(&streams[r], &xs[r], &mut ys[r]).unwrap();
+        ranks[r]
+            .all_reduce(&streams[r], &xs[r], &mut ys[r])
+            .unwrap();
     }
     for r in 0..ws {
         streams[r].synchronize().unwrap();
@@ -97,7 +130,13 @@ fn all_reduce_on_cuda_matches_the_reference_and_replays_from_a_graph() {
         for r in 0..ws {
             ranks[r].check(&streams[r]).unwrap();
             let got = widen(&ys[r].to_vec().unwrap());
-            assert_close(&format!("graph replay {round} rank {r}"), &got, &want(&inputs), all_reduce_atol("bf16", ws), 0.0);
+            assert_close(
+                &format!("graph replay {round} rank {r}"),
+                &got,
+                &want(&inputs),
+                all_reduce_atol("bf16", ws),
+                0.0,
+            );
         }
     }
 }
@@ -118,8 +157,13 @@ fn nccl_fallback_when_available() {
     let streams: Vec<Stream> = devs.iter().map(|d| d.stream().unwrap()).collect();
     let len = 4096;
     let inputs: Vec<Vec<bf16>> = (0..ws).map(|r| input(r, len, 5)).collect();
-    let xs: Vec<_> = (0..ws).map(|r| DeviceBuffer::from_slice(&devs[r], &inputs[r]).unwrap()).collect();
-    let mut ys: Vec<_> = devs.iter().map(|d| DeviceBuffer::<bf16>::zeroed(d, len).unwrap()).collect();
+    let xs: Vec<_> = (0..ws)
+        .map(|r| DeviceBuffer::from_slice(&devs[r], &inputs[r]).unwrap())
+        .collect();
+    let mut ys: Vec<_> = devs
+        .iter()
+        .map(|d| DeviceBuffer::<bf16>::zeroed(d, len).unwrap())
+        .collect();
     VendorAllReduce::group(&devs[0], || {
         for r in 0..ws {
             vendor[r].all_reduce(&streams[r], &xs[r], &mut ys[r])?;
@@ -131,6 +175,12 @@ fn nccl_fallback_when_available() {
         streams[r].synchronize().unwrap();
         let got = widen(&ys[r].to_vec().unwrap());
         // NCCL's order of summation is its own: one more rounding of slack.
-        assert_close(&format!("nccl rank {r}"), &got, &want(&inputs), all_reduce_atol("bf16", ws), 2f64.powi(-8));
+        assert_close(
+            &format!("nccl rank {r}"),
+            &got,
+            &want(&inputs),
+            all_reduce_atol("bf16", ws),
+            2f64.powi(-8),
+        );
     }
 }

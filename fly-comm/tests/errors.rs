@@ -13,7 +13,14 @@ use std::time::{Duration, Instant};
 
 fn group(world: usize) -> (Vec<Device>, AllReduceGroup) {
     let devs = sim_devices(world, Target::Sm90);
-    let g = AllReduceGroup::new(&devs, &Config { max_bytes: 4096, ..Config::default() }).unwrap();
+    let g = AllReduceGroup::new(
+        &devs,
+        &Config {
+            max_bytes: 4096,
+            ..Config::default()
+        },
+    )
+    .unwrap();
     (devs, g)
 }
 
@@ -25,32 +32,79 @@ fn group_calls_check_every_rank_before_launching() {
     let x1 = DeviceBuffer::from_slice(&devs[1], &[1.0f32; 12]).unwrap();
     let mut y0 = DeviceBuffer::from_slice(&devs[0], &[7.0f32; 16]).unwrap();
     let mut y1 = DeviceBuffer::from_slice(&devs[1], &[7.0f32; 12]).unwrap();
-    let e = g.all_reduce(&streams, &[&x0, &x1], &mut [&mut y0, &mut y1]).unwrap_err();
+    let e = g
+        .all_reduce(&streams, &[&x0, &x1], &mut [&mut y0, &mut y1])
+        .unwrap_err();
     assert!(
-        matches!(e, CommError::RankMismatch { rank: 1, argument: "inputs.len()", .. }),
+        matches!(
+            e,
+            CommError::RankMismatch {
+                rank: 1,
+                argument: "inputs.len()",
+                ..
+            }
+        ),
         "{e}"
     );
-    assert!(e.to_string().contains("fly_comm::AllReduceGroup::all_reduce"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("fly_comm::AllReduceGroup::all_reduce"),
+        "{e}"
+    );
     // Nothing ran: rank 0's output is untouched.
     assert_eq!(y0.to_vec().unwrap(), vec![7.0; 16]);
 
     // A world size the group was not built for.
-    let e = g.all_reduce(&streams[..1], &[&x0], &mut [&mut y0]).unwrap_err();
-    assert!(matches!(e, CommError::WorldSize { got: 1, built: 2, .. }), "{e}");
+    let e = g
+        .all_reduce(&streams[..1], &[&x0], &mut [&mut y0])
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CommError::WorldSize {
+                got: 1,
+                built: 2,
+                ..
+            }
+        ),
+        "{e}"
+    );
 
     // A rank's buffers on another rank's device.
     let x1b = DeviceBuffer::from_slice(&devs[0], &[1.0f32; 16]).unwrap();
     let mut y1b = DeviceBuffer::<f32>::zeroed(&devs[1], 16).unwrap();
-    let e = g.all_reduce(&streams, &[&x0, &x1b], &mut [&mut y0, &mut y1b]).unwrap_err();
+    let e = g
+        .all_reduce(&streams, &[&x0, &x1b], &mut [&mut y0, &mut y1b])
+        .unwrap_err();
     assert!(e.to_string().contains("`inputs` = [1] on"), "{e}");
 
     // Over the registered size.
-    let big: Vec<_> = devs.iter().map(|d| DeviceBuffer::<f32>::zeroed(d, 2048).unwrap()).collect();
-    let mut bo: Vec<_> = devs.iter().map(|d| DeviceBuffer::<f32>::zeroed(d, 2048).unwrap()).collect();
+    let big: Vec<_> = devs
+        .iter()
+        .map(|d| DeviceBuffer::<f32>::zeroed(d, 2048).unwrap())
+        .collect();
+    let mut bo: Vec<_> = devs
+        .iter()
+        .map(|d| DeviceBuffer::<f32>::zeroed(d, 2048).unwrap())
+        .collect();
     let e = g
-        .all_reduce(&streams, &[&big[0], &big[1]], &mut bo.iter_mut().collect::<Vec<_>>())
+        .all_reduce(
+            &streams,
+            &[&big[0], &big[1]],
+            &mut bo.iter_mut().collect::<Vec<_>>(),
+        )
         .unwrap_err();
-    assert!(matches!(e, CommError::TooLarge { bytes: 8192, max: 4096, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            CommError::TooLarge {
+                bytes: 8192,
+                max: 4096,
+                ..
+            }
+        ),
+        "{e}"
+    );
 }
 
 #[test]
@@ -58,9 +112,20 @@ fn set_up_and_per_rank_mistakes() {
     let devs = sim_devices(3, Target::Sm90);
     let e = CustomAllReduce::new_group(&devs, &Config::default()).unwrap_err();
     assert!(e.to_string().contains("`world size` = 3"), "{e}");
-    let rdna = [Device::new_sim(Target::Gfx1201), Device::new_sim(Target::Gfx1201)];
+    let rdna = [
+        Device::new_sim(Target::Gfx1201),
+        Device::new_sim(Target::Gfx1201),
+    ];
     let e = CustomAllReduce::new_group(&rdna, &Config::default()).unwrap_err();
-    assert!(matches!(e, CommError::UnsupportedTarget { target: Target::Gfx1201 }), "{e}");
+    assert!(
+        matches!(
+            e,
+            CommError::UnsupportedTarget {
+                target: Target::Gfx1201
+            }
+        ),
+        "{e}"
+    );
 
     let (devs, g) = group(2);
     let r = &g.ranks()[0];
@@ -69,7 +134,10 @@ fn set_up_and_per_rank_mistakes() {
     let x = DeviceBuffer::from_slice(&devs[0], &[1.0f32; 8]).unwrap();
     let mut y = DeviceBuffer::<f32>::zeroed(&devs[0], 8).unwrap();
     let e = r.all_reduce(&other, &x, &mut y).unwrap_err();
-    assert!(e.to_string().contains("pass a stream of the rank's device"), "{e}");
+    assert!(
+        e.to_string().contains("pass a stream of the rank's device"),
+        "{e}"
+    );
     let mut short = DeviceBuffer::<f32>::zeroed(&devs[0], 7).unwrap();
     let e = r.all_reduce(&s, &x, &mut short).unwrap_err();
     assert!(e.to_string().contains("`output` = 7 elements"), "{e}");
@@ -102,18 +170,45 @@ fn a_missing_peer_times_out_and_poisons_the_rank() {
     // Rank 1 never calls: rank 0 must not hang.
     let t = Instant::now();
     let e = ranks[0].all_reduce(&s, &x, &mut y).unwrap_err();
-    assert!(matches!(e, CommError::Timeout { rank: 0, timeout_ms: 200, .. }), "{e}");
-    assert!(t.elapsed() < Duration::from_secs(20), "took {:?}", t.elapsed());
+    assert!(
+        matches!(
+            e,
+            CommError::Timeout {
+                rank: 0,
+                timeout_ms: 200,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        t.elapsed()
+    );
     // Poisoned: the next call does nothing and reports it again at once.
     let t = Instant::now();
-    assert!(matches!(ranks[0].all_reduce(&s, &x, &mut y), Err(CommError::Timeout { .. })));
-    assert!(t.elapsed() < Duration::from_millis(150), "a poisoned rank waited");
+    assert!(matches!(
+        ranks[0].all_reduce(&s, &x, &mut y),
+        Err(CommError::Timeout { .. })
+    ));
+    assert!(
+        t.elapsed() < Duration::from_millis(150),
+        "a poisoned rank waited"
+    );
 }
 
 #[test]
 fn ranks_with_different_calls_report_a_mismatch_then_recover() {
     let devs = sim_devices(2, Target::Sm90);
-    let ranks = CustomAllReduce::new_group(&devs, &Config { max_bytes: 4096, ..Config::default() }).unwrap();
+    let ranks = CustomAllReduce::new_group(
+        &devs,
+        &Config {
+            max_bytes: 4096,
+            ..Config::default()
+        },
+    )
+    .unwrap();
     // Rank 0 reduces 64 f32, rank 1 128 f16: the same bytes, another dtype.
     let res = on_ranks(&ranks, |r| {
         let s = r.device().stream().unwrap();
@@ -128,7 +223,10 @@ fn ranks_with_different_calls_report_a_mismatch_then_recover() {
         }
     });
     for (r, e) in res.iter().enumerate() {
-        assert!(matches!(e, Err(CommError::PeerMismatch { rank, .. }) if *rank == r), "{e:?}");
+        assert!(
+            matches!(e, Err(CommError::PeerMismatch { rank, .. }) if *rank == r),
+            "{e:?}"
+        );
     }
     // The next, matching call works.
     let outs = on_ranks(&ranks, |r| {

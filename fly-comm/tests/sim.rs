@@ -37,11 +37,23 @@ fn odd_element_counts_take_the_scalar_tail() {
         check_all_reduce::<f16>(2, Target::Sm90, n, Some(Algorithm::OneStage), false);
         check_all_reduce::<f32>(2, Target::Gfx942, n, None, true);
     }
-    check_all_reduce::<bf16>(4, Target::Sm90, 4 * 8 * 3 + 5, Some(Algorithm::TwoStage), false);
+    check_all_reduce::<bf16>(
+        4,
+        Target::Sm90,
+        4 * 8 * 3 + 5,
+        Some(Algorithm::TwoStage),
+        false,
+    );
 }
 
 #[test]
 fn world_size_8() {
     check_all_reduce::<bf16>(8, Target::Sm90, 2 * 7168, Some(Algorithm::OneStage), false);
-    check_all_reduce::<f16>(8, Target::Gfx942, 8 * 64 + 3, Some(Algorithm::TwoStage), true);
+    check_all_reduce::<f16>(
+        8,
+        Target::Gfx942,
+        8 * 64 + 3,
+        Some(Algorithm::TwoStage),
+        true,
+    );
 }

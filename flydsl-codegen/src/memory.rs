@@ -229,9 +229,7 @@ pub(crate) fn flag_wait(
     let expired = f.inst(format!("icmp sgt i64 {spent}, {limit}"));
     f.cond_br(&expired, &ldone, &lpoll);
     f.start_block(&ldone);
-    Ok(f.inst(format!(
-        "phi i1 [ true, %{lpoll} ], [ false, %{lcheck} ]"
-    )))
+    Ok(f.inst(format!("phi i1 [ true, %{lpoll} ], [ false, %{lcheck} ]")))
 }
 
 /// Lower `MakeRsrc`.

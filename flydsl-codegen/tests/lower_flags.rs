@@ -46,12 +46,21 @@ fn kernel(target: Target) -> Kernel {
 fn flag_ops_lower_to_system_scope_release_and_acquire() {
     for t in [Target::Gfx942, Target::Sm90] {
         let ir = flydsl_codegen::lower(&kernel(t)).unwrap();
-        assert!(ir.contains("store atomic i32 1, ptr addrspace(1)"), "{t}: {ir}");
+        assert!(
+            ir.contains("store atomic i32 1, ptr addrspace(1)"),
+            "{t}: {ir}"
+        );
         assert!(ir.contains(" release, align 4"), "{t}");
-        assert!(ir.contains("load atomic i32, ptr addrspace(1)") && ir.contains(" acquire, align 4"), "{t}");
+        assert!(
+            ir.contains("load atomic i32, ptr addrspace(1)") && ir.contains(" acquire, align 4"),
+            "{t}"
+        );
         assert!(ir.contains("@llvm.readsteadycounter()"), "{t}");
         assert!(ir.contains("fence release"), "{t}");
-        assert!(!ir.contains("syncscope(\"agent\") release"), "{t}: flags must be system scope");
+        assert!(
+            !ir.contains("syncscope(\"agent\") release"),
+            "{t}: flags must be system scope"
+        );
     }
     let Some(tools) = tools() else { return };
     for t in [Target::Gfx942, Target::Gfx950] {
@@ -59,10 +68,18 @@ fn flag_ops_lower_to_system_scope_release_and_acquire() {
         for want in ["buffer_wbl2 sc0 sc1", "buffer_inv sc0 sc1", "s_memrealtime"] {
             assert!(c.asm.contains(want), "{t}: `{want}` missing");
         }
-        assert!(c.asm.lines().any(|l| l.contains("global_load_dword") && l.contains("sc0 sc1")));
+        assert!(c
+            .asm
+            .lines()
+            .any(|l| l.contains("global_load_dword") && l.contains("sc0 sc1")));
     }
     let c = compile(&tools, &kernel(Target::Sm90));
-    for want in ["st.release.sys.global", "ld.acquire.sys.global", "%globaltimer", "fence.acq_rel.sys"] {
+    for want in [
+        "st.release.sys.global",
+        "ld.acquire.sys.global",
+        "%globaltimer",
+        "fence.acq_rel.sys",
+    ] {
         assert!(c.asm.contains(want), "sm90: `{want}` missing:\n{}", c.asm);
     }
 }

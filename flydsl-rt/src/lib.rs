@@ -73,9 +73,9 @@ pub use dtype::{
 };
 pub use error::{Error, Result};
 pub use flydsl_ir::{ScalarType, Target};
-pub use graph::Graph;
 #[cfg(feature = "sim")]
 pub use flydsl_sim as sim;
+pub use graph::Graph;
 pub use half;
 pub use launch::{KernelArgs, LaunchConfig};
 pub use launch_table::{launcher, Launcher, Launchers};

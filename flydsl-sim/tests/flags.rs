@@ -75,7 +75,12 @@ fn a_waiting_kernel_sees_the_peer_kernels_writes() {
             let cons = s.spawn(|| {
                 let args = pack(
                     &c,
-                    &[Arg::Tensor(data, 32), Arg::Tensor(flag, 1), Arg::Tensor(out, 32), Arg::I64(10 * hz)],
+                    &[
+                        Arg::Tensor(data, 32),
+                        Arg::Tensor(flag, 1),
+                        Arg::Tensor(out, 32),
+                        Arg::I64(10 * hz),
+                    ],
                 );
                 launch(&c, [1, 1, 1], [32, 1, 1], &args, &bm, &opts)
             });
@@ -93,14 +98,29 @@ fn a_waiting_kernel_sees_the_peer_kernels_writes() {
 fn an_unanswered_wait_times_out_with_false() {
     let target = Target::Sm90;
     let m = SimMemory::new();
-    let (data, flag, out) = (m.alloc(128).unwrap(), m.alloc(4).unwrap(), m.alloc(128).unwrap());
+    let (data, flag, out) = (
+        m.alloc(128).unwrap(),
+        m.alloc(4).unwrap(),
+        m.alloc(128).unwrap(),
+    );
     let c = consumer(target);
     let ms50 = target.steady_counter_hz() as i64 / 20;
-    let args = pack(&c, &[Arg::Tensor(data, 32), Arg::Tensor(flag, 1), Arg::Tensor(out, 32), Arg::I64(ms50)]);
+    let args = pack(
+        &c,
+        &[
+            Arg::Tensor(data, 32),
+            Arg::Tensor(flag, 1),
+            Arg::Tensor(out, 32),
+            Arg::I64(ms50),
+        ],
+    );
     let t = Instant::now();
     launch(&c, [1, 1, 1], [32, 1, 1], &args, &m, &SimOptions::default()).unwrap();
     let took = t.elapsed();
-    assert!(took >= Duration::from_millis(50) && took < Duration::from_secs(10), "{took:?}");
+    assert!(
+        took >= Duration::from_millis(50) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
     assert_eq!(download_u32(&m, out, 32), vec![u32::MAX; 32]);
 }
 

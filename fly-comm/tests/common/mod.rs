@@ -2,11 +2,11 @@
 
 #![allow(dead_code)]
 
+use fly_comm::{Algorithm, Config, CustomAllReduce};
 use flydsl_rt::{Device, DeviceBuffer, Element, Target};
 use flydsl_testutil::comm::{all_reduce_atol, all_reduce_ref};
 use flydsl_testutil::compare::{widen, Storage};
 use flydsl_testutil::rng::Rng;
-use fly_comm::{Algorithm, Config, CustomAllReduce};
 
 /// `world` fresh Sim devices of `target`.
 pub fn sim_devices(world: usize, target: Target) -> Vec<Device> {
@@ -27,7 +27,9 @@ pub fn on_ranks<R: Send>(
 ) -> Vec<R> {
     std::thread::scope(|s| {
         let hs: Vec<_> = ranks.iter().map(|r| s.spawn(|| f(r))).collect();
-        hs.into_iter().map(|h| h.join().expect("rank thread")).collect()
+        hs.into_iter()
+            .map(|h| h.join().expect("rank thread"))
+            .collect()
     })
 }
 
@@ -52,7 +54,8 @@ pub fn check_all_reduce<T: Element + Storage>(
         let s = r.device().stream().expect("stream");
         let mut x = DeviceBuffer::from_slice(r.device(), &inputs[r.rank()]).expect("x");
         let got = if in_place {
-            r.all_reduce_in_place(&s, &mut x).expect("all_reduce_in_place");
+            r.all_reduce_in_place(&s, &mut x)
+                .expect("all_reduce_in_place");
             x.to_vec().expect("read")
         } else {
             let mut y = DeviceBuffer::<T>::zeroed(r.device(), n).expect("y");
@@ -82,7 +85,9 @@ pub fn check_all_reduce<T: Element + Storage>(
             0.0,
         );
         assert!(
-            got.iter().zip(&outs[0]).all(|(a, b)| a.to_bits() == b.to_bits()),
+            got.iter()
+                .zip(&outs[0])
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
             "rank {r} differs from rank 0 in some bits"
         );
     }

@@ -19,8 +19,9 @@ impl CudaDevice {
         // SAFETY: both contexts are retained primary contexts, live for the process.
         let r = unsafe { sys::cuCtxEnablePeerAccess(peer.ctx, 0) };
         match r {
-            sys::CUresult::CUDA_SUCCESS
-            | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
+            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {
+                Ok(())
+            }
             e => Err(driver("cuCtxEnablePeerAccess")(result::DriverError(e))),
         }
     }
