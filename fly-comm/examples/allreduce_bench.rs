@@ -12,6 +12,9 @@
 //! memory and stream: a correctness check of the CUDA kernels, not an NVLink measurement
 //! (no NCCL there: it needs one device per rank).
 
+// Rank loops index several per-rank vectors (ranks, streams, inputs, outputs) at once.
+#![allow(clippy::needless_range_loop)]
+
 use fly_comm::{Algorithm, Config, CustomAllReduce, VendorAllReduce};
 use flydsl_rt::half::bf16;
 use flydsl_rt::{Backend, Device, DeviceBuffer, Event, Graph, Stream};

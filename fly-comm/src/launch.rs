@@ -96,7 +96,6 @@ pub(crate) fn launch<T: Element>(
     // the registered size and the buffers' lengths; the peer areas are live shared memory
     // that this group mapped (peer access or IPC) and keeps until it is dropped.
     unsafe { stream.launch(k, cfg, &a) }?;
-    drop(fused);
     if stream.device().backend() == Backend::Sim {
         r.check(stream)?;
     }

@@ -4,6 +4,9 @@
 //! libnccl loads. Skips with the reason when there is no CUDA device or the crate was built
 //! without `sm90`; fails instead where `FLYDSL_REQUIRE_GPU` is set.
 
+// Rank loops index several per-rank vectors (ranks, streams, inputs, outputs) at once.
+#![allow(clippy::needless_range_loop)]
+
 mod common;
 
 use common::input;
