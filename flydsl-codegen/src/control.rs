@@ -78,6 +78,11 @@ fn lower_op(f: &mut Func, op: &Op) -> Result<(), LowerError> {
             f.hooks().barrier(f);
             Ok(())
         }
+        OpKind::FlagStore { ptr, index, value } => memory::flag_store(f, *ptr, *index, *value),
+        OpKind::FenceRelease => {
+            f.emit("fence release".into());
+            Ok(())
+        }
         OpKind::Yield(_) => Err(f.err("yield outside a region")),
         OpKind::Nv(nv) => nv_pipe::lower(f, op, nv),
         OpKind::Amd(a) => amd_pipe::lower(f, a, &op.results),
@@ -115,6 +120,12 @@ fn lower_value_op(f: &mut Func, kind: &OpKind, rt: Type) -> Result<String, Lower
             memory::buffer_load(f, *rsrc, *index, *flags, rt)
         }
         OpKind::AtomicAdd { ptr, index, value } => memory::atomic_add(f, *ptr, *index, *value),
+        OpKind::FlagWait {
+            ptr,
+            index,
+            expect,
+            timeout,
+        } => memory::flag_wait(f, [*ptr, *index, *expect, *timeout]),
         OpKind::Shuffle(mode, v, lane) => f.hooks().shuffle(f, *mode, *v, *lane),
         OpKind::ReadFirstLane(v) => f.hooks().read_first_lane(f, *v),
         OpKind::LdsAddr(p) => nv_pipe::lds_addr(f, *p),

@@ -180,6 +180,58 @@ pub(crate) fn atomic_add(
     )))
 }
 
+/// Lower `FlagStore`: a release store at system scope (no `syncscope`: LLVM's default scope
+/// is the system), `st.release.sys` on NVPTX and `buffer_wbl2 sc0 sc1` + a `sc0 sc1` store
+/// on gfx942/gfx950 (the AMDGPU memory model's system-scope release).
+pub(crate) fn flag_store(
+    f: &mut Func,
+    ptr: ValueId,
+    index: ValueId,
+    value: ValueId,
+) -> Result<(), LowerError> {
+    let v = f.get(value)?;
+    let (addr, a, _) = element_addr(f, ptr, index)?;
+    let sp = ty::addrspace(a);
+    f.emit(format!(
+        "store atomic i32 {v}, ptr addrspace({sp}) {addr} release, align 4"
+    ));
+    Ok(())
+}
+
+/// Lower `FlagWait`: a loop of system-scope acquire loads (`ld.acquire.sys` on NVPTX; on
+/// gfx942/gfx950 a `sc0 sc1` load followed by `buffer_inv sc0 sc1`) that ends when the flag
+/// equals `expect` (result true) or when `llvm.readsteadycounter` has advanced by more than
+/// `timeout` ticks since the first poll (result false).
+pub(crate) fn flag_wait(
+    f: &mut Func,
+    [ptr, index, expect, timeout]: [ValueId; 4],
+) -> Result<String, LowerError> {
+    let want = f.get(expect)?;
+    let limit = f.get(timeout)?;
+    let (addr, a, _) = element_addr(f, ptr, index)?;
+    let sp = ty::addrspace(a);
+    let t0 = f.call("i64", "llvm.readsteadycounter", &[]);
+    let (lpoll, lcheck, ldone) = (
+        f.new_label("flag_poll"),
+        f.new_label("flag_check"),
+        f.new_label("flag_done"),
+    );
+    f.br(&lpoll);
+    f.start_block(&lpoll);
+    let cur = f.inst(format!(
+        "load atomic i32, ptr addrspace({sp}) {addr} acquire, align 4"
+    ));
+    let seen = f.inst(format!("icmp eq i32 {cur}, {want}"));
+    f.cond_br(&seen, &ldone, &lcheck);
+    f.start_block(&lcheck);
+    let now = f.call("i64", "llvm.readsteadycounter", &[]);
+    let spent = f.inst(format!("sub i64 {now}, {t0}"));
+    let expired = f.inst(format!("icmp sgt i64 {spent}, {limit}"));
+    f.cond_br(&expired, &ldone, &lpoll);
+    f.start_block(&ldone);
+    Ok(f.inst(format!("phi i1 [ true, %{lpoll} ], [ false, %{lcheck} ]")))
+}
+
 /// Lower `MakeRsrc`.
 pub(crate) fn make_rsrc(
     f: &mut Func,

@@ -69,5 +69,6 @@ pub use val::{
     splat, thread_id, thread_id_x, vec_of, Operand, Val,
 };
 pub use wave::{
-    barrier, mma, mma_scaled, read_first_lane, shuffle_down, shuffle_idx, shuffle_xor, wave_size,
+    barrier, fence_release, mma, mma_scaled, read_first_lane, shuffle_down, shuffle_idx,
+    shuffle_xor, wave_size,
 };

@@ -124,6 +124,70 @@ impl Tensor {
     pub fn atomic_add(&self, i: impl Into<Operand>, v: Val) -> Val {
         ptr_atomic_add(self.ptr, i, v)
     }
+    /// Release store of the `i32` flag `v` at element `i` at system scope
+    /// ([`OpKind::FlagStore`]): this thread's earlier writes are visible to any agent whose
+    /// [`flag_wait`](Self::flag_wait) sees `v`.
+    ///
+    /// ```
+    /// # use flydsl_dsl::*; use flydsl_dsl::ir::{Target, ScalarType::{I32, I64}};
+    /// KernelBuilder::new("k", Target::Sm90, 32).build(|k| {
+    ///     let flags = k.tensor_mut("flags", I32);
+    ///     let timeout = k.scalar("timeout", I64);
+    ///     flags.flag_store(thread_id_x(), c_i32(1));
+    ///     let seen = flags.flag_wait(thread_id_x() + 32, c_i32(1), timeout);
+    ///     if_(!seen, || flags.store(c_i32(64), c_i32(-1)));
+    /// }).unwrap();
+    /// ```
+    #[track_caller]
+    pub fn flag_store(&self, i: impl Into<Operand>, v: impl Into<Operand>) {
+        let index = index(i);
+        let v = v.into().to_val(Type::s(ScalarType::I32));
+        emit0(OpKind::FlagStore {
+            ptr: self.ptr.id(),
+            index: index.id(),
+            value: v.id(),
+        })
+    }
+    /// Wait until the `i32` at element `i` equals `expect`, with system-scope acquire polls,
+    /// for at most `timeout` (`i64`) ticks of the target's steady counter
+    /// ([`OpKind::FlagWait`]); returns an `i1`, true when the value was seen.
+    #[track_caller]
+    pub fn flag_wait(
+        &self,
+        i: impl Into<Operand>,
+        expect: impl Into<Operand>,
+        timeout: impl Into<Operand>,
+    ) -> Val {
+        let index = index(i);
+        let expect = expect.into().to_val(Type::s(ScalarType::I32));
+        let timeout = timeout.into().to_val(Type::s(ScalarType::I64));
+        emit(
+            OpKind::FlagWait {
+                ptr: self.ptr.id(),
+                index: index.id(),
+                expect: expect.id(),
+                timeout: timeout.id(),
+            },
+            Type::s(ScalarType::I1),
+        )
+    }
+    /// `cond ? a : b` for two tensors of one element type (pointer and length), e.g. the
+    /// buffer of one of several peers chosen per lane.
+    ///
+    /// ```
+    /// # use flydsl_dsl::*; use flydsl_dsl::ir::{Target, ScalarType::F32};
+    /// KernelBuilder::new("k", Target::Gfx942, 64).build(|k| {
+    ///     let (a, b) = (k.tensor_mut("a", F32), k.tensor_mut("b", F32));
+    ///     Tensor::select(thread_id_x().lt(32), &a, &b).store(thread_id_x(), c_f32(1.0));
+    /// }).unwrap();
+    /// ```
+    #[track_caller]
+    pub fn select(cond: Val, a: &Tensor, b: &Tensor) -> Tensor {
+        Tensor {
+            ptr: crate::val::select(cond, a.ptr, b.ptr),
+            len: crate::val::select(cond, a.len, b.len),
+        }
+    }
     /// A view starting `offset` elements further (the length is not adjusted).
     #[track_caller]
     pub fn offset(&self, offset: impl Into<Operand>) -> Tensor {

@@ -16,6 +16,20 @@ pub fn barrier() {
     emit0(OpKind::Barrier)
 }
 
+/// System-scope release fence of this thread ([`OpKind::FenceRelease`]): before a
+/// [`barrier`] and one lane's [`Tensor::flag_store`](crate::Tensor::flag_store), it makes the
+/// whole workgroup's writes visible to the agent that sees the flag on AMD targets.
+///
+/// ```
+/// # use flydsl_dsl::*; use flydsl_dsl::ir::Target;
+/// let k = KernelBuilder::new("k", Target::Gfx942, 64).build(|_| fence_release()).unwrap();
+/// assert_eq!(k.body.ops.len(), 1);
+/// ```
+#[track_caller]
+pub fn fence_release() {
+    emit0(OpKind::FenceRelease)
+}
+
 #[track_caller]
 fn shuffle(mode: ShuffleMode, v: Val, o: impl Into<Operand>) -> Val {
     let o = o.into().to_val(Type::s(ScalarType::I32));

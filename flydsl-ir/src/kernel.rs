@@ -709,6 +709,49 @@ pub enum OpKind {
         /// Addend.
         value: ValueId,
     },
+    /// Release store of the `i32` flag `value` at `ptr[index]` (global memory) at **system
+    /// scope**: every memory write this thread made before it (and, after a workgroup
+    /// [`OpKind::Barrier`], those of its workgroup) is visible to any agent (another GPU, the
+    /// host) that reads the flag with [`OpKind::FlagWait`]. Lowered to an LLVM
+    /// `store atomic ... release` without a `syncscope` (system scope): `st.release.sys` on
+    /// NVIDIA, `buffer_wbl2 sc0 sc1` + a store with `sc0 sc1` on gfx942/gfx950.
+    FlagStore {
+        /// Pointer (global, `i32` elements).
+        ptr: ValueId,
+        /// Element index (i32 or i64).
+        index: ValueId,
+        /// The flag value (`i32`).
+        value: ValueId,
+    },
+    /// Poll the `i32` at `ptr[index]` (global memory) with system-scope acquire loads until it
+    /// equals `expect` or more than `timeout` (`i64`) ticks of the target's steady counter
+    /// ([`Target::steady_counter_hz`]) have passed since the first poll. The result (`i1`)
+    /// is true when the value was seen; then every write the agent that stored it with
+    /// [`OpKind::FlagStore`] made before that store is visible to this thread. Each lane
+    /// polls its own address; the op returns when every active lane is done. Lowered to a
+    /// loop of `load atomic ... acquire` (system scope: `ld.acquire.sys` on NVIDIA, a load
+    /// with `sc0 sc1` then `buffer_inv sc0 sc1` on gfx942/gfx950) and reads of
+    /// `llvm.readsteadycounter` (`%globaltimer`, `s_memrealtime`). The Sim polls the memory
+    /// of every Sim device it can reach and measures the timeout in host time.
+    FlagWait {
+        /// Pointer (global, `i32` elements).
+        ptr: ValueId,
+        /// Element index (i32 or i64).
+        index: ValueId,
+        /// The value waited for (`i32`).
+        expect: ValueId,
+        /// The bound of the wait in steady-counter ticks (`i64`).
+        timeout: ValueId,
+    },
+    /// System-scope release fence of this thread: its earlier memory writes are complete
+    /// (visible to every agent that synchronizes with a later release of this workgroup)
+    /// before its later ones. Followed by a workgroup [`OpKind::Barrier`] and one lane's
+    /// [`OpKind::FlagStore`], it publishes the whole workgroup's writes on targets whose
+    /// workgroup barrier does not wait for global stores to complete (gfx942/gfx950: LLVM
+    /// `fence release`, `buffer_wbl2 sc0 sc1` + `s_waitcnt vmcnt(0)`). On NVIDIA, where a
+    /// `bar.sync` already makes a later system-scope release cumulative, kernels need not
+    /// use it (it lowers to `fence.acq_rel.sys` there).
+    FenceRelease,
     /// Workgroup barrier (also orders LDS and global memory within the workgroup).
     Barrier,
     /// Cross-lane shuffle of a 32-bit value (i32 or f32) within the wave.

@@ -143,6 +143,22 @@ impl Target {
             t => t.max_lds_bytes(),
         }
     }
+    /// Ticks per second of the constant-rate counter `llvm.readsteadycounter` reads on this
+    /// target (the unit of [`OpKind::FlagWait`](crate::OpKind::FlagWait)'s timeout): NVIDIA's
+    /// `%globaltimer` counts nanoseconds; AMD's `s_memrealtime` (gfx9) and the `REALTIME`
+    /// message (gfx12) count at 100 MHz. The Sim counts host time at the same rate.
+    ///
+    /// ```
+    /// use flydsl_ir::Target;
+    /// assert_eq!(Target::Sm90.steady_counter_hz(), 1_000_000_000);
+    /// assert_eq!(Target::Gfx942.steady_counter_hz(), 100_000_000);
+    /// ```
+    pub fn steady_counter_hz(self) -> u64 {
+        match self {
+            Target::Sm90 => 1_000_000_000,
+            _ => 100_000_000,
+        }
+    }
     /// Largest workgroup size.
     pub fn max_threads_per_block(self) -> u32 {
         1024

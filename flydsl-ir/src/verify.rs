@@ -546,7 +546,45 @@ impl Verifier<'_> {
                     ));
                 }
             }
-            OpKind::Barrier => nres(0)?,
+            OpKind::FlagStore { ptr, index, value } => {
+                nres(0)?;
+                if t(*ptr) != Type::Ptr(AddrSpace::Global, ScalarType::I32)
+                    || !is_index(t(*index))
+                    || !is_i32(t(*value))
+                {
+                    return fail(format!(
+                        "flag store of {} to {} at {} (an i32 to a global i32 pointer)",
+                        t(*value),
+                        t(*ptr),
+                        t(*index)
+                    ));
+                }
+            }
+            OpKind::FlagWait {
+                ptr,
+                index,
+                expect,
+                timeout,
+            } => {
+                nres(1)?;
+                if t(*ptr) != Type::Ptr(AddrSpace::Global, ScalarType::I32)
+                    || !is_index(t(*index))
+                    || !is_i32(t(*expect))
+                    || t(*timeout) != Type::s(ScalarType::I64)
+                    || rt() != Type::s(ScalarType::I1)
+                {
+                    return fail(format!(
+                        "flag wait on {} at {} for {} with timeout {} giving {} (global i32 \
+                         pointer, i32 value, i64 timeout, i1 result)",
+                        t(*ptr),
+                        t(*index),
+                        t(*expect),
+                        t(*timeout),
+                        rt()
+                    ));
+                }
+            }
+            OpKind::Barrier | OpKind::FenceRelease => nres(0)?,
             OpKind::Shuffle(_, v, lane) => {
                 nres(1)?;
                 if !matches!(t(*v), Type::Scalar(ScalarType::I32 | ScalarType::F32))
@@ -707,7 +745,11 @@ impl Verifier<'_> {
 /// The SSA operands an op reads directly (not counting values used inside its regions).
 pub fn operands_of(kind: &OpKind) -> Vec<ValueId> {
     match kind {
-        OpKind::Const(_) | OpKind::Special(_) | OpKind::LdsBase(_) | OpKind::Barrier => vec![],
+        OpKind::Const(_)
+        | OpKind::Special(_)
+        | OpKind::LdsBase(_)
+        | OpKind::Barrier
+        | OpKind::FenceRelease => vec![],
         OpKind::Binary(_, a, b)
         | OpKind::Cmp(_, a, b)
         | OpKind::PtrAdd(a, b)
@@ -737,6 +779,13 @@ pub fn operands_of(kind: &OpKind) -> Vec<ValueId> {
             rsrc, index, value, ..
         } => vec![*rsrc, *index, *value],
         OpKind::AtomicAdd { ptr, index, value } => vec![*ptr, *index, *value],
+        OpKind::FlagStore { ptr, index, value } => vec![*ptr, *index, *value],
+        OpKind::FlagWait {
+            ptr,
+            index,
+            expect,
+            timeout,
+        } => vec![*ptr, *index, *expect, *timeout],
         OpKind::If { cond, .. } => vec![*cond],
         OpKind::For {
             lb, ub, step, init, ..

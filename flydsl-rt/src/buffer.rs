@@ -273,6 +273,52 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     }
 }
 
+/// A type-erased borrow of a [`DeviceBuffer`] (its device, address, size and stream-order
+/// record), for [`Stream::external`](crate::Stream::external).
+#[derive(Clone, Copy, Debug)]
+pub struct RawBuffer<'a> {
+    device: &'a Device,
+    residency: &'a Arc<Residency>,
+    ptr: u64,
+    bytes: u64,
+}
+
+impl RawBuffer<'_> {
+    /// The device address.
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+    /// The size in bytes.
+    pub fn size_bytes(&self) -> u64 {
+        self.bytes
+    }
+    /// The buffer's device.
+    pub fn device(&self) -> &Device {
+        self.device
+    }
+    pub(crate) fn residency(&self) -> &Arc<Residency> {
+        self.residency
+    }
+}
+
+impl<T: DeviceRepr> DeviceBuffer<T> {
+    /// This buffer as a [`RawBuffer`].
+    ///
+    /// ```
+    /// let dev = flydsl_rt::Device::sim(flydsl_rt::Target::Sm90);
+    /// let x = flydsl_rt::DeviceBuffer::<f32>::zeroed(&dev, 4).unwrap();
+    /// assert_eq!(x.as_raw_buffer().size_bytes(), 16);
+    /// ```
+    pub fn as_raw_buffer(&self) -> RawBuffer<'_> {
+        RawBuffer {
+            device: &self.device,
+            residency: &self.residency,
+            ptr: self.ptr,
+            bytes: self.size_bytes(),
+        }
+    }
+}
+
 impl<T: DeviceRepr> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
         if self.ptr == 0 || !self.owned {

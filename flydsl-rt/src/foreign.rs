@@ -195,6 +195,65 @@ impl Stream {
     }
 }
 
+impl Stream {
+    /// The backend's stream handle (`CUstream` on CUDA, `hipStream_t` on HIP; `None` on the
+    /// Sim), for handing to other code such as a vendor collective library. Use it inside
+    /// [`external`](Self::external), which keeps the buffers' stream order.
+    pub fn raw_handle(&self) -> Option<*mut c_void> {
+        match &*self.raw {
+            RawStream::Sim => None,
+            #[cfg(feature = "cuda")]
+            RawStream::Cuda(s) => Some(s.raw.cast()),
+            #[cfg(not(feature = "cuda"))]
+            RawStream::Cuda(s) => match *s {},
+            #[cfg(feature = "hip")]
+            RawStream::Hip(s) => Some(s.raw),
+            #[cfg(not(feature = "hip"))]
+            RawStream::Hip(s) => match *s {},
+        }
+    }
+
+    /// Run `enqueue`, which enqueues other code's work on this stream's raw handle (see
+    /// [`raw_handle`](Self::raw_handle)) that uses `buffers`, in this crate's stream order:
+    /// before it the stream waits for the buffers' earlier work and becomes their owner,
+    /// after it later uses and frees are ordered after that work (as for a launch).
+    ///
+    /// ```
+    /// use flydsl_rt::{Device, DeviceBuffer, Target};
+    /// let dev = Device::sim(Target::Sm90);
+    /// let s = dev.stream().unwrap();
+    /// let x = DeviceBuffer::<f32>::zeroed(&dev, 4).unwrap();
+    /// let r = s.external(&[x.as_raw_buffer()], |raw| raw.is_none()).unwrap();
+    /// assert!(r); // the Sim has no raw stream
+    /// ```
+    pub fn external<R>(
+        &self,
+        buffers: &[crate::buffer::RawBuffer<'_>],
+        enqueue: impl FnOnce(Option<*mut c_void>) -> R,
+    ) -> Result<R> {
+        let raw = &self.device.inner.raw;
+        for b in buffers {
+            if b.device() != &self.device {
+                return Err(invalid(
+                    "Stream::external",
+                    format!(
+                        "a buffer lives on {}, the stream on {}; pass buffers of the \
+                         stream's device",
+                        b.device().label(),
+                        self.device.label()
+                    ),
+                ));
+            }
+            b.residency().acquire(raw, self.id, &self.raw)?;
+        }
+        let r = enqueue(self.raw_handle());
+        for b in buffers {
+            b.residency().release(raw, self.id, &self.raw)?;
+        }
+        Ok(r)
+    }
+}
+
 impl Device {
     /// The CUDA device whose memory holds `ptr` (`cuPointerGetAttribute`), or an error naming
     /// why not (no CUDA driver, not device memory, an unsupported device).

@@ -49,9 +49,11 @@ pub mod diag;
 mod dtype;
 mod error;
 mod foreign;
+mod graph;
 pub mod hints;
 mod launch;
 mod launch_table;
+mod peer;
 mod pinned;
 mod repr;
 mod residency;
@@ -64,7 +66,7 @@ mod types;
 pub mod validate;
 mod variant;
 
-pub use buffer::DeviceBuffer;
+pub use buffer::{DeviceBuffer, RawBuffer};
 pub use device::Device;
 pub use dtype::{
     DType, Element, ElementMap, ElementMap2, InnerElement, OuterElement, PerElement, PerElement2,
@@ -73,9 +75,11 @@ pub use error::{Error, Result};
 pub use flydsl_ir::{ScalarType, Target};
 #[cfg(feature = "sim")]
 pub use flydsl_sim as sim;
+pub use graph::Graph;
 pub use half;
 pub use launch::{KernelArgs, LaunchConfig};
 pub use launch_table::{launcher, Launcher, Launchers};
+pub use peer::{IpcHandle, SharedMemory};
 pub use pinned::PinnedHostBuffer;
 pub use repr::{DeviceRepr, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ};
 pub use slice::DeviceSlice;

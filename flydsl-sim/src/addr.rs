@@ -108,6 +108,8 @@ impl Walk<'_> {
                 | OpKind::BufferLoad { index, .. }
                 | OpKind::BufferStore { index, .. }
                 | OpKind::AtomicAdd { index, .. }
+                | OpKind::FlagStore { index, .. }
+                | OpKind::FlagWait { index, .. }
                 | OpKind::PtrAdd(_, index) => {
                     self.sinks.push((*index, format!("index of {}", label())));
                 }

@@ -212,7 +212,10 @@ pub fn launch_with_lds(
             record(idx, e);
         }
     };
+    // Workgroups that wait on other agents' flags run in order on this thread (see
+    // `exec::has_flag_wait`).
     let workers = match opts.threads {
+        _ if crate::exec::has_flag_wait(kernel) => 1,
         0 => rayon::current_num_threads(),
         n => n,
     };

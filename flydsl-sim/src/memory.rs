@@ -1,6 +1,9 @@
 //! Simulated device memory: allocations addressed by `handle << 40 | byte offset`.
 //!
-//! Handle 0 is the null pointer; handles `0xFF0000..` are reserved for LDS pointers (one per
+//! Handles are unique in the process (one counter for every [`SimMemory`]), so an address
+//! names its allocation whichever Sim device holds it: a memory that enabled a peer
+//! ([`SimMemory::enable_peer`]) lets its kernels reach the peer's allocations through their
+//! ordinary addresses, as peer access does on GPUs. Handle 0 is the null pointer; handles `0xFF0000..` are reserved for LDS pointers (one per
 //! LDS array) so the executor can tell the address spaces apart. The offset field is 40 bits
 //! and is read as a signed number, so a pointer moved before its allocation stays attributed
 //! to it (and is reported as out of bounds).
@@ -9,8 +12,8 @@ use crate::SimError;
 use std::alloc::Layout;
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
-use std::sync::atomic::AtomicU32;
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 /// Bits of the byte-offset field of an address.
 pub(crate) const OFFSET_BITS: u32 = 40;
@@ -147,10 +150,16 @@ impl std::fmt::Debug for Alloc {
 
 #[derive(Debug, Default)]
 struct Table {
-    next_handle: u64,
     live: BTreeMap<u64, Arc<Alloc>>,
     bytes: u64,
 }
+
+/// The next allocation handle of the process (shared by every [`SimMemory`]).
+static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
+/// The next [`SimMemory::id`].
+static NEXT_MEMORY_ID: AtomicU64 = AtomicU64::new(1);
+/// Every live memory's table by id, for [`SimMemory::enable_peer`].
+static MEMORIES: Mutex<BTreeMap<u64, Weak<RwLock<Table>>>> = Mutex::new(BTreeMap::new());
 
 /// Device memory of the simulator. Thread-safe (`Sync`): workgroups of a launch and host
 /// copies may use it from several threads.
@@ -164,9 +173,35 @@ struct Table {
 /// assert_eq!(out, [0, 0, 0, 0, 1, 2, 3, 0]);
 /// mem.free(a).unwrap();
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SimMemory {
-    table: RwLock<Table>,
+    id: u64,
+    table: Arc<RwLock<Table>>,
+    /// The memories whose allocations this memory's kernels may access (peer access).
+    peers: RwLock<Vec<(u64, Weak<RwLock<Table>>)>>,
+}
+
+impl Default for SimMemory {
+    fn default() -> Self {
+        let id = NEXT_MEMORY_ID.fetch_add(1, Ordering::Relaxed);
+        let table = Arc::new(RwLock::new(Table::default()));
+        MEMORIES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, Arc::downgrade(&table));
+        SimMemory {
+            id,
+            table,
+            peers: RwLock::new(Vec::new()),
+        }
+    }
+}
+
+impl Drop for SimMemory {
+    fn drop(&mut self) {
+        let mut m = MEMORIES.lock().unwrap_or_else(|e| e.into_inner());
+        m.remove(&self.id);
+    }
 }
 
 impl SimMemory {
@@ -175,21 +210,70 @@ impl SimMemory {
         SimMemory::default()
     }
 
+    /// This memory's process-unique id (what [`enable_peer`](Self::enable_peer) takes).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Let kernels launched on this memory access the allocations of the live memory `peer`
+    /// (its [`id`](Self::id)), as GPU peer access does: the launch snapshot then includes
+    /// them, so memcheck bounds-checks those accesses too. Enabling a peer twice, or this
+    /// memory itself, is a no-op; an unknown or dropped id is an error.
+    ///
+    /// ```
+    /// use flydsl_sim::SimMemory;
+    /// let (a, b) = (SimMemory::new(), SimMemory::new());
+    /// a.enable_peer(b.id()).unwrap();
+    /// assert!(a.enable_peer(u64::MAX).is_err());
+    /// ```
+    pub fn enable_peer(&self, peer: u64) -> Result<(), SimError> {
+        if peer == self.id {
+            return Ok(());
+        }
+        let table = MEMORIES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&peer)
+            .cloned()
+            .filter(|w| w.strong_count() > 0)
+            .ok_or_else(|| {
+                SimError::Memory(format!(
+                    "enable_peer({peer}): no live Sim memory has that id; pass SimMemory::id() \
+                     of a live device"
+                ))
+            })?;
+        let mut peers = self.peers.write().unwrap_or_else(|e| e.into_inner());
+        if !peers.iter().any(|(id, _)| *id == peer) {
+            peers.push((peer, table));
+        }
+        Ok(())
+    }
+
+    /// Whether [`enable_peer`](Self::enable_peer) was called for `peer` (or it is this memory).
+    pub fn peer_enabled(&self, peer: u64) -> bool {
+        peer == self.id
+            || self
+                .peers
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .any(|(id, _)| *id == peer)
+    }
+
     fn table(&self) -> std::sync::RwLockReadGuard<'_, Table> {
         self.table.read().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Allocate `bytes` (zero-filled); returns a non-zero device address.
     pub fn alloc(&self, bytes: u64) -> Result<u64, SimError> {
-        let mut t = self.table.write().unwrap_or_else(|e| e.into_inner());
-        let handle = t.next_handle.max(1);
+        let handle = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
         if handle >= LDS_HANDLE_BASE {
             return Err(SimError::Memory(format!(
-                "too many allocations over the life of this SimMemory ({handle}); create a new one"
+                "too many Sim allocations over the life of this process ({handle})"
             )));
         }
         let a = Arc::new(Alloc::new(handle, bytes)?);
-        t.next_handle = handle + 1;
+        let mut t = self.table.write().unwrap_or_else(|e| e.into_inner());
         t.bytes += bytes;
         t.live.insert(handle, a);
         Ok(join(handle, 0))
@@ -264,9 +348,22 @@ impl SimMemory {
         Ok(())
     }
 
-    /// The live allocations, sorted by handle (taken once per launch).
+    /// The live allocations of this memory and of its enabled peers, sorted by handle
+    /// (taken once per launch).
     pub(crate) fn snapshot(&self) -> Vec<Arc<Alloc>> {
-        self.table().live.values().cloned().collect()
+        let mut all: Vec<Arc<Alloc>> = self.table().live.values().cloned().collect();
+        let peers = self.peers.read().unwrap_or_else(|e| e.into_inner());
+        if peers.is_empty() {
+            return all;
+        }
+        for (_, w) in peers.iter() {
+            if let Some(t) = w.upgrade() {
+                let t = t.read().unwrap_or_else(|e| e.into_inner());
+                all.extend(t.live.values().cloned());
+            }
+        }
+        all.sort_by_key(|a| a.handle);
+        all
     }
 }
 

@@ -4,6 +4,7 @@
 //! (`FLYDSL_REQUIRE_GPU`).
 
 pub mod attn;
+pub mod comm;
 pub mod compare;
 pub mod gemm;
 pub mod gpu;

@@ -304,7 +304,7 @@ impl CudaDevice {
 /// the blocking copies are ordered after enqueued kernels).
 #[derive(Debug)]
 pub(crate) struct CudaStream {
-    pub(super) raw: sys::CUstream,
+    pub(crate) raw: sys::CUstream,
     /// Created here (destroyed on drop) or borrowed from other code (never destroyed).
     pub(super) owned: bool,
     /// Not created non-blocking: the legacy default stream waits for this stream's earlier

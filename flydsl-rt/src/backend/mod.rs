@@ -8,6 +8,8 @@
 pub(crate) mod cuda;
 #[cfg(feature = "cuda")]
 mod cuda_mem;
+#[cfg(feature = "cuda")]
+pub(crate) mod cuda_peer;
 #[cfg(feature = "hip")]
 pub(crate) mod hip;
 #[cfg(any(not(feature = "cuda"), not(feature = "hip")))]

@@ -33,6 +33,16 @@ impl SimDevice {
         self.mem.free(ptr).map_err(Error::sim_mem)
     }
 
+    /// The process-unique id of this device's memory (`SimMemory::id`).
+    pub(crate) fn memory_id(&self) -> u64 {
+        self.mem.id()
+    }
+
+    /// Let this device's kernels reach the memory with id `peer` (`SimMemory::enable_peer`).
+    pub(crate) fn enable_peer(&self, peer: u64) -> Result<()> {
+        self.mem.enable_peer(peer).map_err(Error::sim_mem)
+    }
+
     /// The Sim's copies are synchronous; a device-to-device copy goes through the host.
     pub(crate) fn dtod(&self, dst: u64, src: u64, bytes: usize) -> Result<()> {
         let mut tmp = vec![0u8; bytes];

@@ -22,6 +22,12 @@ impl SimDevice {
     pub(crate) fn free(&self, ptr: u64) -> Result<()> {
         match *self {}
     }
+    pub(crate) fn memory_id(&self) -> u64 {
+        match *self {}
+    }
+    pub(crate) fn enable_peer(&self, peer: u64) -> Result<()> {
+        match *self {}
+    }
     pub(crate) fn dtod(&self, dst: u64, src: u64, bytes: usize) -> Result<()> {
         match *self {}
     }

@@ -123,6 +123,22 @@ impl KernelArgs {
         }
     }
 
+    /// Write a tensor argument that is not a [`DeviceBuffer`]: the device address `ptr` at
+    /// `offset` and the element count `len` at `offset + 8`. For memory the launch's device
+    /// reaches that no buffer of it owns (a peer's [`SharedMemory`](crate::SharedMemory), an
+    /// IPC mapping): no device check and no stream ordering apply to it; the launch's safety
+    /// contract covers its validity.
+    ///
+    /// ```
+    /// let mut args = flydsl_rt::KernelArgs::new(16);
+    /// args.raw_tensor(0, 0x1000, 4);
+    /// assert_eq!(&args.bytes()[8..16], &4i64.to_le_bytes());
+    /// ```
+    pub fn raw_tensor(&mut self, offset: usize, ptr: u64, len: i64) {
+        self.write(offset, &ptr.to_le_bytes(), true, None);
+        self.write(offset.saturating_add(8), &len.to_le_bytes(), false, None);
+    }
+
     /// Write `v`'s bytes at `offset`.
     ///
     /// ```

@@ -7,6 +7,8 @@ mod amd_state;
 mod amd_tdm;
 mod arith;
 mod cp_state;
+mod flags;
+pub(crate) use flags::has_flag_wait;
 mod lifetimes;
 mod memops;
 mod mma_tables;
@@ -466,6 +468,17 @@ impl<'c, 'k> Wg<'c, 'k> {
                 self.atomic_add(r()?, *ptr, *index, *value, act)?
             }
             OpKind::Barrier => self.barrier(act)?,
+            // The host's stores are complete when issued; the flag ops carry the ordering.
+            OpKind::FenceRelease => std::sync::atomic::fence(std::sync::atomic::Ordering::Release),
+            OpKind::FlagStore { ptr, index, value } => {
+                self.flag_store(*ptr, *index, *value, act)?
+            }
+            OpKind::FlagWait {
+                ptr,
+                index,
+                expect,
+                timeout,
+            } => self.flag_wait(r()?, [*ptr, *index, *expect, *timeout], act)?,
             OpKind::Shuffle(mode, v, l) => self.shuffle(r()?, *mode, *v, *l, act),
             OpKind::ReadFirstLane(v) => self.read_first_lane(r()?, *v, act),
             OpKind::Mma(atom, a, b, c) => self.mma(r()?, *atom, [*a, *b, *c], None, act)?,

@@ -209,7 +209,7 @@ impl HipDevice {
 #[derive(Debug)]
 pub(crate) struct HipStream {
     lib: &'static HipLib,
-    raw: sys::hipStream_t,
+    pub(crate) raw: sys::hipStream_t,
     /// Created here (destroyed on drop) or borrowed from other code (never destroyed).
     owned: bool,
     /// Known not to be non-blocking: the null stream and this one order each other by HIP's
