@@ -69,7 +69,11 @@ pub struct Attn<'t> {
 ///
 /// # Safety
 /// Every tensor describes live memory of its device as the crate docs require.
-pub unsafe fn attention(env: Env, alloc: &mut dyn Alloc, a: &Attn<'_>) -> Result<[Option<View>; 2]> {
+pub unsafe fn attention(
+    env: Env,
+    alloc: &mut dyn Alloc,
+    a: &Attn<'_>,
+) -> Result<[Option<View>; 2]> {
     let mut c = Call::new(a.name, env, alloc);
     let kernel = match a.kernel {
         "auto" => AttnKernel::Auto,
@@ -87,7 +91,12 @@ pub unsafe fn attention(env: Env, alloc: &mut dyn Alloc, a: &Attn<'_>) -> Result
     let splits = match a.num_kv_splits {
         None => None,
         Some(s) => Some(usize::try_from(s).map_err(|_| {
-            c.value_error("num_kv_splits", s, "splits are positive", "pass None or 1 ..= 64")
+            c.value_error(
+                "num_kv_splits",
+                s,
+                "splits are positive",
+                "pass None or 1 ..= 64",
+            )
         })?),
     };
     let fp8 = a.descales.is_some();
@@ -122,7 +131,10 @@ pub unsafe fn attention(env: Env, alloc: &mut dyn Alloc, a: &Attn<'_>) -> Result
         return Err(c.value_error(
             "k",
             format_args!("a tensor of shape {}", crate::call::shape_str(&k.shape)),
-            format_args!("k's batch (first dimension) must equal q's ({})", q.shape[0]),
+            format_args!(
+                "k's batch (first dimension) must equal q's ({})",
+                q.shape[0]
+            ),
             "pass q, k and v of one batch",
         ));
     }
@@ -133,7 +145,11 @@ pub unsafe fn attention(env: Env, alloc: &mut dyn Alloc, a: &Attn<'_>) -> Result
                 c.expect_numel(&view, 1, "a per-tensor descale")?;
                 Ok(view)
             };
-            Some([one("q_descale", dq)?, one("k_descale", dk)?, one("v_descale", dv)?])
+            Some([
+                one("q_descale", dq)?,
+                one("k_descale", dk)?,
+                one("v_descale", dv)?,
+            ])
         }
         None => None,
     };
@@ -146,7 +162,12 @@ pub unsafe fn attention(env: Env, alloc: &mut dyn Alloc, a: &Attn<'_>) -> Result
                         let mut out = Vec::with_capacity(v.len());
                         for &x in v {
                             out.push(i32::try_from(x).map_err(|_| {
-                                c.value_error(arg, x, "offsets are int32 values", "pass offsets below 2**31")
+                                c.value_error(
+                                    arg,
+                                    x,
+                                    "offsets are int32 values",
+                                    "pass offsets below 2**31",
+                                )
                             })?);
                         }
                         Ok(Offsets::Host(out))
@@ -157,10 +178,21 @@ pub unsafe fn attention(env: Env, alloc: &mut dyn Alloc, a: &Attn<'_>) -> Result
             let cq = one("cu_seqlens_q", &vl.cu_seqlens_q)?;
             let ck = one("cu_seqlens_kv", &vl.cu_seqlens_kv)?;
             let max = |arg, x: i64| {
-                usize::try_from(x)
-                    .map_err(|_| c.value_error(arg, x, "lengths are non-negative", "pass the longest sequence's length"))
+                usize::try_from(x).map_err(|_| {
+                    c.value_error(
+                        arg,
+                        x,
+                        "lengths are non-negative",
+                        "pass the longest sequence's length",
+                    )
+                })
             };
-            Some((cq, ck, max("max_seqlen_q", vl.max_seqlen_q)?, max("max_seqlen_kv", vl.max_seqlen_kv)?))
+            Some((
+                cq,
+                ck,
+                max("max_seqlen_q", vl.max_seqlen_q)?,
+                max("max_seqlen_kv", vl.max_seqlen_kv)?,
+            ))
         }
     };
     let out_dtype = if fp8 { Dtype::BF16 } else { q.dtype };
@@ -282,10 +314,12 @@ macro_rules! half_pair {
             ) -> flydsl_rt::Result<()> {
                 let s = ctx.stream();
                 match shape {
-                    ShapeBufs::Dense(a) => fly_attn::flash_attn_fwd_with(s, q, k, v, out, lse, a, kernel),
-                    ShapeBufs::Varlen(a, cq, ck) => {
-                        fly_attn::flash_attn_varlen_fwd_with(s, q, k, v, out, lse, *cq, *ck, a, kernel)
+                    ShapeBufs::Dense(a) => {
+                        fly_attn::flash_attn_fwd_with(s, q, k, v, out, lse, a, kernel)
                     }
+                    ShapeBufs::Varlen(a, cq, ck) => fly_attn::flash_attn_varlen_fwd_with(
+                        s, q, k, v, out, lse, *cq, *ck, a, kernel,
+                    ),
                 }
             }
         }
@@ -314,10 +348,12 @@ impl Pair<bf16> for F8E4M3FN {
         };
         let s = ctx.stream();
         match shape {
-            ShapeBufs::Dense(a) => fly_attn::flash_attn_fp8_fwd_with(s, q, k, v, d, out, lse, a, kernel),
-            ShapeBufs::Varlen(a, cq, ck) => {
-                fly_attn::flash_attn_varlen_fp8_fwd_with(s, q, k, v, d, out, lse, *cq, *ck, a, kernel)
+            ShapeBufs::Dense(a) => {
+                fly_attn::flash_attn_fp8_fwd_with(s, q, k, v, d, out, lse, a, kernel)
             }
+            ShapeBufs::Varlen(a, cq, ck) => fly_attn::flash_attn_varlen_fp8_fwd_with(
+                s, q, k, v, d, out, lse, *cq, *ck, a, kernel,
+            ),
         }
     }
 }
@@ -335,7 +371,9 @@ unsafe fn run<I: Pair<O>, O: Element>(
     let mut out = unsafe { ctx.buf::<O>(v.out)? };
     let mut lse = v.lse.map(|l| unsafe { ctx.buf::<f32>(l) }).transpose()?;
     let ds = match v.descales {
-        Some([a, b, c]) => Some(unsafe { [ctx.buf::<f32>(a)?, ctx.buf::<f32>(b)?, ctx.buf::<f32>(c)?] }),
+        Some([a, b, c]) => {
+            Some(unsafe { [ctx.buf::<f32>(a)?, ctx.buf::<f32>(b)?, ctx.buf::<f32>(c)?] })
+        }
         None => None,
     };
     let descales = ds.as_ref().map(|[q, k, v]| Fp8Descales { q, k, v });
@@ -346,13 +384,33 @@ unsafe fn run<I: Pair<O>, O: Element>(
         }
     };
     let r = match shape {
-        Shape::Dense(a) => I::call(ctx, &q, &k, &vv, descales, &mut out, lse.as_mut(), &ShapeBufs::Dense(a), kernel),
+        Shape::Dense(a) => I::call(
+            ctx,
+            &q,
+            &k,
+            &vv,
+            descales,
+            &mut out,
+            lse.as_mut(),
+            &ShapeBufs::Dense(a),
+            kernel,
+        ),
         Shape::Varlen(a, oq, ok) => {
             let (bq, bk) = (dev(oq)?, dev(ok)?);
             let (Some(cq), Some(ck)) = (cu(oq, &bq), cu(ok, &bk)) else {
                 return Err(crate::internal(ctx, "varlen offsets were not wrapped"));
             };
-            I::call(ctx, &q, &k, &vv, descales, &mut out, lse.as_mut(), &ShapeBufs::Varlen(a, cq, ck), kernel)
+            I::call(
+                ctx,
+                &q,
+                &k,
+                &vv,
+                descales,
+                &mut out,
+                lse.as_mut(),
+                &ShapeBufs::Varlen(a, cq, ck),
+                kernel,
+            )
         }
     };
     r.map_err(|e| ctx.rt(e))

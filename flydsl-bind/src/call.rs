@@ -259,10 +259,7 @@ impl<'a> Call<'a> {
                     shape_str(&t.shape),
                     shape_str(&t.strides)
                 ),
-                format_args!(
-                    "{} takes contiguous (row-major) tensors only",
-                    self.op
-                ),
+                format_args!("{} takes contiguous (row-major) tensors only", self.op),
                 format_args!("pass `{arg}.contiguous()`"),
             ));
         }
@@ -350,7 +347,9 @@ impl<'a> Call<'a> {
                 Err(self.value_error(
                     arg,
                     format_args!("a tensor on {here}"),
-                    format_args!("`{first}` is on {there}; every tensor of a call must be on one device"),
+                    format_args!(
+                        "`{first}` is on {there}; every tensor of a call must be on one device"
+                    ),
                     format_args!("move `{arg}` to {there}"),
                 ))
             }
@@ -418,18 +417,17 @@ impl<'a> Call<'a> {
     /// the stream.
     pub fn finish(self) -> Result<Ctx> {
         for (i, &(a, s, e, out)) in self.ranges.iter().enumerate() {
-            for (j, &(b, s2, e2, out2)) in self.ranges.iter().enumerate() {
-                if i != j && (out || out2) && s < e2 && s2 < e {
-                    let (w, r) = if out { (a, b) } else { (b, a) };
+            for (j, &(b, s2, e2, _)) in self.ranges.iter().enumerate() {
+                if i != j && out && s < e2 && s2 < e {
                     return Err(self.value_error(
-                        w,
+                        a,
                         format_args!("a tensor at [{s:#x}, {e:#x})"),
                         format_args!(
                             "it overlaps `{b}` at [{s2:#x}, {e2:#x}); {} writes its outputs out \
                              of place",
                             self.op
                         ),
-                        format_args!("pass `{w}` in memory separate from `{r}`"),
+                        format_args!("pass `{a}` in memory separate from `{b}`"),
                     ));
                 }
             }

@@ -60,8 +60,7 @@ pub fn epilogue(bias: bool, activation: Option<&str>) -> std::result::Result<Epi
         (true, Some("silu")) => Ok(Epilogue::BiasSilu),
         (true, Some("gelu")) => Ok(Epilogue::BiasGelu),
         (false, Some("relu" | "silu" | "gelu")) => Err(
-            "the fused activations follow a bias add; pass a bias (torch.zeros(n) for none)"
-                .into(),
+            "the fused activations follow a bias add; pass a bias (torch.zeros(n) for none)".into(),
         ),
         (_, Some(other)) => Err(format!(
             "{other:?} is not an activation; pass None, \"relu\", \"silu\" or \"gelu\""
@@ -87,7 +86,7 @@ pub unsafe fn gemm(env: Env, alloc: &mut dyn Alloc, g: &Gemm<'_>) -> Result<View
     let a = c.input("a", g.a, a_dtypes)?;
     c.expect_rows(&a, "rows of k")?;
     let k = a.last();
-    let m = if k == 0 { 0 } else { a.numel / k };
+    let m: usize = a.leading().iter().product();
     let b = c.input("b", g.b, &[a.dtype])?;
     c.expect_ndim(&b, 2, "[n, k]")?;
     let n = b.shape[0];
@@ -158,10 +157,18 @@ pub unsafe fn gemm(env: Env, alloc: &mut dyn Alloc, g: &Gemm<'_>) -> Result<View
         (Some((sa, sb)), o) => {
             let s = (sa, sb);
             match (a.dtype, o) {
-                (Dtype::F8E4M3FN, Dtype::BF16) => unsafe { run8::<F8E4M3FN, bf16>(&ctx, &v, s, args) },
-                (Dtype::F8E4M3FN, Dtype::F16) => unsafe { run8::<F8E4M3FN, f16>(&ctx, &v, s, args) },
-                (Dtype::F8E4M3FNUZ, Dtype::BF16) => unsafe { run8::<F8E4M3FNUZ, bf16>(&ctx, &v, s, args) },
-                (Dtype::F8E4M3FNUZ, Dtype::F16) => unsafe { run8::<F8E4M3FNUZ, f16>(&ctx, &v, s, args) },
+                (Dtype::F8E4M3FN, Dtype::BF16) => unsafe {
+                    run8::<F8E4M3FN, bf16>(&ctx, &v, s, args)
+                },
+                (Dtype::F8E4M3FN, Dtype::F16) => unsafe {
+                    run8::<F8E4M3FN, f16>(&ctx, &v, s, args)
+                },
+                (Dtype::F8E4M3FNUZ, Dtype::BF16) => unsafe {
+                    run8::<F8E4M3FNUZ, bf16>(&ctx, &v, s, args)
+                },
+                (Dtype::F8E4M3FNUZ, Dtype::F16) => unsafe {
+                    run8::<F8E4M3FNUZ, f16>(&ctx, &v, s, args)
+                },
                 (Dtype::I8, Dtype::BF16) => unsafe { run8::<i8, bf16>(&ctx, &v, s, args) },
                 (Dtype::I8, Dtype::F16) => unsafe { run8::<i8, f16>(&ctx, &v, s, args) },
                 (q, o) => Err(crate::internal(&ctx, format_args!("gemm of {q} into {o}"))),
@@ -203,8 +210,17 @@ unsafe fn run8<Q: QuantElement, T: Element>(
     let (sa, sb) = unsafe { (ctx.buf::<f32>(sa)?, ctx.buf::<f32>(sb)?) };
     // SAFETY: as above.
     let bias = v.bias.map(|b| unsafe { ctx.buf::<T>(b) }).transpose()?;
-    fly_gemm::gemm_scaled(ctx.stream(), &a, &b, &sa, &sb, bias.as_ref(), &mut out, args)
-        .map_err(|e| ctx.rt(e))
+    fly_gemm::gemm_scaled(
+        ctx.stream(),
+        &a,
+        &b,
+        &sa,
+        &sb,
+        bias.as_ref(),
+        &mut out,
+        args,
+    )
+    .map_err(|e| ctx.rt(e))
 }
 
 /// fly-gemm's host-side B preshuffle of the row-major `[n, k]` matrix `b` of `elem_bytes`-byte
@@ -226,11 +242,17 @@ pub fn preshuffle_b_bytes(b: &[u8], n: usize, k: usize, elem_bytes: usize) -> Re
     match elem_bytes {
         1 => fly_gemm::preshuffle_b(b, n, k).map_err(rt),
         2 => {
-            let v: Vec<u16> = b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+            let v: Vec<u16> = b
+                .chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect();
             if v.len() * 2 != b.len() {
                 return Err(BindError::new(
                     crate::ErrorKind::Value,
-                    format!("{op}: {} bytes is not a whole number of 2-byte elements", b.len()),
+                    format!(
+                        "{op}: {} bytes is not a whole number of 2-byte elements",
+                        b.len()
+                    ),
                 ));
             }
             let s = fly_gemm::preshuffle_b(&v, n, k).map_err(rt)?;

@@ -47,7 +47,11 @@ pub struct NormFwd<'t> {
 ///
 /// # Safety
 /// Every tensor describes live memory of its device as the crate docs require.
-pub unsafe fn norm_fwd(env: Env, alloc: &mut dyn Alloc, a: &NormFwd<'_>) -> Result<[Option<View>; 5]> {
+pub unsafe fn norm_fwd(
+    env: Env,
+    alloc: &mut dyn Alloc,
+    a: &NormFwd<'_>,
+) -> Result<[Option<View>; 5]> {
     let mut c = Call::new(a.name, env, alloc);
     let x = c.input("x", a.x, &FLOATS)?;
     c.expect_rows(&x, "rows of the last dimension")?;
@@ -143,10 +147,22 @@ unsafe fn fwd<T: Element, W: Element>(
         Some(_) => q = Some(unsafe { ctx.buf::<i8>(slot(ctx, outs, 0)?)? }),
         None => y = Some(unsafe { ctx.buf::<T>(slot(ctx, outs, 0)?)? }),
     }
-    let mut yscale = outs[1].as_ref().map(|v| unsafe { ctx.buf::<f32>(v) }).transpose()?;
-    let mut rout = outs[2].as_ref().map(|v| unsafe { ctx.buf::<T>(v) }).transpose()?;
-    let mut mean = outs[3].as_ref().map(|v| unsafe { ctx.buf::<f32>(v) }).transpose()?;
-    let mut rstd = outs[4].as_ref().map(|v| unsafe { ctx.buf::<f32>(v) }).transpose()?;
+    let mut yscale = outs[1]
+        .as_ref()
+        .map(|v| unsafe { ctx.buf::<f32>(v) })
+        .transpose()?;
+    let mut rout = outs[2]
+        .as_ref()
+        .map(|v| unsafe { ctx.buf::<T>(v) })
+        .transpose()?;
+    let mut mean = outs[3]
+        .as_ref()
+        .map(|v| unsafe { ctx.buf::<f32>(v) })
+        .transpose()?;
+    let mut rstd = outs[4]
+        .as_ref()
+        .map(|v| unsafe { ctx.buf::<f32>(v) })
+        .transpose()?;
     let out = match (&mut y, &mut q, &mut yscale) {
         (Some(y), _, _) => FwdOut::Y(y),
         (None, Some(q), Some(yscale)) => FwdOut::Quant {
@@ -154,7 +170,12 @@ unsafe fn fwd<T: Element, W: Element>(
             yscale,
             xscale: xscale.as_ref(),
         },
-        _ => return Err(crate::internal(ctx, "slot 0 is neither y nor q with yscale")),
+        _ => {
+            return Err(crate::internal(
+                ctx,
+                "slot 0 is neither y nor q with yscale",
+            ))
+        }
     };
     let b = FwdBuffers {
         x: &x,
@@ -221,7 +242,11 @@ pub struct NormBwd<'t> {
 ///
 /// # Safety
 /// As [`norm_fwd`].
-pub unsafe fn norm_bwd(env: Env, alloc: &mut dyn Alloc, a: &NormBwd<'_>) -> Result<[Option<View>; 3]> {
+pub unsafe fn norm_bwd(
+    env: Env,
+    alloc: &mut dyn Alloc,
+    a: &NormBwd<'_>,
+) -> Result<[Option<View>; 3]> {
     let mut c = Call::new(a.name, env, alloc);
     let Some(strategy) = strategy(a.strategy) else {
         return Err(c.value_error(
@@ -308,7 +333,10 @@ unsafe fn bwd<T: Element, W: Element>(
     let dres = i.dres.map(|v| unsafe { ctx.buf::<T>(v) }).transpose()?;
     let mut dx = unsafe { ctx.buf::<T>(slot(ctx, outs, 0)?)? };
     let mut dw = unsafe { ctx.buf::<W>(slot(ctx, outs, 1)?)? };
-    let mut db = outs[2].as_ref().map(|v| unsafe { ctx.buf::<W>(v) }).transpose()?;
+    let mut db = outs[2]
+        .as_ref()
+        .map(|v| unsafe { ctx.buf::<W>(v) })
+        .transpose()?;
     let b = BwdBuffers {
         x: &x,
         gamma: &w,

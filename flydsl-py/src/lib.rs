@@ -160,7 +160,13 @@ impl<'py> Outs<'py> {
         names: &[&str],
     ) -> PyResult<Outs<'py>> {
         let items: Vec<Bound<'py, PyAny>> = outs.extract().map_err(|_| {
-            bad(op, "outputs", outs, "the outputs are a tuple", "pass a tuple")
+            bad(
+                op,
+                "outputs",
+                outs,
+                "the outputs are a tuple",
+                "pass a tuple",
+            )
         })?;
         if items.len() != names.len() {
             return Err(bad(
@@ -178,9 +184,16 @@ impl<'py> Outs<'py> {
                 given.push(None);
                 continue;
             }
-            let (obj, d): (Bound<'py, PyAny>, Bound<'py, PyAny>) = item.extract().map_err(|_| {
-                bad(op, name, item, "an output is None or (tensor, descriptor)", "pass a torch tensor")
-            })?;
+            let (obj, d): (Bound<'py, PyAny>, Bound<'py, PyAny>) =
+                item.extract().map_err(|_| {
+                    bad(
+                        op,
+                        name,
+                        item,
+                        "an output is None or (tensor, descriptor)",
+                        "pass a torch tensor",
+                    )
+                })?;
             given.push(Some(desc(op, name, &d)?));
             objs.push(Some(obj.unbind()));
         }
@@ -248,7 +261,7 @@ impl Alloc for Outs<'_> {
         let made = self
             .alloc
             .call1((shape.to_vec(), dtype.name(), index))
-            .and_then(|r| r.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>().map_err(PyErr::from));
+            .and_then(|r| r.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>());
         let (obj, d) = match made {
             Ok(v) => v,
             Err(e) => return Err(fail(e, self)),
@@ -334,7 +347,11 @@ fn norm_bwd<'py>(
 ) -> PyResult<Bound<'py, PyTuple>> {
     let env = env(name, backend, stream)?;
     let norm = parse_norm(name, norm)?;
-    let (dy, x, weight) = (desc(name, "dy", dy)?, desc(name, "x", x)?, desc(name, "weight", weight)?);
+    let (dy, x, weight) = (
+        desc(name, "dy", dy)?,
+        desc(name, "x", x)?,
+        desc(name, "weight", weight)?,
+    );
     let (mean, rstd) = (opt_desc(name, "mean", mean)?, desc(name, "rstd", rstd)?);
     let dresidual = opt_desc(name, "dresidual", dresidual)?;
     let mut o = Outs::new(name, alloc, outs, &["dx", "dweight", "dbias"])?;
@@ -467,12 +484,24 @@ fn gemm<'py>(
 /// Cumulative offsets: `("host", [ints])` or `("device", descriptor)`.
 fn seqlens(op: &str, arg: &str, obj: &Bound<'_, PyAny>) -> PyResult<SeqlensOwned> {
     let (kind, v): (String, Bound<'_, PyAny>) = obj.extract().map_err(|_| {
-        bad(op, arg, obj, "offsets are (\"host\", list) or (\"device\", descriptor)", "pass a list or an int32 tensor")
+        bad(
+            op,
+            arg,
+            obj,
+            "offsets are (\"host\", list) or (\"device\", descriptor)",
+            "pass a list or an int32 tensor",
+        )
     })?;
     match kind.as_str() {
         "host" => {
             let items: Vec<Bound<'_, PyAny>> = v.extract().map_err(|_| {
-                bad(op, arg, &v, "host offsets are a list of integers", "pass a list of ints")
+                bad(
+                    op,
+                    arg,
+                    &v,
+                    "host offsets are a list of integers",
+                    "pass a list of ints",
+                )
             })?;
             let vals = items
                 .iter()
@@ -522,7 +551,11 @@ fn attention<'py>(
     outs: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let env = env(name, backend, stream)?;
-    let (q, k, v) = (desc(name, "q", q)?, desc(name, "k", k)?, desc(name, "v", v)?);
+    let (q, k, v) = (
+        desc(name, "q", q)?,
+        desc(name, "k", k)?,
+        desc(name, "v", v)?,
+    );
     let descales = if descales.is_none() {
         None
     } else {
