@@ -57,6 +57,42 @@ fn int_i64(op: &str, arg: &str, obj: &Bound<'_, PyAny>) -> PyResult<i64> {
     })
 }
 
+/// A Python float (or int) argument.
+fn float_arg(op: &str, arg: &str, obj: &Bound<'_, PyAny>) -> PyResult<f64> {
+    obj.extract::<f64>()
+        .map_err(|_| bad(op, arg, obj, "it must be a number", "pass a Python float"))
+}
+
+/// An optional float argument (`None` stays `None`).
+fn opt_float_arg(op: &str, arg: &str, obj: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
+    if obj.is_none() {
+        Ok(None)
+    } else {
+        float_arg(op, arg, obj).map(Some)
+    }
+}
+
+/// A flag: Python truthiness (`bool(obj)`).
+fn flag(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    obj.is_truthy()
+}
+
+/// An optional string argument.
+fn opt_str_arg(op: &str, arg: &str, obj: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    if obj.is_none() {
+        return Ok(None);
+    }
+    obj.extract::<String>().map(Some).map_err(|_| {
+        bad(
+            op,
+            arg,
+            obj,
+            "it must be a string or None",
+            "pass e.g. \"relu\"",
+        )
+    })
+}
+
 /// The tensor descriptor `obj` of argument `arg`.
 fn desc(op: &str, arg: &str, obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let fix = "pass a torch tensor";
@@ -289,13 +325,14 @@ fn norm_fwd<'py>(
     residual: &Bound<'py, PyAny>,
     weight: &Bound<'py, PyAny>,
     bias: &Bound<'py, PyAny>,
-    quant: bool,
+    quant: &Bound<'py, PyAny>,
     xscale: &Bound<'py, PyAny>,
-    stats: bool,
-    eps: f64,
+    stats: &Bound<'py, PyAny>,
+    eps: &Bound<'py, PyAny>,
     outs: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let env = env(name, backend, stream)?;
+    let (quant, stats, eps) = (flag(quant)?, flag(stats)?, float_arg(name, "eps", eps)?);
     let norm = parse_norm(name, norm)?;
     let (x, residual) = (desc(name, "x", x)?, opt_desc(name, "residual", residual)?);
     let (weight, bias) = (desc(name, "weight", weight)?, opt_desc(name, "bias", bias)?);
@@ -341,7 +378,7 @@ fn norm_bwd<'py>(
     mean: &Bound<'py, PyAny>,
     rstd: &Bound<'py, PyAny>,
     dresidual: &Bound<'py, PyAny>,
-    dbias: bool,
+    dbias: &Bound<'py, PyAny>,
     strategy: &str,
     outs: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyTuple>> {
@@ -354,6 +391,7 @@ fn norm_bwd<'py>(
     );
     let (mean, rstd) = (opt_desc(name, "mean", mean)?, desc(name, "rstd", rstd)?);
     let dresidual = opt_desc(name, "dresidual", dresidual)?;
+    let dbias = flag(dbias)?;
     let mut o = Outs::new(name, alloc, outs, &["dx", "dweight", "dbias"])?;
     let given: Vec<Option<Tensor>> = (0..3).map(|i| o.given(i).cloned()).collect();
     let a = NormBwd {
@@ -447,12 +485,15 @@ fn gemm<'py>(
     b: &Bound<'py, PyAny>,
     scales: &Bound<'py, PyAny>,
     bias: &Bound<'py, PyAny>,
-    activation: Option<&str>,
-    b_preshuffled: bool,
-    out_dtype: Option<&str>,
+    activation: &Bound<'py, PyAny>,
+    b_preshuffled: &Bound<'py, PyAny>,
+    out_dtype: &Bound<'py, PyAny>,
     outs: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let env = env(name, backend, stream)?;
+    let activation = opt_str_arg(name, "activation", activation)?;
+    let out_dtype = opt_str_arg(name, "out_dtype", out_dtype)?;
+    let b_preshuffled = flag(b_preshuffled)?;
     let (a, b) = (desc(name, "a", a)?, desc(name, "b", b)?);
     let scales = if scales.is_none() {
         None
@@ -469,9 +510,9 @@ fn gemm<'py>(
         b: &b,
         scales: scales.as_ref().map(|(x, y)| (x, y)),
         bias: bias.as_ref(),
-        activation,
+        activation: activation.as_deref(),
         b_preshuffled,
-        out_dtype,
+        out_dtype: out_dtype.as_deref(),
         out: given.as_ref(),
     };
     // SAFETY: as in `norm_fwd`.
@@ -543,14 +584,16 @@ fn attention<'py>(
     v: &Bound<'py, PyAny>,
     descales: &Bound<'py, PyAny>,
     varlen: &Bound<'py, PyAny>,
-    causal: bool,
-    softmax_scale: Option<f64>,
+    causal: &Bound<'py, PyAny>,
+    softmax_scale: &Bound<'py, PyAny>,
     num_kv_splits: &Bound<'py, PyAny>,
     kernel: &str,
-    return_lse: bool,
+    return_lse: &Bound<'py, PyAny>,
     outs: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let env = env(name, backend, stream)?;
+    let (causal, return_lse) = (flag(causal)?, flag(return_lse)?);
+    let softmax_scale = opt_float_arg(name, "softmax_scale", softmax_scale)?;
     let (q, k, v) = (
         desc(name, "q", q)?,
         desc(name, "k", k)?,

@@ -130,6 +130,15 @@ class Errors(unittest.TestCase):
                     Fake([1, 4, 2, 64]), Fake([1, 4, 2, 64]), Fake([1, 4, 2, 64]),
                     num_kv_splits=1 << 80, out=Fake([1, 4, 2, 64]))
 
+    def test_option_types(self):
+        self.raises(ValueError, ["flydsl.rms_norm: `eps` = 'big'", "number"], flydsl.rms_norm,
+                    Fake([2, 8]), Fake([8]), "big", out=Fake([2, 8]))
+        self.raises(ValueError, ["flydsl.gemm: `activation` = 3", "string"], flydsl.gemm,
+                    Fake([4, 8]), Fake([3, 8]), activation=3, out=Fake([4, 3]))
+        self.raises(ValueError, ["`softmax_scale`", "number"], flydsl.flash_attn,
+                    Fake([1, 4, 2, 64]), Fake([1, 4, 2, 64]), Fake([1, 4, 2, 64]),
+                    softmax_scale="x", out=Fake([1, 4, 2, 64]))
+
     def test_valid_input_reaches_the_device_lookup(self):
         # Everything checkable passed: the next step is the CUDA driver, which CI lacks (on a
         # GPU machine the fake pointers would be refused by the driver's range check).
