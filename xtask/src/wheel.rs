@@ -1,6 +1,7 @@
 //! `cargo xtask wheel`: build the `flydsl` Python wheel (abi3, CPython >= 3.9) from
 //! `flydsl-py` with maturin, with the code objects of the chosen GPU targets (sm90 by
-//! default), into a folder; print the wheel's path, size and the glibc it needs.
+//! default), into a folder; print the wheel's path, size and the glibc it needs (this
+//! machine's, or glibc 2.28 with `--zig`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -19,6 +20,11 @@ pub struct Args {
     /// `python3 -m maturin`).
     #[arg(long)]
     maturin: Option<String>,
+    /// Link with zig for the manylinux_2_28 policy (glibc >= 2.28, torch's own wheel
+    /// policy) instead of this machine's glibc; needs `python3 -m pip install ziglang` in the
+    /// first `python3` on PATH.
+    #[arg(long)]
+    zig: bool,
 }
 
 /// The oldest maturin that sets `PYO3_BUILD_EXTENSION_MODULE` (PyO3 >= 0.26 needs it to
@@ -71,20 +77,12 @@ fn parse_version(v: &str) -> Option<(u32, u32, u32)> {
     Some((it.next()??, it.next()??, it.next().flatten().unwrap_or(0)))
 }
 
-/// The highest `GLIBC_x.y` symbol version `so` needs (via `objdump -T`), if it can tell.
-fn glibc_needed(so: &Path) -> Option<String> {
-    let out = Command::new("objdump").arg("-T").arg(so).output().ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut best: Option<(u32, u32)> = None;
-    for w in text.split(|c: char| c.is_whitespace() || c == '(' || c == ')') {
-        if let Some(v) = w.strip_prefix("GLIBC_") {
-            let mut p = v.split('.').map(|x| x.parse::<u32>().ok());
-            if let (Some(Some(a)), Some(Some(b))) = (p.next(), p.next()) {
-                best = best.max(Some((a, b)));
-            }
-        }
-    }
-    best.map(|(a, b)| format!("{a}.{b}"))
+/// The glibc a wheel needs, from its platform tag (`..-manylinux_2_28_x86_64.whl`).
+fn glibc_of(wheel: &Path) -> Option<String> {
+    let name = wheel.file_name()?.to_str()?;
+    let tag = name.split("manylinux_").nth(1)?;
+    let mut it = tag.split('_');
+    Some(format!("{}.{}", it.next()?, it.next()?))
 }
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
@@ -114,10 +112,20 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         .arg(root.join("flydsl-py/Cargo.toml"))
         .args(["--features", &a.targets, "--out"])
         .arg(&out)
+        .args(if a.zig {
+            &["--zig", "--compatibility", "manylinux_2_28"][..]
+        } else {
+            &[][..]
+        })
         .status()
         .map_err(|e| format!("cannot run {}: {e}", maturin.join(" ")))?;
     if !status.success() {
-        return Err(format!("maturin build failed ({status})"));
+        let hint = if a.zig {
+            " (with --zig: is ziglang installed? `python3 -m pip install ziglang`)"
+        } else {
+            ""
+        };
+        return Err(format!("maturin build failed ({status}){hint}"));
     }
     let mut built: Vec<PathBuf> = wheels(&out);
     built.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
@@ -133,15 +141,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         wheel.display(),
         size as f64 / (1 << 20) as f64
     );
-    let so = root.join("target/release/lib_flydsl.so");
-    let target_dir = std::env::var("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| root.join("target"));
-    let so = [target_dir.join("release/lib_flydsl.so"), so]
-        .into_iter()
-        .find(|p| p.exists());
-    if let Some(g) = so.as_deref().and_then(glibc_needed) {
-        println!("wheel: the extension needs glibc >= {g}");
+    match glibc_of(wheel) {
+        Some(g) => println!("wheel: installs where glibc >= {g} (its manylinux tag)"),
+        None => println!("wheel: no manylinux tag (linux only: this machine's glibc)"),
     }
     if size > MAX_BYTES {
         eprintln!(
@@ -175,6 +177,16 @@ mod tests {
         assert!(parse_version("maturin 1.9.3").unwrap() < MIN_MATURIN);
         assert_eq!(parse_version("maturin 2.0.0-beta.1"), Some((2, 0, 0)));
         assert_eq!(parse_version("garbage"), None);
+    }
+
+    #[test]
+    fn glibc_from_the_platform_tag() {
+        let w = Path::new("d/flydsl-0.1.0-cp39-abi3-manylinux_2_28_x86_64.whl");
+        assert_eq!(glibc_of(w).as_deref(), Some("2.28"));
+        assert_eq!(
+            glibc_of(Path::new("flydsl-0.1.0-cp39-abi3-linux_x86_64.whl")),
+            None
+        );
     }
 
     #[test]
