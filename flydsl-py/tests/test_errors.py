@@ -139,6 +139,14 @@ class Errors(unittest.TestCase):
                     Fake([1, 4, 2, 64]), Fake([1, 4, 2, 64]), Fake([1, 4, 2, 64]),
                     softmax_scale="x", out=Fake([1, 4, 2, 64]))
 
+    def test_outputs_the_call_does_not_write(self):
+        self.raises(ValueError, ["flydsl.rms_norm: `residual_out`", "residual="],
+                    flydsl.rms_norm, Fake([2, 8]), Fake([8]), out=Fake([2, 8]),
+                    residual_out=Fake([2, 8]))
+        self.raises(ValueError, ["`dbias`", "compute_dbias=True"], flydsl.layer_norm_backward,
+                    Fake([2, 8]), Fake([2, 8]), Fake([8]), Fake([2], "torch.float32"),
+                    Fake([2], "torch.float32"), compute_dbias=False, dbias=Fake([8]))
+
     def test_valid_input_reaches_the_device_lookup(self):
         # Everything checkable passed: the next step is the CUDA driver, which CI lacks (on a
         # GPU machine the fake pointers would be refused by the driver's range check).

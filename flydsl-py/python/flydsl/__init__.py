@@ -120,6 +120,13 @@ def _alloc(like):
     return alloc
 
 
+def _needs(fn, given, arg, what):
+    """An ``out=``-style tensor passed for an output the call does not write is an error."""
+    if given is not None:
+        raise ValueError(f"flydsl.{fn}: `{arg}` = a tensor: the call writes no {arg} "
+                         f"without {what}; pass {what} or leave `{arg}` out")
+
+
 def _ret(outs, keep):
     """The outputs of slots ``keep`` (one tensor alone, else a tuple)."""
     got = tuple(outs[i] for i in keep if outs[i] is not None)
@@ -140,6 +147,9 @@ def rms_norm(x, weight, eps=1e-5, *, residual=None, return_rstd=False, out=None,
     ``(y, [residual_out], [rstd])`` of what was asked for.
     """
     fn = "rms_norm"
+    return_rstd = return_rstd or rstd is not None
+    if residual is None:
+        _needs(fn, residual_out, "residual_out", "residual=")
     outs = _C.norm_fwd(fn, "rms", _backend(), _stream(stream, x), _alloc(x),
                        _desc(x, fn, "x"), _opt(residual, fn, "residual"),
                        _desc(weight, fn, "weight"), None, False, None, return_rstd, eps,
@@ -156,6 +166,8 @@ def rms_norm_quant(x, weight, eps=1e-5, *, xscale=None, residual=None, q=None, y
     ``residual_out`` last with ``residual``.
     """
     fn = "rms_norm_quant"
+    if residual is None:
+        _needs(fn, residual_out, "residual_out", "residual=")
     outs = _C.norm_fwd(fn, "rms", _backend(), _stream(stream, x), _alloc(x),
                        _desc(x, fn, "x"), _opt(residual, fn, "residual"),
                        _desc(weight, fn, "weight"), None, True, _opt(xscale, fn, "xscale"),
@@ -189,6 +201,9 @@ def layer_norm(x, weight, bias=None, eps=1e-5, *, residual=None, return_stats=Fa
     ``(y, [residual_out], [mean, rstd])``.
     """
     fn = "layer_norm"
+    return_stats = return_stats or mean is not None or rstd is not None
+    if residual is None:
+        _needs(fn, residual_out, "residual_out", "residual=")
     outs = _C.norm_fwd(fn, "layer", _backend(), _stream(stream, x), _alloc(x),
                        _desc(x, fn, "x"), _opt(residual, fn, "residual"),
                        _desc(weight, fn, "weight"), _opt(bias, fn, "bias"), False, None,
@@ -203,6 +218,8 @@ def layer_norm_quant(x, weight, bias=None, eps=1e-5, *, xscale=None, residual=No
     """LayerNorm followed by per-row int8 quant (as :func:`rms_norm_quant`). Returns
     ``(q, yscale)``, and ``residual_out`` last with ``residual``."""
     fn = "layer_norm_quant"
+    if residual is None:
+        _needs(fn, residual_out, "residual_out", "residual=")
     outs = _C.norm_fwd(fn, "layer", _backend(), _stream(stream, x), _alloc(x),
                        _desc(x, fn, "x"), _opt(residual, fn, "residual"),
                        _desc(weight, fn, "weight"), _opt(bias, fn, "bias"), True,
@@ -217,6 +234,8 @@ def layer_norm_backward(dy, x, weight, mean, rstd, *, compute_dbias=True, strate
     """LayerNorm backward: ``(dx, dweight, dbias)`` (``(dx, dweight)`` without
     ``compute_dbias``) from ``dy``, the forward's ``x``, ``weight``, ``mean`` and ``rstd``."""
     fn = "layer_norm_backward"
+    if not compute_dbias:
+        _needs(fn, dbias, "dbias", "compute_dbias=True")
     outs = _C.norm_bwd(fn, "layer", _backend(), _stream(stream, x), _alloc(x),
                        _desc(dy, fn, "dy"), _desc(x, fn, "x"), _desc(weight, fn, "weight"),
                        _desc(mean, fn, "mean"), _desc(rstd, fn, "rstd"), None, compute_dbias,
@@ -303,6 +322,7 @@ def _seqlens(cu, fn, arg):
 
 def _attn(fn, q, k, v, descales, varlen, causal, softmax_scale, return_lse, num_kv_splits,
           kernel, out, lse, stream):
+    return_lse = return_lse or lse is not None
     outs = _C.attention(fn, _backend(), _stream(stream, q), _alloc(q), _desc(q, fn, "q"),
                         _desc(k, fn, "k"), _desc(v, fn, "v"), descales, varlen, causal,
                         softmax_scale, num_kv_splits, kernel, return_lse,
