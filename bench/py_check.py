@@ -19,8 +19,8 @@ Checks, each PASS/FAIL in the summary table:
   default stream, on a side stream (torch.cuda.Stream, non-blocking) and with stream=;
 - the clear errors: non-contiguous, misaligned, CPU and wrong-dtype inputs raise ValueError /
   TypeError naming the function, the argument and the fix, and leave out= untouched;
-- per-call host overhead: median host time of one call of ours vs torch.add / torch.softmax
-  on tiny tensors (outputs preallocated, and with allocation).
+- per-call host overhead (a measurement, not a check): median host time of one call of ours
+  vs torch.add / torch.softmax on tiny tensors (outputs preallocated, and with allocation).
 
 Prints a summary table and exits 1 if any check fails. Under a minute on an H200.
 """
@@ -576,10 +576,6 @@ def overhead(n_calls):
         base = us if base is None else base
         table.append((name, us, us / base))
         print(f"  {name:40s} {us:8.2f}  {us / base:5.2f}x torch.add", flush=True)
-    ours = [r for r in table if r[0].startswith("flydsl.softmax(out=) ")][0]
-    record("host overhead measured", ours[1] > 0,
-           f"flydsl.softmax(out=) {ours[1]:.1f} us vs torch.add {base:.1f} us per call "
-           f"({ours[2]:.1f}x)")
     return table
 
 
