@@ -4,6 +4,7 @@
 //! - `verify`: run one family on one shape against the CPU reference.
 //! - `bench`: time our kernels on the current device (GB/s, % of the measured copy ceiling).
 //! - `device-bundle`: sm90 test/bench binaries + peer script + entry script in one folder.
+//! - `wheel`: the `flydsl` Python wheel (abi3) with maturin.
 
 mod bench;
 mod bench_ctx;
@@ -19,6 +20,7 @@ mod verify_attn;
 mod verify_gemm;
 mod verify_norm;
 mod verify_outcome;
+mod wheel;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -42,6 +44,8 @@ enum Cmd {
     /// Build the sm90 test and bench binaries and the peer script into one folder with an
     /// entry script for the GPU machine.
     DeviceBundle(bundle::Args),
+    /// Build the `flydsl` Python wheel (abi3, CPython >= 3.9) with maturin into a folder.
+    Wheel(wheel::Args),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +55,7 @@ fn main() -> ExitCode {
         Cmd::DeviceBundle(a) => bundle::run(a),
         Cmd::Verify(a) => verify::run(a),
         Cmd::Bench(a) => bench::run(a),
+        Cmd::Wheel(a) => wheel::run(a),
     };
     match r {
         Ok(code) => code,
