@@ -6,8 +6,10 @@
 //! Each workgroup computes one `bm` x `bn` tile of its `Tile` config with one warpgroup per
 //! 64 rows; the
 //! workgroups walk the tiles in groups of `GROUP_M` tile rows so that neighbours share A
-//! and B in L2. Thread 0 refills stage `kt + STAGES - 1` once every warpgroup has finished
-//! reading it (a workgroup barrier after `wgmma.wait_group 1`).
+//! and B in L2. The pipeline has `tile.stages()` stages (more for smaller tiles: at small M
+//! the kernel streams B, and the bytes in flight set its bandwidth). Thread 0 refills stage
+//! `kt + stages - 1` once every warpgroup has finished reading it (a workgroup barrier
+//! after `wgmma.wait_group 1`).
 //!
 //! Host side (`src/lib.rs`): tensor maps over A (`dims [K, M]`, `boxes [BK, bm]`) and B
 //! (`[K, N]`, `[BK, bn]`) with the 128-byte swizzle, `tile.threads()` threads,
@@ -15,7 +17,7 @@
 //! 16-byte multiples); M and N are free (TMA zero-fills past the edges, the epilogue guards).
 //! The kernel's index arithmetic is i32 except C offsets (i64): M, N, K < 2^31 - 2^16.
 
-use crate::table::{kernel_name, Epilogue, Tile, BK, GROUP_M, STAGES};
+use crate::table::{kernel_name, Epilogue, Tile, BK, GROUP_M};
 use crate::DType;
 use flydsl_dsl::ir::{Kernel, ScalarType::*, Target};
 use flydsl_dsl::nv::{
@@ -57,11 +59,11 @@ pub fn build(target: Target, dt: DType, epi: Epilogue, tile: Tile) -> Result<Ker
         let m = k.scalar("m", I32);
         let n = k.scalar("n", I32);
         let kd = k.scalar("k", I32);
-        let bars = k.lds("full", I64, STAGES);
+        let bars = k.lds("full", I64, tile.stages());
         let tiles = k
             .lds_dynamic("tiles")
-            .array_aligned(st, STAGES * stage_bytes / 2, 1024);
-        let (stages, bk) = (STAGES as i32, BK as i32);
+            .array_aligned(st, tile.stages() * stage_bytes / 2, 1024);
+        let (stages, bk) = (tile.stages() as i32, BK as i32);
         let tid = thread_id_x();
         let wg = tid / 128;
 
@@ -116,7 +118,7 @@ pub fn build(target: Target, dt: DType, epi: Epilogue, tile: Tile) -> Result<Ker
             }
             wgmma_commit();
             let acc = wgmma_wait(1, &[acc])[0];
-            // Every warpgroup is done with stage kt - 1: refill it with tile kt + STAGES - 1.
+            // Every warpgroup is done with stage kt - 1: refill it with tile kt + stages - 1.
             barrier();
             let next = kt + (stages - 1);
             if_(leader & next.lt(ktiles), || issue(next));

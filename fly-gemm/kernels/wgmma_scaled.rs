@@ -17,12 +17,11 @@
 //! 16-byte multiples); M and N are free (TMA zero-fills past the edges, the epilogue
 //! guards). Index arithmetic is i32 except C offsets (i64): M, N, K < 2^31 - 2^16.
 
-use crate::table::{scaled_kernel_name, Epilogue, Quant, Tile, BK8, GROUP_M, STAGES8};
+use crate::table::{scaled_kernel_name, Epilogue, Quant, Tile, BK8, GROUP_M};
 
-/// The widest fp8 tile that keeps a stage's partial sum in flight while adding the
-/// previous one (see `build`).
+/// The widest fp8 tile done as one column chunk per stage (see `build`).
 const PROMOTE_N: u32 = 128;
-/// The column chunk of wider fp8 tiles, each waited for before its add.
+/// The column chunk of wider fp8 tiles.
 const WIDE_CHUNK_N: u32 = 64;
 use crate::wgmma::epilogue;
 use crate::DType;
@@ -65,11 +64,11 @@ pub fn build(
         let m = k.scalar("m", I32);
         let n = k.scalar("n", I32);
         let kd = k.scalar("k", I32);
-        let bars = k.lds("full", I64, STAGES8);
+        let bars = k.lds("full", I64, tile.stages());
         let tiles = k
             .lds_dynamic("tiles")
-            .array_aligned(it, STAGES8 * stage_bytes, 1024);
-        let (stages, bk) = (STAGES8 as i32, BK8 as i32);
+            .array_aligned(it, tile.stages() * stage_bytes, 1024);
+        let (stages, bk) = (tile.stages() as i32, BK8 as i32);
         let tid = thread_id_x();
         let wg = tid / 128;
 
@@ -111,28 +110,29 @@ pub fn build(
         // fp8: Hopper's tensor cores keep only about 13 mantissa bits of an fp8 wgmma's
         // running sum (truncated), so a long K swamps the small products (seen on the H200:
         // 16% of sum |a b| at K = 8192). So each stage's four k32 wgmmas start from zero
-        // and their sum is added into f32 accumulators (`promoted`) once per 128-wide K
-        // stage, as CUTLASS's two-level fp8 accumulation does; cuBLAS's `_scaled_mm` gives
-        // the same values. Tiles of at most `PROMOTE_N` columns keep the previous stage's
-        // partial sum in flight (one more wgmma group outstanding) and add it while the
-        // current stage's wgmmas run: 3 x bn/2 accumulator registers. Wider tiles do their
-        // columns in chunks of `WIDE_CHUNK_N`, each waited for before its add (128
-        // accumulators plus 32 for the chunk; 128-wide chunks spilled 40 bytes in the
-        // driver's compile). int8 accumulates exactly in s32.
+        // and their sum is added into f32 accumulators once per 128-wide K stage, as
+        // CUTLASS's two-level fp8 accumulation does; cuBLAS's `_scaled_mm` gives the same
+        // values. Tiles of at most `PROMOTE_N` columns do one chunk per stage and keep it in
+        // flight: a stage's group is issued, then the previous stage's is waited for and
+        // added in while the tensor cores run the new one (3 x bn/2 accumulator registers:
+        // 192 for 128 x 128). Wider tiles do chunks of `WIDE_CHUNK_N` columns, each waited
+        // for before its add (128 + 32 registers; ptxas 12.9 still spills 76 bytes for 128 x
+        // 256, which is the fastest fp8 config at M >= 512 all the same). int8 accumulates
+        // exactly in s32, one group per stage with the previous one in flight.
         let promote = q != Quant::Int8;
-        let cw = match (promote, bn <= PROMOTE_N) {
-            (false, _) => bn,
-            (true, true) => bn,
-            (true, false) => WIDE_CHUNK_N,
+        let cw = if promote && bn > PROMOTE_N {
+            WIDE_CHUNK_N
+        } else {
+            bn
         };
         let chunks = bn / cw;
-        let overlap = promote && chunks == 1;
         let zero = if promote {
             splat(c_f32(0.0), cw / 2)
         } else {
             splat(c_i32(0), bn / 2)
         };
-        // Carried: the accumulators of each chunk, then (overlap) the stage in flight.
+        // Carried: the accumulators of each chunk, then (`overlap`) the stage in flight.
+        let overlap = promote && chunks == 1;
         let init = vec![zero; chunks as usize + overlap as usize];
         let carried = for_range(c_i32(0), ktiles, c_i32(1), &init, |kt, carried| {
             let s = kt % stages;
@@ -155,21 +155,17 @@ pub fn build(
             };
             let out = if overlap {
                 let part = chunk(0, zero);
-                // The previous stage's group is done: add it in while this one runs.
                 let prev = wgmma_wait(1, &[carried[1]])[0];
                 vec![carried[0] + prev, part]
             } else if promote {
                 (0..chunks)
-                    .map(|c| {
-                        let part = chunk(c, zero);
-                        carried[c as usize] + wgmma_wait(0, &[part])[0]
-                    })
+                    .map(|c| carried[c as usize] + wgmma_wait(0, &[chunk(c, zero)])[0])
                     .collect()
             } else {
                 let acc = chunk(0, carried[0]);
                 wgmma_wait(1, &[acc])
             };
-            // Every warpgroup is done with stage kt - 1: refill it with tile kt + STAGES - 1.
+            // Every warpgroup is done with stage kt - 1: refill it with tile kt + stages - 1.
             barrier();
             let next = kt + (stages - 1);
             if_(leader & next.lt(ktiles), || issue(next));

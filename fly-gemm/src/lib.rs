@@ -395,8 +395,8 @@ pub const MAX_DIM: usize = i32::MAX as usize - 65536;
 /// required exactly when the epilogue has one ([`Epilogue::has_bias`]).
 ///
 /// Dispatch: on sm90 with plain B and `k % 8 == 0`, the wgmma kernel with the tile config
-/// [`Tile::pick`] chooses (128 x 256 when that makes at least [`table::FILL_TILES`]
-/// workgroups, else 128 x 128, else 64 x 64; pin one with [`gemm_with_tile`]); everything
+/// [`Tile::pick`] chooses (128 x 256 when that makes nearly [`table::FILL_TILES`]
+/// workgroups, else 128 x 128 above M = 64, else 64 x 64; pin one with [`gemm_with_tile`]); everything
 /// else (the AMD targets, preshuffled B, other `k` on sm90) takes the portable tile-layer
 /// kernel with [`default_config`], or for preshuffled B where the target reads it global ->
 /// registers the reference's direct-B configs (pin one with [`gemm_with`]).

@@ -21,9 +21,7 @@ use flydsl_rt::{
 /// applied in f32 and the result is rounded once.
 ///
 /// Dispatch: on sm90 with plain B and `k % 16 == 0` the Hopper wgmma kernel with the tile
-/// [`Tile::pick_scaled`] chooses (int8: 128 x 256 when that makes at least
-/// [`table::FILL_TILES`] workgroups, else 128 x 128, else 64 x 64; fp8: the same without
-/// 128 x 256; [`gemm_scaled_with`] pins one); everything
+/// [`Tile::pick`] chooses ([`gemm_scaled_with`] pins one); everything
 /// else (the AMD targets, preshuffled B, other `k` on sm90) takes the portable tile-layer
 /// kernel with [`default_config8`], or for preshuffled B where the target reads it global ->
 /// registers the reference's direct-B configs ([`gemm_scaled_with_config`] pins one). Any `k >= 1`
@@ -87,7 +85,7 @@ pub fn gemm_scaled<Q: QuantElement, T: Element>(
 ) -> Result<()> {
     let call = Call::new("fly_gemm::gemm_scaled");
     check(&call, stream, a, b, scale_a, scale_b, bias, c, args)?;
-    let tile = Tile::pick_scaled(Q::QUANT, args.m, args.n);
+    let tile = Tile::pick(args.m, args.n);
     let wgmma_takes = stream.device().target() == Target::Sm90
         && args.b_layout == BLayout::Plain
         && args.k.is_multiple_of(16)

@@ -71,7 +71,8 @@ pub const BM: u32 = 128;
 pub const BN: u32 = 256;
 /// K per pipeline stage (64 16-bit elements: one 128-byte swizzled row).
 pub const BK: u32 = 64;
-/// Pipeline stages.
+/// Pipeline stages of the first (largest) config; every config's count is
+/// [`Tile::stages`].
 pub const STAGES: u32 = 4;
 /// Threads per workgroup.
 pub const THREADS: u32 = 256;
@@ -167,13 +168,21 @@ impl Tile {
     pub fn stage_bytes(self) -> u32 {
         (self.bm + self.bn) * BK8
     }
-    /// Pipeline stages (the same for both kernels).
+    /// Pipeline stages (the same for both kernels): as many as fit [`STAGE_LDS`] bytes, at
+    /// most [`MAX_STAGES`]. The 128 x 256 tile gets 4, 128 x 128 6, 64 x 64 12: at small M
+    /// the kernel streams B, and the bytes in flight per SM set its bandwidth.
+    ///
+    /// ```
+    /// use fly_gemm::table::{TILES, STAGES};
+    /// assert_eq!(TILES.map(|t| t.stages()), [STAGES, 6, 12]);
+    /// assert!(TILES.iter().all(|t| t.lds_bytes() <= 227 * 1024));
+    /// ```
     pub fn stages(self) -> u32 {
-        STAGES8
+        (STAGE_LDS / self.stage_bytes()).clamp(2, MAX_STAGES)
     }
     /// Dynamic LDS per launch: the stages plus 1024 bytes of alignment slack.
     pub fn lds_bytes(self) -> u32 {
-        STAGES8 * self.stage_bytes() + 1024
+        self.stages() * self.stage_bytes() + 1024
     }
     /// Index in [`TILES`].
     pub fn index(self) -> usize {
@@ -183,42 +192,28 @@ impl Tile {
     pub fn tiles(self, m: usize, n: usize) -> usize {
         m.div_ceil(self.bm as usize) * n.div_ceil(self.bn as usize)
     }
-    /// The dispatcher's rule: the largest config with at least [`FILL_TILES`] tiles of
-    /// `m` x `n`, else the smallest (small M is memory-bound: more workgroups stream B
-    /// faster than fewer, larger ones).
+    /// The dispatcher's rule, from the H200 tile sweep (`tests/examples/gemm_bench.rs`, N =
+    /// K = 8192; `bench/gemm-wgmma.md`): 128 x 256 when it makes at least 90% of
+    /// [`FILL_TILES`] tiles of `m` x `n` (M = 512: 4 x 32 = 128 tiles, fastest there), else
+    /// 128 x 128 for `m > 64` (M = 128: faster than 64 x 64 even on half the SMs), else
+    /// 64 x 64 (small M is memory-bound: its 12-stage pipeline keeps the most B bytes in
+    /// flight). The same rule for both kernels and every dtype.
     ///
     /// ```
     /// use fly_gemm::table::{Tile, TILES};
     /// assert_eq!(Tile::pick(4096, 8192), TILES[0]); // 32 x 32 tiles
-    /// assert_eq!(Tile::pick(512, 8192), TILES[1]); // 4 x 32 large tiles: too few
+    /// assert_eq!(Tile::pick(512, 8192), TILES[0]); // 4 x 32
+    /// assert_eq!(Tile::pick(128, 8192), TILES[1]);
     /// assert_eq!(Tile::pick(16, 8192), TILES[2]);
     /// ```
     pub fn pick(m: usize, n: usize) -> Tile {
-        TILES
-            .into_iter()
-            .find(|t| t.tiles(m, n) >= FILL_TILES)
-            .unwrap_or(TILES[TILES.len() - 1])
-    }
-    /// The 8-bit kernel's rule: [`Tile::pick`] for int8; for fp8 the same without the 128 x
-    /// 256 tile, whose per-stage promotion (`kernels/wgmma_scaled.rs`) cannot keep a
-    /// stage's partial sum in flight (3 x 128 accumulator registers), so its wgmmas wait
-    /// on every add.
-    ///
-    /// ```
-    /// use fly_gemm::table::{Quant, Tile, TILES};
-    /// assert_eq!(Tile::pick_scaled(Quant::Int8, 4096, 8192), TILES[0]);
-    /// assert_eq!(Tile::pick_scaled(Quant::Fp8, 4096, 8192), TILES[1]);
-    /// assert_eq!(Tile::pick_scaled(Quant::Fp8, 16, 8192), TILES[2]);
-    /// ```
-    pub fn pick_scaled(q: Quant, m: usize, n: usize) -> Tile {
-        if q == Quant::Int8 {
-            return Tile::pick(m, n);
+        if TILES[0].tiles(m, n) * 10 >= FILL_TILES * 9 {
+            TILES[0]
+        } else if m > 64 {
+            TILES[1]
+        } else {
+            TILES[2]
         }
-        TILES[1..]
-            .iter()
-            .copied()
-            .find(|t| t.tiles(m, n) >= FILL_TILES)
-            .unwrap_or(TILES[TILES.len() - 1])
     }
     /// The kernel-name suffix (none for the first config).
     pub fn suffix(self) -> String {
@@ -250,8 +245,14 @@ pub fn scaled_key(q: Quant, epi: Epilogue, tile: Tile) -> usize {
 /// K per pipeline stage of the 8-bit kernels (128 one-byte elements: one 128-byte swizzled
 /// row, four k32 wgmmas).
 pub const BK8: u32 = 128;
-/// Pipeline stages of the 8-bit kernels.
+/// Pipeline stages of the 8-bit kernels' first (largest) config; every config's count is
+/// [`Tile::stages`].
 pub const STAGES8: u32 = 4;
+/// LDS the pipeline stages of a Hopper GEMM config may take (192 KiB; sm_90 gives a
+/// workgroup up to 227 KiB).
+pub const STAGE_LDS: u32 = 192 * 1024;
+/// The most pipeline stages of a Hopper GEMM config.
+pub const MAX_STAGES: u32 = 12;
 /// Dynamic LDS of the largest 8-bit config (197,632 bytes: within sm_90's 227 KiB).
 ///
 /// ```

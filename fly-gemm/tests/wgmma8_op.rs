@@ -5,8 +5,9 @@
 //! The probe kernel stores a 64 x 128 A tile and an N x 128 B tile (K-major, 128-byte rows,
 //! 128-byte swizzle) into LDS, runs four k32 wgmmas over the four 32-byte K slices and
 //! writes every thread's accumulator registers out. The model computes, per register of the
-//! documented accumulator layout, `acc = round_f32(acc + sum of 32 exact products)` per
-//! slice (fp8) or the exact integer sum (s8).
+//! documented accumulator layout, `acc = trunc13(round_f32(acc + sum of 32 exact products))` per
+//! slice (fp8; `trunc13` keeps 13 mantissa bits, as Hopper does) or the exact integer sum
+//! (s8).
 
 use flydsl_build::check::check_code_object;
 use flydsl_dsl::ir::{wgmma_acc_elem, Kernel, ScalarType, ScalarType::*, Target};
@@ -142,7 +143,9 @@ fn check(elem: ScalarType, n: u32, seed: u64) {
                                 * value(elem, b[col * KW as usize + p])
                         })
                         .sum();
-                    acc = (acc as f64 + sum) as f32;
+                    // Each fp8 wgmma keeps 13 mantissa bits of its sum, truncated (the
+                    // Hopper behaviour the Sim models).
+                    acc = f32::from_bits(((acc as f64 + sum) as f32).to_bits() & !0x3FF);
                 }
                 assert_eq!(f32::from_le_bytes(bytes), acc, "{}", ctx());
             }

@@ -369,10 +369,7 @@ fn tile_sweep(
             epilogue: Epilogue::None,
             ..Default::default()
         };
-        let (pick16, pick8) = (
-            Tile::pick(m, n),
-            Tile::pick_scaled(fly_gemm::Quant::Fp8, m, n),
-        );
+        let pick = Tile::pick(m, n);
         for tile in TILES {
             for dtype in ["bf16", "fp8"] {
                 let mut run = || {
@@ -384,7 +381,6 @@ fn tile_sweep(
                 };
                 let ms = timer.median(s, 3, 20, &mut run).map_err(e)?;
                 let tflops = 2.0 * (m * n * k) as f64 / (ms * 1e-3) / 1e12;
-                let pick = if dtype == "bf16" { pick16 } else { pick8 };
                 let picked = if tile == pick { " (picked)" } else { "" };
                 // 16 outputs against f64 dot products of the exact inputs.
                 let c = dc.to_vec().map_err(e)?;
