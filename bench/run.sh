@@ -7,9 +7,9 @@ set -u
 cd "$(dirname "$0")"
 OUT=${OUT:-$PWD/out}
 if [ -f bundle.txz ] && [ ! -d tests ]; then
-  # Unpack the bundle next to a scratch copy and run from there.
+  # Unpack the bundle next to a scratch copy (with the wheel, if any) and run from there.
   work=$(mktemp -d)
-  tar -xJf bundle.txz -C "$work" && cp "$0" "$work/run.sh"
+  tar -xJf bundle.txz -C "$work" && cp "$0" "$work/run.sh" && { cp ./*.whl "$work/" 2>/dev/null || true; }
   OUT="$OUT" exec bash "$work/run.sh"
 fi
 mkdir -p "$OUT"
@@ -41,6 +41,23 @@ if [ "${SKIP_TORCH_CHECK:-0}" != 1 ]; then
   echo "torch check: rc=$rc; $(tail -n 1 "$OUT/torch_check.log")"
   if [ $rc = 0 ]; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: torch_check (see torch_check.log)"; fi
 fi
+# The flydsl Python package against torch in one process (py_check.py; SKIP_PY=1 skips it;
+# a bundle built without --wheel has none, and this says so).
+if [ "${SKIP_PY:-0}" != 1 ]; then
+  whl=$(ls ./*.whl 2>/dev/null | head -n 1)
+  if [ -z "$whl" ]; then
+    echo "py_check: no wheel in the bundle (cargo xtask wheel --zig --out DIR, then device-bundle --wheel DIR)"
+  else
+    site=$(mktemp -d)
+    if python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "$whl" > "$OUT/py_check.log" 2>&1 &&
+      PYTHONPATH="$site" timeout 300 python3 py_check.py >> "$OUT/py_check.log" 2>&1; then
+      pass=$((pass+1))
+    else
+      fail=$((fail+1)); echo "FAILED: py_check (see py_check.log)"
+    fi
+    echo "py_check: $(grep -E '^py_check: [0-9]+ passed' "$OUT/py_check.log" | tail -n 1)"
+  fi
+fi
 echo "test binaries: $pass passed, $fail failed"
 
 # SKIP_BENCH=1 stops here (tests only).
@@ -62,6 +79,18 @@ if [ "${SKIP_ATTN:-0}" != 1 ]; then
   OUT="$OUT" timeout 600 python3 peers_attn.py 2>&1 | tee -a "$OUT/attn.log"
 fi
 if [ "${ATTN_ONLY:-0}" = 1 ]; then exit 0; fi
+
+# fly-comm on this machine's GPUs (SKIP_COMM=1 skips it): with one GPU, two ranks emulated
+# on it (no NCCL); with two or more, NCCL too, and the torch.distributed NCCL peer.
+if [ "${SKIP_COMM:-0}" != 1 ]; then
+  # NCCL as torch ships it (fly-comm loads it at run time).
+  nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(os.path.dirname(nvidia.nccl.__file__), "lib", "libnccl.so.2"))' 2>/dev/null)
+  if [ -z "${FLY_COMM_NCCL_LIB:-}" ] && [ -n "$nccl" ]; then export FLY_COMM_NCCL_LIB=$nccl; fi
+  OUT="$OUT" timeout 300 ./bin/allreduce_bench --max-mib 256 2>&1 | tee "$OUT/allreduce.log"
+  if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+    OUT="$OUT" timeout 300 python3 peers_allreduce.py --ws 2 --max-mib 256 2>&1 | tee -a "$OUT/allreduce.log"
+  fi
+fi
 
 # Every forward plan of fly-norm at the bench shapes (< 1 min; SKIP_SWEEP=1 skips it).
 if [ "${SKIP_SWEEP:-0}" != 1 ]; then

@@ -1134,10 +1134,11 @@ fn one8<Q: Q8, T: Elem + Float>(c: &Case8, d: &Devs) -> Result<(), String> {
     // to 2^-8 of the scaled sum of |terms| (cuBLAS's `_scaled_mm` has the same error).
     if Q::QUANT == fly_gemm::Quant::Fp8 && target == Target::Sm90 {
         let bias_mag = |x: usize| {
-            c.epi
-                .has_bias()
-                .then(|| f64::from(biasf[x % n.max(1)]).abs())
-                .unwrap_or(0.0)
+            if c.epi.has_bias() {
+                f64::from(biasf[x % n.max(1)]).abs()
+            } else {
+                0.0
+            }
         };
         for (x, e) in refs.iter_mut().enumerate() {
             e.extra += 2f64.powi(-8) * (e.mag - bias_mag(x)).max(0.0);

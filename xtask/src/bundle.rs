@@ -1,9 +1,10 @@
 //! `cargo xtask device-bundle`: build the sm90 test binaries, the bench/verify binary
 //! (xtask itself), the launch-overhead and drop-cost examples, fly-norm's forward plan sweep
 //! (`fwd_sweep`) and its torch cross-check (`torch_check`), the GEMM proof bench and the
-//! fly-attn bench (`gemm_bench`, `attn_bench`: both fly-attn kernels on sm90) in release
-//! mode (stripped), and copy them with the torch peer and cross-check scripts and an entry
-//! script into one folder for the GPU machine. `run.sh` there runs the tests and the torch cross-check, the plan sweep, then our
+//! fly-attn bench (`gemm_bench`, `attn_bench`: both fly-attn kernels on sm90) and fly-comm's
+//! `allreduce_bench` in release mode (stripped), and copy them with the torch peer and
+//! cross-check scripts, `py_check.py` and (`--wheel DIR`) a built `flydsl` wheel and an
+//! entry script into one folder for the GPU machine. `run.sh` there runs the tests and the torch cross-check, the plan sweep, then our
 //! benches and the torch peers on the same shapes in the same run, and prints a side-by-side
 //! table with ratios.
 
@@ -16,6 +17,11 @@ pub struct Args {
     /// Output folder (git-ignored; carried to the GPU machine).
     #[arg(long, default_value = ".device")]
     out: PathBuf,
+    /// A folder with a built `flydsl` wheel (`cargo xtask wheel --zig --out DIR`) to ship;
+    /// `run.sh` installs it and runs `py_check.py`. Without it the bundle has no wheel and
+    /// `run.sh` says so.
+    #[arg(long)]
+    wheel: Option<PathBuf>,
 }
 
 const MAX_BYTES: u64 = 64 << 20;
@@ -102,8 +108,11 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             "fly-gemm",
             "-p",
             "fly-attn",
+            "-p",
+            "fly-comm",
             "--features",
-            "fly-norm/sm90,fly-softmax/sm90,flydsl-tests/sm90,fly-gemm/sm90,fly-attn/sm90",
+            "fly-norm/sm90,fly-softmax/sm90,flydsl-tests/sm90,fly-gemm/sm90,fly-attn/sm90,\
+             fly-comm/sm90",
         ],
         true,
     )?;
@@ -154,6 +163,37 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         ],
         false,
     )?);
+    ex.extend(executables(
+        &[
+            "build",
+            "--release",
+            "-p",
+            "fly-comm",
+            "--features",
+            "sm90,fly-norm/sm90",
+            "--example",
+            "allreduce_bench",
+        ],
+        false,
+    )?);
+    let wheels: Vec<PathBuf> = match &a.wheel {
+        None => Vec::new(),
+        Some(dir) => {
+            let w: Vec<PathBuf> = std::fs::read_dir(dir)
+                .map_err(|e| format!("--wheel {}: {e}", dir.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+                .collect();
+            if w.len() != 1 {
+                return Err(format!(
+                    "--wheel {}: {} wheels there, want exactly one (cargo xtask wheel --zig --out DIR)",
+                    dir.display(),
+                    w.len()
+                ));
+            }
+            w
+        }
+    };
     let _ = std::fs::remove_dir_all(&a.out);
     let stage = a.out.join("stage");
     let tdir = stage.join("tests");
@@ -178,6 +218,8 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         "bench/torch_check.py",
         "bench/peers_gemm.py",
         "bench/peers_attn.py",
+        "bench/py_check.py",
+        "bench/peers_allreduce.py",
         "bench/run.sh",
     ] {
         let src = root.join(f);
@@ -200,6 +242,10 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     }
     std::fs::remove_dir_all(&stage).map_err(|e| e.to_string())?;
     copy(&root.join("bench/run.sh"), &a.out.join("run.sh"))?;
+    // The wheel is compressed already: next to the tarball, not in it.
+    for w in &wheels {
+        copy(w, &a.out.join(w.file_name().ok_or("bad wheel path")?))?;
+    }
     let total: u64 = walk(&a.out)?;
     eprintln!(
         "device-bundle: {} test binaries + {} tools in {} ({:.1} MiB); run it there with `bash {}/run.sh`",
