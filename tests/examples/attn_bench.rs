@@ -13,6 +13,10 @@
 //! out and the bench fails at the end, after timing the rest). Prints a table and writes
 //! JSON rows (`impl` "fly-attn portable" / "fly-attn hopper") to `$OUT/attn_ours.json`.
 //!
+//! Last, decode-like calls (`DECODE`: one query row, long Skv, GQA; bf16 through
+//! `AttnKernel::Auto`, which splits the keys there), reported as GB/s of K and V read
+//! (`ATTN_DECODE=0` skips them; compare with the copy ceiling `bench/peers.py` measures).
+//!
 //! `cargo run --release -p flydsl-tests --features sm90 --example attn_bench`
 //! (`ATTN_BENCH_QUICK=1` runs only the second shape; `ATTN_BENCH_KERNEL=portable|hopper`
 //! only one kernel.)
@@ -174,6 +178,96 @@ fn one<T: AttnElem>(
     Ok(())
 }
 
+/// Decode-like shapes: (B, Skv, Hq, Hkv, D) with one query row per sequence.
+const DECODE: [(usize, usize, usize, usize, usize); 4] = [
+    (1, 32768, 32, 8, 128),
+    (8, 8192, 32, 8, 128),
+    (16, 4096, 16, 16, 128),
+    (4, 65536, 64, 8, 64),
+];
+
+/// One decode call (`flash_attn_fwd`, the automatic split count) per shape: its K/V read
+/// in GB/s (the bytes that bound it) and every output row against an f64 reference.
+fn decode<T: AttnElem>(
+    dev: &Device,
+    s: &Stream,
+    timer: &mut Timer,
+    rows: &mut Vec<String>,
+    wrong: &mut Vec<String>,
+) -> Result<(), String> {
+    let e = |x: flydsl_rt::Error| x.to_string();
+    for (b, skv, hq, hkv, d) in DECODE {
+        let (nq, nk) = (b * hq * d, b * skv * hkv * d);
+        let q: Vec<T> = (0..nq as u64).map(|i| T::from_f32(value(1, i))).collect();
+        let k: Vec<T> = (0..nk as u64).map(|i| T::from_f32(value(2, i))).collect();
+        let v: Vec<T> = (0..nk as u64).map(|i| T::from_f32(value(3, i))).collect();
+        let dq = DeviceBuffer::from_slice(dev, &q).map_err(e)?;
+        let dk = DeviceBuffer::from_slice(dev, &k).map_err(e)?;
+        let dv = DeviceBuffer::from_slice(dev, &v).map_err(e)?;
+        let args = AttnArgs {
+            seqlen_q: 1,
+            seqlen_kv: skv,
+            heads_kv: hkv,
+            ..AttnArgs::new(b, skv, hq, d)
+        };
+        let mut dout = DeviceBuffer::<T>::zeroed(dev, nq).map_err(e)?;
+        let mut run =
+            || flash_attn_fwd_with(s, &dq, &dk, &dv, &mut dout, None, &args, AttnKernel::Auto);
+        let ms = timer.median(s, 3, 20, &mut run).map_err(e)?;
+        let out = dout.to_vec().map_err(e)?;
+        // Every (batch, head) row against f64.
+        let scale = 1.0 / (d as f64).sqrt();
+        let mut worst = 0.0f64;
+        for bi in 0..b {
+            for h in 0..hq {
+                let hk = h / (hq / hkv);
+                let qr = &q[(bi * hq + h) * d..][..d];
+                let kv = |j: usize| (bi * skv + j) * hkv * d + hk * d;
+                let logit = |j: usize| {
+                    let kr = &k[kv(j)..][..d];
+                    scale
+                        * (0..d)
+                            .map(|x| qr[x].to_f32() as f64 * kr[x].to_f32() as f64)
+                            .sum::<f64>()
+                };
+                let l: Vec<f64> = (0..skv).map(logit).collect();
+                let mx = l.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let w: Vec<f64> = l.iter().map(|&x| (x - mx).exp()).collect();
+                let sum: f64 = w.iter().sum();
+                for x in 0..d {
+                    let want = (0..skv)
+                        .map(|j| w[j] * v[kv(j) + x].to_f32() as f64)
+                        .sum::<f64>()
+                        / sum;
+                    let got = out[(bi * hq + h) * d + x].to_f32() as f64;
+                    worst = worst.max((got - want).abs());
+                }
+            }
+        }
+        let gbs = (2 * nk * std::mem::size_of::<T>()) as f64 / (ms * 1e-3) / 1e9;
+        let ok = worst < 1e-2;
+        println!(
+            "fly-attn decode   {:>4} B={b:>2} Sq=1 Skv={skv:>5} H={hq:>2}/{hkv:>2} D={d:>3} \
+             {ms:>9.4} ms {gbs:>7.0} GB/s of K+V  max|err| = {worst:.2e} {}",
+            T::NAME,
+            if ok { "ok" } else { "WRONG" }
+        );
+        if !ok {
+            wrong.push(format!(
+                "decode {} B={b} Skv={skv} H={hq}/{hkv} D={d}",
+                T::NAME
+            ));
+            continue;
+        }
+        rows.push(format!(
+            "{{\"op\": \"attention_decode\", \"impl\": \"fly-attn auto\", \"dtype\": \"{}\", \
+             \"shape\": [{b}, 1, {skv}, {hq}, {hkv}, {d}], \"median_ms\": {ms}, \"kv_gbs\": {gbs}}}",
+            T::NAME
+        ));
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), String> {
     let out = std::env::var("OUT").unwrap_or_else(|_| ".".into());
     let quick = std::env::var("ATTN_BENCH_QUICK").is_ok_and(|v| v == "1");
@@ -204,6 +298,9 @@ fn main() -> Result<(), String> {
                 one::<f16>(&dev, &s, &mut timer, shape, d, causal, &kernels, r, w)?;
             }
         }
+    }
+    if std::env::var("ATTN_DECODE").as_deref() != Ok("0") {
+        decode::<bf16>(&dev, &s, &mut timer, &mut rows, &mut wrong)?;
     }
     let path = format!("{out}/attn_ours.json");
     std::fs::write(&path, format!("[\n{}\n]\n", rows.join(",\n")))
