@@ -18,11 +18,6 @@
 //! guards). Index arithmetic is i32 except C offsets (i64): M, N, K < 2^31 - 2^16.
 
 use crate::table::{scaled_kernel_name, Epilogue, Quant, Tile, BK8, GROUP_M};
-
-/// The widest fp8 tile done as one column chunk per stage (see `build`).
-const PROMOTE_N: u32 = 128;
-/// The column chunk of wider fp8 tiles.
-const WIDE_CHUNK_N: u32 = 64;
 use crate::wgmma::epilogue;
 use crate::DType;
 use flydsl_dsl::ir::{Kernel, ScalarType, ScalarType::*, Target};
@@ -31,6 +26,11 @@ use flydsl_dsl::nv::{
     wgmma_fence, wgmma_wait,
 };
 use flydsl_dsl::*;
+
+/// The widest fp8 tile done as one column chunk per stage (see `build`).
+const PROMOTE_N: u32 = 128;
+/// The column chunk of wider fp8 tiles.
+const WIDE_CHUNK_N: u32 = 64;
 
 /// The IR element type of `q`'s inputs.
 pub fn input_scalar(q: Quant) -> ScalarType {

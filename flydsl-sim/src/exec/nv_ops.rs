@@ -487,7 +487,8 @@ impl Wg<'_, '_> {
         let wg = WARPGROUP as usize;
         let es = elem.size_bytes() as usize;
         let (m, n, k) = (WGMMA_M as usize, n as usize, wgmma_k(elem) as usize);
-        // s8 accumulates exactly in s32 (wrapping); the float forms in f64, rounded once.
+        // s8 accumulates exactly in s32 (wrapping); the float forms in f64, rounded once (fp8
+        // then truncated to Hopper's 13 accumulator mantissa bits: `hopper_fp8_acc_bits`).
         let int = wgmma_acc_elem(elem) == ScalarType::I32;
         let fp8 = matches!(elem, ScalarType::F8E4M3FN | ScalarType::F8E5M2);
         let mut out = self.take(r);
@@ -698,7 +699,7 @@ impl Wg<'_, '_> {
 /// reproduces the hardware). So a long K accumulated in one register set loses the small
 /// products, and kernels promote partial sums into f32 (`fly-gemm`'s
 /// `kernels/wgmma_scaled.rs`). The truncation inside one instruction (products aligned to
-/// the largest) is not modelled: the hardware's error is larger, never smaller.
+/// the largest) is not modelled, so the hardware can lose more than this model does.
 fn hopper_fp8_acc_bits(s: f64) -> u64 {
     let x = s as f32;
     if !x.is_finite() {
