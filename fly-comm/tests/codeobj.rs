@@ -6,45 +6,12 @@
 //! `s_memrealtime` for the bounded wait; through `llvm-objdump`); PTX has
 //! `st.release.sys`, `ld.acquire.sys`, `%globaltimer`, 128-bit accesses and no local memory.
 
-use flydsl_devtools::inspect::{parse_hsaco, parse_ptx};
+use flydsl_devtools::inspect::{disassemble_with, find_objdump, parse_hsaco, parse_ptx};
 use flydsl_rt::Target;
-use std::process::Command;
-
-fn objdump() -> Option<String> {
-    let mut c = vec![std::env::var("FLYDSL_OBJDUMP").unwrap_or_default()];
-    c.extend(
-        [
-            "llvm-objdump-22",
-            "llvm-objdump",
-            "/usr/lib/llvm-22/bin/llvm-objdump",
-        ]
-        .map(String::from),
-    );
-    c.into_iter().filter(|p| !p.is_empty()).find(|p| {
-        Command::new(p)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-}
-
-fn disassemble(tool: &str, target: Target, code: &[u8], name: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("fly-comm-codeobj-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{name}.{}.hsaco", target.name()));
-    std::fs::write(&path, code).unwrap();
-    let out = Command::new(tool)
-        .args(["-d", &format!("--mcpu={}", target.mcpu())])
-        .arg(&path)
-        .output()
-        .expect("run llvm-objdump");
-    let _ = std::fs::remove_file(&path);
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 #[test]
 fn code_objects_carry_the_flag_protocol() {
-    let tool = objdump();
+    let tool = find_objdump().ok();
     if tool.is_none() {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -84,7 +51,8 @@ fn code_objects_carry_the_flag_protocol() {
                 assert!(!meta.uses_scratch(), "{} {t}: scratch: {meta:?}", k.name);
                 assert!(meta.group_segment_fixed_size <= 1024, "{} {t}: LDS", k.name);
                 if let Some(tool) = &tool {
-                    let asm = disassemble(tool, t, code, k.name);
+                    let asm = disassemble_with(tool, code, t.mcpu())
+                        .unwrap_or_else(|e| panic!("{} {t}: {e}", k.name));
                     for want in [
                         "buffer_wbl2 sc0 sc1",
                         "buffer_inv sc0 sc1",

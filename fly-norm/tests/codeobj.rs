@@ -7,41 +7,8 @@
 //! and skipped.
 
 use fly_norm::kernels::ALL_KERNELS;
-use flydsl_devtools::inspect::{parse_hsaco, parse_ptx};
+use flydsl_devtools::inspect::{disassemble_with, find_objdump, parse_hsaco, parse_ptx};
 use flydsl_rt::Target;
-use std::process::Command;
-
-fn objdump() -> Option<String> {
-    let mut c = vec![std::env::var("FLYDSL_OBJDUMP").unwrap_or_default()];
-    c.extend(
-        [
-            "llvm-objdump-22",
-            "llvm-objdump",
-            "/usr/lib/llvm-22/bin/llvm-objdump",
-        ]
-        .map(String::from),
-    );
-    c.into_iter().filter(|p| !p.is_empty()).find(|p| {
-        Command::new(p)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-}
-
-fn disassemble(tool: &str, target: Target, code: &[u8], name: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("fly-norm-codeobj-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{name}.{}.hsaco", target.name()));
-    std::fs::write(&path, code).unwrap();
-    let out = Command::new(tool)
-        .args(["-d", &format!("--mcpu={}", target.mcpu())])
-        .arg(&path)
-        .output()
-        .expect("run llvm-objdump");
-    let _ = std::fs::remove_file(&path);
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// A vectorised kernel: forward fast or multi-row path, backward fast path.
 fn vectorised(name: &str) -> bool {
@@ -56,7 +23,7 @@ fn vector_stores(name: &str) -> bool {
 
 #[test]
 fn code_objects_are_sound() {
-    let tool = objdump();
+    let tool = find_objdump().ok();
     if tool.is_none() {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -108,7 +75,8 @@ fn code_objects_are_sound() {
                     meta.group_segment_fixed_size
                 );
                 if let (Some(tool), true) = (&tool, vectorised(k.name)) {
-                    let asm = disassemble(tool, t, code, k.name);
+                    let asm = disassemble_with(tool, code, t.mcpu())
+                        .unwrap_or_else(|e| panic!("{} {t}: {e}", k.name));
                     assert!(
                         asm.contains("buffer_load_dwordx4") || asm.contains("buffer_load_b128"),
                         "{} {t}: no 128-bit buffer loads",
