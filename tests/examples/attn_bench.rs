@@ -70,6 +70,39 @@ fn pairs(sq: usize, skv: usize, causal: bool) -> f64 {
         .sum()
 }
 
+/// The f64 reference of one output row: query `qrow` (D values) against the first `nvis`
+/// keys of one kv head, whose row `j` starts at element `kv(j)` of `k` and `v`.
+fn reference_row<T: Element>(
+    qrow: &[T],
+    k: &[T],
+    v: &[T],
+    nvis: usize,
+    kv: impl Fn(usize) -> usize,
+) -> Vec<f64> {
+    let d = qrow.len();
+    let scale = 1.0 / (d as f64).sqrt();
+    let logits: Vec<f64> = (0..nvis)
+        .map(|j| {
+            let kr = &k[kv(j)..][..d];
+            scale
+                * (0..d)
+                    .map(|x| qrow[x].to_f32() as f64 * kr[x].to_f32() as f64)
+                    .sum::<f64>()
+        })
+        .collect();
+    let mx = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let w: Vec<f64> = logits.iter().map(|&l| (l - mx).exp()).collect();
+    let sum: f64 = w.iter().sum();
+    (0..d)
+        .map(|x| {
+            (0..nvis)
+                .map(|j| w[j] * v[kv(j) + x].to_f32() as f64)
+                .sum::<f64>()
+                / sum
+        })
+        .collect()
+}
+
 /// The largest error of 8 output rows against an f64 reference.
 fn spot_check<T: Element>(
     q: &[T],
@@ -80,32 +113,17 @@ fn spot_check<T: Element>(
     d: usize,
     causal: bool,
 ) -> f64 {
-    let scale = 1.0 / (d as f64).sqrt();
     let mut worst = 0.0f64;
     for t in 0..8usize {
         let (bi, h, i) = (t % b, (t * 5) % hq, (t * 7919 + sl / 3) % sl);
         let hk = h / (hq / hkv);
-        let qrow = &q[((bi * sl + i) * hq + h) * d..][..d];
+        let row = ((bi * sl + i) * hq + h) * d;
         let nvis = if causal { i + 1 } else { sl };
-        let logits: Vec<f64> = (0..nvis)
-            .map(|j| {
-                let kr = &k[((bi * sl + j) * hkv + hk) * d..][..d];
-                scale
-                    * (0..d)
-                        .map(|x| qrow[x].to_f32() as f64 * kr[x].to_f32() as f64)
-                        .sum::<f64>()
-            })
-            .collect();
-        let mx = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        let w: Vec<f64> = logits.iter().map(|&l| (l - mx).exp()).collect();
-        let sum: f64 = w.iter().sum();
-        for x in 0..d {
-            let want: f64 = (0..nvis)
-                .map(|j| w[j] * v[((bi * sl + j) * hkv + hk) * d + x].to_f32() as f64)
-                .sum::<f64>()
-                / sum;
-            let got = out[((bi * sl + i) * hq + h) * d + x].to_f32() as f64;
-            worst = worst.max((got - want).abs());
+        let want = reference_row(&q[row..][..d], k, v, nvis, |j| {
+            ((bi * sl + j) * hkv + hk) * d
+        });
+        for (x, w) in want.iter().enumerate() {
+            worst = worst.max((out[row + x].to_f32() as f64 - w).abs());
         }
     }
     worst
@@ -216,31 +234,16 @@ fn decode<T: AttnElem>(
         let ms = timer.median(s, 3, 20, &mut run).map_err(e)?;
         let out = dout.to_vec().map_err(e)?;
         // Every (batch, head) row against f64.
-        let scale = 1.0 / (d as f64).sqrt();
         let mut worst = 0.0f64;
         for bi in 0..b {
             for h in 0..hq {
                 let hk = h / (hq / hkv);
-                let qr = &q[(bi * hq + h) * d..][..d];
-                let kv = |j: usize| (bi * skv + j) * hkv * d + hk * d;
-                let logit = |j: usize| {
-                    let kr = &k[kv(j)..][..d];
-                    scale
-                        * (0..d)
-                            .map(|x| qr[x].to_f32() as f64 * kr[x].to_f32() as f64)
-                            .sum::<f64>()
-                };
-                let l: Vec<f64> = (0..skv).map(logit).collect();
-                let mx = l.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                let w: Vec<f64> = l.iter().map(|&x| (x - mx).exp()).collect();
-                let sum: f64 = w.iter().sum();
-                for x in 0..d {
-                    let want = (0..skv)
-                        .map(|j| w[j] * v[kv(j) + x].to_f32() as f64)
-                        .sum::<f64>()
-                        / sum;
-                    let got = out[(bi * hq + h) * d + x].to_f32() as f64;
-                    worst = worst.max((got - want).abs());
+                let row = (bi * hq + h) * d;
+                let want = reference_row(&q[row..][..d], &k, &v, skv, |j| {
+                    (bi * skv + j) * hkv * d + hk * d
+                });
+                for (x, w) in want.iter().enumerate() {
+                    worst = worst.max((out[row + x].to_f32() as f64 - w).abs());
                 }
             }
         }
