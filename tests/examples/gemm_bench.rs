@@ -95,15 +95,8 @@ fn main() -> Result<(), String> {
         let mut worst = 0.0f64;
         for t in 0..64u64 {
             let (i, j) = ((t * 7919) as usize % m, (t * 104_729) as usize % n);
-            let want: f64 = (0..k)
-                .map(|p| a[i * k + p].to_f64() * b[j * k + p].to_f64())
-                .sum();
-            let got = c[i * n + j].to_f64();
-            let scale = (0..k)
-                .map(|p| (a[i * k + p].to_f64() * b[j * k + p].to_f64()).abs())
-                .sum::<f64>()
-                .max(1e-30);
-            worst = worst.max((got - want).abs() / scale);
+            let prod = |p: usize| a[i * k + p].to_f64() * b[j * k + p].to_f64();
+            worst = worst.max(rel_err(c[i * n + j].to_f64(), k, prod));
         }
         let tflops = 2.0 * (m * n * k) as f64 / (ms * 1e-3) / 1e12;
         let ok = worst < 1e-2;
@@ -183,6 +176,16 @@ fn main() -> Result<(), String> {
             .map_err(|e| format!("{path}: {e}"))?;
     }
     quant
+}
+
+/// `|got - sum of prod(p)| / sum of |prod(p)|` over `p < k`: a dot product's error relative
+/// to the magnitude its terms add up to.
+fn rel_err(got: f64, k: usize, prod: impl Fn(usize) -> f64) -> f64 {
+    let (want, mag) = (0..k).fold((0.0f64, 0.0f64), |(w, g), p| {
+        let x = prod(p);
+        (w + x, g + x.abs())
+    });
+    (got - want).abs() / mag.max(1e-30)
 }
 
 /// The (N, K) pairs and M values of the GEMM issue: every M with every (N, K).
@@ -278,15 +281,18 @@ fn quant_one<Q: fly_gemm::QuantElement>(
             let mut run = || gemm_scaled(s, &da, dbm, &dsa, &dsb, None, &mut dc, args);
             let ms = timer.median(s, 3, 30, &mut run).map_err(e)?;
             let c = dc.to_vec().map_err(e)?;
+            // |err| / sum |a b| of C[i][j] (scales applied to both).
+            let err_at = |i: usize, j: usize| {
+                let scale = sa[i] as f64 * sb[j] as f64;
+                let prod = |p: usize| {
+                    a[i * k + p].dequantize() as f64 * b[j * k + p].dequantize() as f64 * scale
+                };
+                rel_err(c[i * n + j].to_f64(), k, prod)
+            };
             let mut worst = 0.0f64;
             for t in 0..64u64 {
                 let (i, j) = ((t * 7919) as usize % m, (t * 104_729) as usize % n);
-                let prod =
-                    |p: usize| a[i * k + p].dequantize() as f64 * b[j * k + p].dequantize() as f64;
-                let scale = sa[i] as f64 * sb[j] as f64;
-                let want: f64 = (0..k).map(prod).sum::<f64>() * scale;
-                let mag = (0..k).map(|p| prod(p).abs()).sum::<f64>() * scale;
-                worst = worst.max((c[i * n + j].to_f64() - want).abs() / mag.max(1e-30));
+                worst = worst.max(err_at(i, j));
             }
             let tflops = 2.0 * (m * n * k) as f64 / (ms * 1e-3) / 1e12;
             // Weight (B) bytes read once per call, the memory-bound figure at small M.
@@ -301,18 +307,7 @@ fn quant_one<Q: fly_gemm::QuantElement>(
             if !ok {
                 // Which outputs are wrong: the whole first row against the reference, so a
                 // wrong kernel's pattern (columns, tiles) shows in the log.
-                let i = 0;
-                let wrong: Vec<usize> = (0..n)
-                    .filter(|&j| {
-                        let prod = |p: usize| {
-                            a[i * k + p].dequantize() as f64 * b[j * k + p].dequantize() as f64
-                        };
-                        let scale = sa[i] as f64 * sb[j] as f64;
-                        let want: f64 = (0..k).map(prod).sum::<f64>() * scale;
-                        let mag = (0..k).map(|p| prod(p).abs()).sum::<f64>() * scale;
-                        (c[i * n + j].to_f64() - want).abs() / mag.max(1e-30) >= 1e-2
-                    })
-                    .collect();
+                let wrong: Vec<usize> = (0..n).filter(|&j| err_at(0, j) >= 1e-2).collect();
                 println!(
                     "  row 0: {} of {n} columns wrong; first: {:?}",
                     wrong.len(),
@@ -387,16 +382,15 @@ fn tile_sweep(
                 let mut worst = 0.0f64;
                 for t in 0..16u64 {
                     let (i, j) = ((t * 7919) as usize % m, (t * 104_729) as usize % n);
-                    let (want, mag) = (0..k).fold((0.0f64, 0.0f64), |(w, g), p| {
-                        let x = if dtype == "bf16" {
+                    let prod = |p: usize| {
+                        if dtype == "bf16" {
                             a[i * k + p].to_f64() * b[j * k + p].to_f64()
                         } else {
                             a8[i * k + p].dequantize() as f64 * b8[j * k + p].dequantize() as f64
                                 / (256.0 * 128.0)
-                        };
-                        (w + x, g + x.abs())
-                    });
-                    worst = worst.max((c[i * n + j].to_f64() - want).abs() / mag.max(1e-30));
+                        }
+                    };
+                    worst = worst.max(rel_err(c[i * n + j].to_f64(), k, prod));
                 }
                 println!(
                     "tile sweep {dtype:<4} {m:>5}x{n}x{k} {:>3}x{:<3} {ms:>9.4} ms \
