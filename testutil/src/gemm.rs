@@ -110,6 +110,12 @@ pub fn unit_roundoff(dtype: &str) -> f64 {
     }
 }
 
+/// The accumulation error of an fp8 GEMM on Hopper's tensor cores, relative to the sum of
+/// |terms|: the hardware keeps 13 mantissa bits of each wgmma's sum (truncated) and the
+/// fly-gemm kernel adds each 128-wide K stage into f32, so up to 2^-8 of the scaled sum of
+/// |a b|. cuBLAS's `torch._scaled_mm` shows the same error on the H200.
+pub const HOPPER_FP8_SUM_ERR: f64 = 1.0 / 256.0;
+
 /// The largest `|C[i][j] - reference|` a GEMM with f32 accumulation (in any summation order)
 /// and output dtype `dtype` may show at one element, for the 16-bit [`gemm_ref`] and the
 /// scaled [`gemm_scaled_ref`] alike.
