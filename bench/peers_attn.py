@@ -24,6 +24,9 @@ OUT = os.environ.get("OUT", ".")
 DEV = "cuda"
 FLUSH = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device=DEV)
 SHAPES = [(16, 1024, 16, 16), (8, 4096, 16, 16), (2, 16384, 16, 16), (8, 4096, 64, 8)]
+# Decode-like shapes of attn_bench.rs (`DECODE`): (B, Skv, Hq, Hkv, D), one query row.
+DECODE = [(1, 32768, 32, 8, 128), (8, 8192, 32, 8, 128), (16, 4096, 16, 16, 128),
+          (4, 65536, 64, 8, 64)]
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 BACKENDS = {"sdpa flash": SDPBackend.FLASH_ATTENTION, "sdpa cudnn": SDPBackend.CUDNN_ATTENTION}
 
@@ -48,6 +51,64 @@ def bench(fn, reps=20):
     torch.cuda.synchronize()
     ts = sorted(a.elapsed_time(b) for a, b in zip(st, en))
     return ts[len(ts) // 2]
+
+
+def decode(rows):
+    """SDPA (flash, cuDNN, each forced) at the decode shapes, bf16, and a copy of the K and V
+    bytes (the ceiling of a kernel that reads them once): GB/s of K+V read."""
+    dt = DTYPES["bf16"]
+    for b, skv, hq, hkv, d in DECODE:
+        q = values(1, b * hq * d, dt).view(b, 1, hq, d).transpose(1, 2)
+        k = values(2, b * skv * hkv * d, dt).view(b, skv, hkv, d).transpose(1, 2)
+        v = values(3, b * skv * hkv * d, dt).view(b, skv, hkv, d).transpose(1, 2)
+        kv_bytes = 2 * k.numel() * k.element_size()
+        shape = [b, 1, skv, hq, hkv, d]
+        src = torch.empty(kv_bytes // 8, dtype=torch.int64, device=DEV)
+        dst = torch.empty_like(src)
+        ms = bench(lambda: dst.copy_(src))
+        # A copy reads and writes: its GB/s counts both, as the copy ceiling does.
+        rows.append({"op": "attention_decode", "impl": "copy of K+V", "dtype": "bf16",
+                     "shape": shape, "median_ms": ms, "kv_gbs": 2 * kv_bytes / (ms * 1e-3) / 1e9})
+        del src, dst
+        for name, be in BACKENDS.items():
+            def run():
+                with sdpa_kernel(be):
+                    return F.scaled_dot_product_attention(q, k, v, enable_gqa=hkv != hq)
+            try:
+                run()
+                ms = bench(run)
+            except Exception as e:  # a backend that refuses the shape
+                print(f"decode {name} B={b} Skv={skv} H={hq}/{hkv} D={d}: unavailable "
+                      f"({str(e).splitlines()[0]})")
+                continue
+            gbs = kv_bytes / (ms * 1e-3) / 1e9
+            rows.append({"op": "attention_decode", "impl": name, "dtype": "bf16",
+                         "shape": shape, "median_ms": ms, "kv_gbs": gbs})
+            print(f"decode {name} bf16 B={b:>2} Skv={skv:>5} H={hq:>2}/{hkv:>2} D={d:>3} "
+                  f"{ms:9.4f} ms {gbs:7.0f} GB/s of K+V", flush=True)
+        del q, k, v
+        torch.cuda.empty_cache()
+
+
+def decode_table(rows, ours_rows):
+    peer = {}
+    for r in rows:
+        if r["op"] == "attention_decode":
+            peer.setdefault(tuple(r["shape"]), {})[r["impl"]] = r["kv_gbs"]
+    print("\n| decode B, Skv, Hq/Hkv, D | ours GB/s | flash | cuDNN | copy of K+V | ours / copy "
+          "| ours / flash | ours / cuDNN |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for o in ours_rows:
+        if o.get("op") != "attention_decode":
+            continue
+        p = peer.get(tuple(o["shape"]), {})
+        b, _, skv, hq, hkv, d = o["shape"]
+        g = o["kv_gbs"]
+        f = lambda x: f"{x:.0f}" if x else "-"  # noqa: E731
+        r = lambda x: f"{g / x:.2f}" if x else "-"  # noqa: E731
+        cp, fl, cu = p.get("copy of K+V"), p.get("sdpa flash"), p.get("sdpa cudnn")
+        print(f"| {b}, {skv}, {hq}/{hkv}, {d} | {g:.0f} | {f(fl)} | {f(cu)} | {f(cp)} | {r(cp)} "
+              f"| {r(fl)} | {r(cu)} |")
 
 
 def main():
@@ -88,6 +149,8 @@ def main():
                               f"TFLOP/s (max |diff| vs first backend {err:.1e})", flush=True)
                     del q, k, v, ref
                     torch.cuda.empty_cache()
+    if os.environ.get("ATTN_DECODE") != "0":
+        decode(rows)
     with open(os.path.join(OUT, "attn_peers.json"), "w") as f:
         json.dump(rows, f, indent=1)
     try:
@@ -98,10 +161,13 @@ def main():
     key = lambda r: (r["dtype"], tuple(r["shape"]), r["causal"])  # noqa: E731
     peer = {}
     for r in rows:
-        peer.setdefault(key(r), {})[r["impl"]] = r["tflops"]
+        if r["op"] == "attention":
+            peer.setdefault(key(r), {})[r["impl"]] = r["tflops"]
     print("\n| ours | dtype | B, S, Hq/Hkv, D | causal | ours TFLOP/s | flash | cuDNN | ours/flash | ours/cuDNN |")
     print("|---|---|---|---|---:|---:|---:|---:|---:|")
     for o in ours_rows:
+        if o.get("op", "attention") != "attention":
+            continue
         p = peer.get(key(o), {})
         fl, cu = p.get("sdpa flash"), p.get("sdpa cudnn")
         b, s, hq, hkv, d = o["shape"]
@@ -109,6 +175,7 @@ def main():
         r = lambda x: f"{o['tflops'] / x:.2f}" if x else "-"  # noqa: E731
         print(f"| {o['impl']} | {o['dtype']} | {b}, {s}, {hq}/{hkv}, {d} | {o['causal']} | {o['tflops']:.0f} | "
               f"{f(fl)} | {f(cu)} | {r(fl)} | {r(cu)} |")
+    decode_table(rows, ours_rows)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 //! `cargo xtask bench`: time our kernels on the current device at the issues' shapes, or at
-//! the caller's (`--shape`, repeatable; `--dtype` filters).
+//! the caller's (`--shape`, repeatable; `--dtype` filters), or at a sweep file's
+//! (`--sweep`, see `bench_sweep`).
 //! On a GPU: events + L2 flush + median (see `timing`). Output: a table and JSON rows
 //! (op, dtype, shape, median_ms, bytes, GBps, and TFLOPs for GEMM) that `bench/compare.py`
 //! pairs with the torch peers measured in the same run.
@@ -33,6 +34,10 @@ pub struct Args {
     /// Time only this dtype (repeatable): bf16, f16, f32 (norm, softmax), bf16, f16 (gemm).
     #[arg(long = "dtype")]
     dtypes: Vec<String>,
+    /// Time every op of one family at the shapes of this sweep file (`bench/sweep.py gen`;
+    /// `--family`, `--shape` and `--dtype` are then ignored).
+    #[arg(long)]
+    sweep: Option<std::path::PathBuf>,
     /// Write JSON rows here.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
@@ -44,7 +49,7 @@ pub struct Args {
     shrink: usize,
 }
 
-fn softmax_fwd<T: fly_softmax::Element + Storage>(
+pub(crate) fn softmax_fwd<T: fly_softmax::Element + Storage>(
     c: &mut Ctx,
     dt: Dtype,
     shape: (usize, usize),
@@ -67,7 +72,7 @@ fn softmax_fwd<T: fly_softmax::Element + Storage>(
     Ok(())
 }
 
-fn softmax_bwd<T: fly_softmax::Element + Storage>(
+pub(crate) fn softmax_bwd<T: fly_softmax::Element + Storage>(
     c: &mut Ctx,
     dt: Dtype,
     shape: (usize, usize),
@@ -119,7 +124,10 @@ pub fn run(a: Args) -> R<ExitCode> {
         shapes: a.shapes.iter().map(|s| parse_shape(s)).collect::<R<_>>()?,
         dtypes: a.dtypes.iter().map(|s| parse_dtype(s)).collect::<R<_>>()?,
     };
-    let fam = |f: &str| a.family == "all" || a.family == f;
+    if let Some(file) = &a.sweep {
+        crate::bench_sweep::run(&mut c, file)?;
+    }
+    let fam = |f: &str| a.sweep.is_none() && (a.family == "all" || a.family == f);
     if !["all", "softmax", "norm", "gemm"].contains(&a.family.as_str()) {
         return Err(format!(
             "unknown --family `{}`: expected all, softmax, norm or gemm",

@@ -11,7 +11,11 @@ use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::DeviceBuffer;
 use flydsl_testutil::compare::Storage;
 
-fn fwd<T: fly_norm::Element + Storage>(c: &mut Ctx, dt: Dtype, shape: (usize, usize)) -> R<()> {
+pub(crate) fn fwd<T: fly_norm::Element + Storage>(
+    c: &mut Ctx,
+    dt: Dtype,
+    shape: (usize, usize),
+) -> R<()> {
     let (m, n) = c.shape(shape);
     let x = DeviceBuffer::from_slice(&c.dev, &inputs::<T>(1, m * n)).map_err(e)?;
     let g = DeviceBuffer::from_slice(&c.dev, &inputs::<T>(2, n)).map_err(e)?;
@@ -76,7 +80,11 @@ fn fwd_quant<T: fly_norm::Element + Storage>(
     Ok(())
 }
 
-fn bwd<T: fly_norm::Element + Storage>(c: &mut Ctx, dt: Dtype, shape: (usize, usize)) -> R<()> {
+pub(crate) fn bwd<T: fly_norm::Element + Storage>(
+    c: &mut Ctx,
+    dt: Dtype,
+    shape: (usize, usize),
+) -> R<()> {
     let (m, n) = c.shape(shape);
     let x = DeviceBuffer::from_slice(&c.dev, &inputs::<T>(4, m * n)).map_err(e)?;
     let dy = DeviceBuffer::from_slice(&c.dev, &inputs::<T>(5, m * n)).map_err(e)?;

@@ -220,6 +220,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         "bench/peers_attn.py",
         "bench/py_check.py",
         "bench/peers_allreduce.py",
+        "bench/sweep.py",
         "bench/run.sh",
     ] {
         let src = root.join(f);
