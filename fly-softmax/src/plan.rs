@@ -50,7 +50,7 @@ impl Variant {
     /// ```
     pub fn supports<T: Element>(&self, n: usize) -> bool {
         let c = self.config;
-        let vec_ok = !c.path.is_vector() || multiple_of(n, T::DTYPE.vec() as usize);
+        let vec_ok = !c.path.needs_whole_vectors() || multiple_of(n, T::DTYPE.vec() as usize);
         let fits = c.path.is_loop() || n <= c.class as usize;
         n >= 1 && vec_ok && fits && c.serves(T::DTYPE)
     }
@@ -145,52 +145,61 @@ fn max_class(kind: Kind, path: Path, dtype: DType) -> u32 {
         .unwrap_or(0)
 }
 
-/// The path that serves rows of `n` elements of `T`: register-resident when the row fits the
-/// largest class, vector when `n` is a multiple of the 128-bit vector width.
+/// The path that serves rows of `n` elements of `T`. The dispatcher's rules, in order:
+/// 1. `n` a multiple of the 128-bit vector width: [`Path::Vector`] when the row fits the
+///    largest vector class of the dtype (one read, one write, every access a whole aligned
+///    vector), else [`Path::LoopVector`].
+/// 2. Other `n` (rows start off the 16-byte grid): [`Path::Ragged`] when the row fits its
+///    largest class, else [`Path::LoopRagged`]: each row's unaligned head and its tail are
+///    one element per lane and the body is aligned vectors, so all but at most
+///    `2 * (width - 1)` elements of a row move in 128-bit accesses, where the masked scalar
+///    path moves every element alone (31-60% of copy bandwidth on the H200 at odd `n`). The
+///    masked scalar paths stay the tuner's alternatives ([`candidates`]).
 ///
 /// ```
 /// use fly_softmax::{plan::path_for, table::{Kind, Path}};
 /// assert_eq!(path_for::<half::bf16>(Kind::Forward, 8192), Path::Vector);
-/// assert_eq!(path_for::<half::bf16>(Kind::Forward, 1021), Path::Scalar);
+/// assert_eq!(path_for::<half::bf16>(Kind::Forward, 1021), Path::Ragged);
 /// assert_eq!(path_for::<f32>(Kind::Forward, 1 << 20), Path::LoopVector);
-/// assert_eq!(path_for::<f32>(Kind::Backward, 65537), Path::LoopScalar);
+/// assert_eq!(path_for::<f32>(Kind::Forward, 150_001), Path::LoopRagged);
+/// assert_eq!(path_for::<f32>(Kind::Backward, 65537), Path::LoopRagged);
 /// assert_eq!(path_for::<half::bf16>(Kind::Backward, 65536), Path::Vector);
 /// assert_eq!(path_for::<f32>(Kind::Backward, 65536), Path::LoopVector);
 /// ```
 pub fn path_for<T: Element>(kind: Kind, n: usize) -> Path {
-    let vec = multiple_of(n, T::DTYPE.vec() as usize);
-    let (resident, looped) = if vec {
-        (Path::Vector, Path::LoopVector)
+    let resident = if multiple_of(n, T::DTYPE.vec() as usize) {
+        Path::Vector
     } else {
-        (Path::Scalar, Path::LoopScalar)
+        Path::Ragged
     };
     if n <= max_class(kind, resident, T::DTYPE) as usize {
         resident
     } else {
-        looped
+        resident.looped()
     }
 }
 
-/// The candidates for rows of `n` elements of `T` on `device`: the configurations of the
-/// smallest class of the chosen path that holds `n`, available on the device, default first.
-/// Never empty for `n >= 1`: when nothing is available the default is still returned (its
-/// launch then reports the missing variant).
-///
-/// ```
-/// use fly_softmax::{plan::candidates, table::Kind};
-/// use flydsl_rt::{Device, Target};
-/// let c = candidates::<half::bf16>(Kind::Forward, &Device::sim(Target::Gfx950), 8000);
-/// assert!(c.len() > 1 && c[0].config.default && c[0].config.class == 8192);
-/// ```
-pub fn candidates<T: Element>(kind: Kind, device: &Device, n: usize) -> Vec<Variant> {
-    let path = path_for::<T>(kind, n);
-    let class = CONFIGS
+/// The masked scalar path the tuner also tries where `path` (a ragged path) is the default.
+fn scalar_alternative(path: Path) -> Option<Path> {
+    match path {
+        Path::Ragged => Some(Path::Scalar),
+        Path::LoopRagged => Some(Path::LoopScalar),
+        _ => None,
+    }
+}
+
+/// The configurations of `path`'s smallest class that holds rows of `n` elements of `T`,
+/// default first (empty when no class of `path` holds them).
+fn class_configs<T: Element>(kind: Kind, path: Path, n: usize) -> Vec<Variant> {
+    let Some(class) = CONFIGS
         .iter()
         .filter(|c| c.kind == kind && c.path == path && c.class as usize >= n)
         .filter(|c| c.serves(T::DTYPE))
         .map(|c| c.class)
         .min()
-        .unwrap_or(u32::MAX);
+    else {
+        return Vec::new();
+    };
     let mut same: Vec<Variant> = CONFIGS
         .iter()
         .enumerate()
@@ -199,6 +208,30 @@ pub fn candidates<T: Element>(kind: Kind, device: &Device, n: usize) -> Vec<Vari
         .map(|(index, config)| Variant { index, config })
         .collect();
     same.sort_by_key(|v| !v.config.default);
+    same
+}
+
+/// The candidates for rows of `n` elements of `T` on `device`: the configurations of the
+/// smallest class of the chosen path ([`path_for`]) that holds `n`, then, for a ragged path,
+/// those of the masked scalar path's smallest class that holds `n` (when one does), available
+/// on the device, the default first. Never empty for `n >= 1`: when nothing is available the
+/// default is still returned (its launch then reports the missing variant).
+///
+/// ```
+/// use fly_softmax::{plan::candidates, table::{Kind, Path}};
+/// use flydsl_rt::{Device, Target};
+/// let c = candidates::<half::bf16>(Kind::Forward, &Device::sim(Target::Gfx950), 8000);
+/// assert!(c.len() > 1 && c[0].config.default && c[0].config.class == 8192);
+/// let odd = candidates::<f32>(Kind::Forward, &Device::sim(Target::Sm90), 1021);
+/// assert_eq!((odd[0].config.path, odd[0].config.class), (Path::Ragged, 1024));
+/// assert!(odd.iter().any(|v| v.config.path == Path::Scalar));
+/// ```
+pub fn candidates<T: Element>(kind: Kind, device: &Device, n: usize) -> Vec<Variant> {
+    let path = path_for::<T>(kind, n);
+    let mut same = class_configs::<T>(kind, path, n);
+    if let Some(alt) = scalar_alternative(path) {
+        same.extend(class_configs::<T>(kind, alt, n));
+    }
     let default = same[0];
     let mut avail: Vec<Variant> = same
         .into_iter()

@@ -85,7 +85,7 @@ pub(crate) fn resolve<T: Element>(
                     format_args!("Dispatch::Variant({name:?})"),
                     format_args!(
                         "`{name}` cannot handle rows of n = {n} (it needs n <= {} and, on a \
-                         vector path, n a multiple of {})",
+                         vector path (`_v`/`_lv` names), n a multiple of {})",
                         v.config.class,
                         T::DTYPE.vec()
                     ),

@@ -32,6 +32,7 @@ pub enum Kind {
 /// ```
 /// use fly_softmax::table::Path;
 /// assert!(Path::LoopVector.is_vector() && Path::LoopVector.is_loop());
+/// assert!(Path::Ragged.is_vector() && !Path::Ragged.is_loop());
 /// assert_eq!(Path::Scalar.tag(), "s");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -41,11 +42,20 @@ pub enum Path {
     Vector,
     /// Register-resident row, one element per access, masked; any `n <= class`.
     Scalar,
+    /// Register-resident ragged row (any `n <= class`, meant for `n` not a multiple of the
+    /// vector width): each row's unaligned head (the elements before its first 16-byte
+    /// boundary: row `r` starts at element `r * n`, not 16-byte aligned for odd `n`) and its
+    /// tail (after the last whole vector) are one element per lane on the first lanes of the
+    /// row; the body between them is aligned 128-bit vectors, as on [`Path::Vector`].
+    Ragged,
     /// Looped over the row with 128-bit loads (rows too long for registers); needs
     /// `n % vector width == 0`.
     LoopVector,
     /// Looped over the row one element at a time; any `n`.
     LoopScalar,
+    /// Looped over the row's aligned body with 128-bit loads, head and tail as on
+    /// [`Path::Ragged`]; any `n`.
+    LoopRagged,
 }
 
 impl Path {
@@ -54,17 +64,46 @@ impl Path {
         match self {
             Path::Vector => "v",
             Path::Scalar => "s",
+            Path::Ragged => "r",
             Path::LoopVector => "lv",
             Path::LoopScalar => "ls",
+            Path::LoopRagged => "lr",
         }
     }
-    /// Whether the path uses 128-bit vectors.
+    /// Whether the path uses 128-bit vectors (for all of a row, or for its body).
     pub const fn is_vector(self) -> bool {
+        !matches!(self, Path::Scalar | Path::LoopScalar)
+    }
+    /// Whether the path needs `n` to be a multiple of the vector width.
+    ///
+    /// ```
+    /// use fly_softmax::table::Path;
+    /// assert!(Path::Vector.needs_whole_vectors() && !Path::Ragged.needs_whole_vectors());
+    /// ```
+    pub const fn needs_whole_vectors(self) -> bool {
         matches!(self, Path::Vector | Path::LoopVector)
+    }
+    /// Whether the path peels an unaligned head and a tail off each row.
+    pub const fn is_ragged(self) -> bool {
+        matches!(self, Path::Ragged | Path::LoopRagged)
     }
     /// Whether the path loops over the row (no register residency, any length).
     pub const fn is_loop(self) -> bool {
-        matches!(self, Path::LoopVector | Path::LoopScalar)
+        matches!(self, Path::LoopVector | Path::LoopScalar | Path::LoopRagged)
+    }
+    /// The looped path with the same row walk (itself for a looped path).
+    ///
+    /// ```
+    /// use fly_softmax::table::Path;
+    /// assert_eq!(Path::Ragged.looped(), Path::LoopRagged);
+    /// assert_eq!(Path::LoopScalar.looped(), Path::LoopScalar);
+    /// ```
+    pub const fn looped(self) -> Path {
+        match self {
+            Path::Vector | Path::LoopVector => Path::LoopVector,
+            Path::Scalar | Path::LoopScalar => Path::LoopScalar,
+            Path::Ragged | Path::LoopRagged => Path::LoopRagged,
+        }
     }
 }
 
@@ -151,7 +190,9 @@ const fn c(
 }
 
 use Kind::{Backward as B, Forward as F};
-use Path::{LoopScalar as LS, LoopVector as LV, Scalar as S, Vector as V};
+use Path::{
+    LoopRagged as LR, LoopScalar as LS, LoopVector as LV, Ragged as R, Scalar as S, Vector as V,
+};
 
 /// Every compiled configuration. Within one `(kind, path, class)` exactly one is the default;
 /// the others are the autotuner's alternatives for that class.
@@ -167,11 +208,20 @@ use Path::{LoopScalar as LS, LoopVector as LV, Scalar as S, Vector as V};
 ///   kept (AMD only: NVIDIA has no such hint);
 /// - threads per row: the short-row classes (64..2048) compile 8..128 threads per row with
 ///   several rows per block;
+/// - n = 128 (many short rows) has its own vector class: 16 threads per row with one 128-bit
+///   access each for 16-bit dtypes (the 256 class would leave half of a row's lanes idle),
+///   with 8-threads-per-row (two accesses in flight per thread) and 512-thread alternatives;
+/// - the ragged paths (odd `n`) mirror the vector classes' defaults, and replace the masked
+///   scalar path in dispatch; the masked scalar configurations stay as the tuner's
+///   alternatives for odd `n` (see `plan::candidates`);
 /// - the masked scalar and looped paths are fallbacks with one configuration per class
 ///   (plus a 512-thread looped alternative).
 pub const CONFIGS: &[Config] = &[
     // ---- forward, vector path ------------------------------------------------------------
     c(F, V, 64, 256, 8, 8, 0, true),
+    c(F, V, 128, 256, 16, 8, 0, true),
+    c(F, V, 128, 256, 8, 16, 0, false),
+    c(F, V, 128, 512, 16, 8, 0, false),
     c(F, V, 256, 256, 32, 8, 0, true),
     c(F, V, 256, 256, 16, 16, 0, false),
     c(F, V, 512, 256, 64, 8, 0, true),
@@ -200,11 +250,26 @@ pub const CONFIGS: &[Config] = &[
     c(F, S, 2048, 256, 256, 8, 0, true),
     c(F, S, 8192, 512, 512, 16, 0, true),
     c(F, S, 16384, 512, 512, 32, 0, true),
+    // ---- forward, ragged path (n not a multiple of the vector width) ------------------------
+    c(F, R, 64, 256, 8, 8, 0, true),
+    c(F, R, 128, 256, 16, 8, 0, true),
+    c(F, R, 256, 256, 32, 8, 0, true),
+    c(F, R, 512, 256, 64, 8, 0, true),
+    c(F, R, 1024, 256, 64, 16, 0, true),
+    c(F, R, 2048, 256, 256, 8, 0, true),
+    c(F, R, 4096, 256, 256, 16, 0, true),
+    c(F, R, 8192, 256, 256, 32, 0, true),
+    c(F, R, 8192, 512, 512, 16, 0, false),
+    c(F, R, 16384, 512, 512, 32, 0, true),
+    c(F, R, 32768, 512, 512, 64, 0, true),
     // ---- forward, looped --------------------------------------------------------------------
     c(F, LV, LOOP, 256, 256, 0, 0, true),
     c(F, LV, LOOP, 512, 512, 0, 0, false),
     c(F, LS, LOOP, 256, 256, 0, 0, true),
+    c(F, LR, LOOP, 256, 256, 0, 0, true),
+    c(F, LR, LOOP, 512, 512, 0, 0, false),
     // ---- backward, vector path (<= 16384: y and dy resident; 32768: only y; 65536: packed) ---
+    c(B, V, 128, 256, 16, 8, 0, true),
     c(B, V, 256, 256, 32, 8, 0, true),
     c(B, V, 1024, 256, 64, 16, 0, true),
     c(B, V, 2048, 256, 256, 8, 0, true),
@@ -219,10 +284,20 @@ pub const CONFIGS: &[Config] = &[
     c(B, S, 512, 256, 64, 8, 0, true),
     c(B, S, 4096, 256, 256, 16, 0, true),
     c(B, S, 16384, 512, 512, 32, 0, true),
+    // ---- backward, ragged path (<= 16384: y and dy resident; 32768: only y) -----------------
+    c(B, R, 128, 256, 16, 8, 0, true),
+    c(B, R, 256, 256, 32, 8, 0, true),
+    c(B, R, 1024, 256, 64, 16, 0, true),
+    c(B, R, 2048, 256, 256, 8, 0, true),
+    c(B, R, 4096, 256, 256, 16, 0, true),
+    c(B, R, 8192, 256, 256, 32, 0, true),
+    c(B, R, 16384, 512, 512, 32, 0, true),
+    c(B, R, 32768, 512, 512, 64, 0, true),
     // ---- backward, looped (neither operand resident) ----------------------------------------
     c(B, LV, LOOP, 256, 256, 0, 0, true),
     c(B, LV, LOOP, 512, 512, 0, 0, false),
     c(B, LS, LOOP, 256, 256, 0, 0, true),
+    c(B, LR, LOOP, 256, 256, 0, 0, true),
 ];
 
 /// Backward classes up to this size keep both `y` and `dy` in registers (3 units of traffic);
