@@ -175,6 +175,10 @@ impl Split {
             tail: n - head - len,
         })
     }
+    /// The body's length in elements (a multiple of the vector width).
+    pub fn len(&self) -> Val {
+        self.len
+    }
 }
 
 /// The unaligned head and the tail of a ragged row: lane `l` of the row owns element `l` of
@@ -207,8 +211,16 @@ impl Edges {
     }
     /// Store this lane's head and tail elements (f32, narrowed to `dt`).
     pub fn store(&self, lane: Val, v: [Val; 2], dt: ScalarType) {
-        self.head.store(lane, v[0].cast(dt));
-        self.tail.store(lane, v[1].cast(dt));
+        self.store_head(lane, v[0], dt);
+        self.store_tail(lane, v[1], dt);
+    }
+    /// Store this lane's head element (f32, narrowed to `dt`).
+    pub fn store_head(&self, lane: Val, v: Val, dt: ScalarType) {
+        self.head.store(lane, v.cast(dt));
+    }
+    /// Store this lane's tail element (f32, narrowed to `dt`).
+    pub fn store_tail(&self, lane: Val, v: Val, dt: ScalarType) {
+        self.tail.store(lane, v.cast(dt));
     }
 }
 

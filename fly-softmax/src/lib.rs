@@ -51,6 +51,7 @@ mod array;
 mod kernels;
 pub mod plan;
 pub mod select;
+pub mod split;
 pub mod table;
 pub mod validate;
 

@@ -55,7 +55,8 @@ impl Variant {
         n >= 1 && vec_ok && fits && c.serves(T::DTYPE)
     }
 
-    /// The kernel's variant table for `T` (IR for every target, code objects for the built ones).
+    /// The kernel's variant table for `T` (IR for every target, code objects for the built
+    /// ones); for a [`Path::Split`] configuration, its first (stats) kernel's.
     ///
     /// ```
     /// use fly_softmax::plan::variant_by_name;
@@ -63,6 +64,18 @@ impl Variant {
     /// assert_eq!(v.kernel::<f32>().name, "softmax_fwd_f32_ls_t256_g256_e0_w0");
     /// ```
     pub fn kernel<T: Element>(&self) -> &'static flydsl_rt::KernelVariants {
+        self.kernels::<T>()[0]
+    }
+
+    /// Every kernel the configuration launches (two for a [`Path::Split`] one: stats, then
+    /// finish), as variant tables for `T`.
+    ///
+    /// ```
+    /// use fly_softmax::plan::variant_by_name;
+    /// let v = variant_by_name::<f32>("softmax_bwd_f32_sp_t256_g256_e0_w0").unwrap();
+    /// assert_eq!(v.kernels::<f32>()[1].name, "softmax_bwd_f32_sp_t256_g256_e0_w0_fin");
+    /// ```
+    pub fn kernels<T: Element>(&self) -> Vec<&'static flydsl_rt::KernelVariants> {
         crate::kernels::variants::<T>(self.index)
     }
 
@@ -76,10 +89,12 @@ impl Variant {
     /// assert!(!wpe.available::<f32>(&Device::sim(Target::Sm90))); // AMD-only hint
     /// ```
     pub fn available<T: Element>(&self, device: &Device) -> bool {
-        match self.kernel::<T>().for_target(device.target()) {
-            Some(var) => device.backend() == Backend::Sim || var.code.is_some(),
-            None => false,
-        }
+        self.kernels::<T>()
+            .iter()
+            .all(|k| match k.for_target(device.target()) {
+                Some(var) => device.backend() == Backend::Sim || var.code.is_some(),
+                None => false,
+            })
     }
 
     /// Grid and block for `m` rows, and the `nblocks` kernel argument.
@@ -242,6 +257,36 @@ pub fn candidates<T: Element>(kind: Kind, device: &Device, n: usize) -> Vec<Vari
         avail.insert(0, default);
     }
     avail
+}
+
+/// The candidates for `m` rows of `n` elements of `T` on `device`: [`candidates`], with the
+/// split configuration ([`crate::split`]) first where it is the default
+/// ([`crate::split::split_by_default`]: few rows too long for registers) and last where it
+/// is only an alternative (few long rows that fit in registers), when the device can run it.
+///
+/// ```
+/// use fly_softmax::{plan::candidates_for, table::{Kind, Path}};
+/// use flydsl_rt::{Device, Target};
+/// let h200 = Device::sim(Target::Sm90);
+/// let c = candidates_for::<half::bf16>(Kind::Forward, &h200, 2, 150_001);
+/// assert_eq!(c[0].config.path, Path::Split);
+/// assert_eq!(c[1].config.path, Path::LoopRagged);
+/// let c = candidates_for::<half::bf16>(Kind::Forward, &h200, 2, 32_768);
+/// assert_eq!((c[0].config.path, c.last().unwrap().config.path), (Path::Vector, Path::Split));
+/// assert!(candidates_for::<f32>(Kind::Forward, &h200, 4096, 150_001)
+///     .iter().all(|v| v.config.path != Path::Split));
+/// ```
+pub fn candidates_for<T: Element>(kind: Kind, device: &Device, m: usize, n: usize) -> Vec<Variant> {
+    let mut c = candidates::<T>(kind, device, n);
+    let sp = crate::split::split_variant(kind);
+    if crate::split::few_long_rows(device, m, n) && sp.available::<T>(device) {
+        if crate::split::split_by_default::<T>(kind, device, m, n) {
+            c.insert(0, sp);
+        } else {
+            c.push(sp);
+        }
+    }
+    c
 }
 
 /// The tuner's shape class: path, class, exact `n`, and `m` bucketed to powers of 4.

@@ -56,6 +56,10 @@ pub enum Path {
     /// Looped over the row's aligned body with 128-bit loads, head and tail as on
     /// [`Path::Ragged`]; any `n`.
     LoopRagged,
+    /// Split rows (any `n`; for few long rows): each row is cut into chunks worked on by
+    /// separate blocks, in two kernels (partial statistics into an f32 workspace, then the
+    /// output); rows are walked as on [`Path::LoopRagged`]. See `kernels/split.rs`.
+    Split,
 }
 
 impl Path {
@@ -68,6 +72,7 @@ impl Path {
             Path::LoopVector => "lv",
             Path::LoopScalar => "ls",
             Path::LoopRagged => "lr",
+            Path::Split => "sp",
         }
     }
     /// Whether the path uses 128-bit vectors (for all of a row, or for its body).
@@ -85,11 +90,14 @@ impl Path {
     }
     /// Whether the path peels an unaligned head and a tail off each row.
     pub const fn is_ragged(self) -> bool {
-        matches!(self, Path::Ragged | Path::LoopRagged)
+        matches!(self, Path::Ragged | Path::LoopRagged | Path::Split)
     }
     /// Whether the path loops over the row (no register residency, any length).
     pub const fn is_loop(self) -> bool {
-        matches!(self, Path::LoopVector | Path::LoopScalar | Path::LoopRagged)
+        matches!(
+            self,
+            Path::LoopVector | Path::LoopScalar | Path::LoopRagged | Path::Split
+        )
     }
     /// The looped path with the same row walk (itself for a looped path).
     ///
@@ -103,6 +111,7 @@ impl Path {
             Path::Vector | Path::LoopVector => Path::LoopVector,
             Path::Scalar | Path::LoopScalar => Path::LoopScalar,
             Path::Ragged | Path::LoopRagged => Path::LoopRagged,
+            Path::Split => Path::Split,
         }
     }
 }
@@ -191,7 +200,8 @@ const fn c(
 
 use Kind::{Backward as B, Forward as F};
 use Path::{
-    LoopRagged as LR, LoopScalar as LS, LoopVector as LV, Ragged as R, Scalar as S, Vector as V,
+    LoopRagged as LR, LoopScalar as LS, LoopVector as LV, Ragged as R, Scalar as S, Split as SP,
+    Vector as V,
 };
 
 /// Every compiled configuration. Within one `(kind, path, class)` exactly one is the default;
@@ -268,6 +278,8 @@ pub const CONFIGS: &[Config] = &[
     c(F, LS, LOOP, 256, 256, 0, 0, true),
     c(F, LR, LOOP, 256, 256, 0, 0, true),
     c(F, LR, LOOP, 512, 512, 0, 0, false),
+    // ---- forward, split rows (few long rows; `src/split.rs` decides) ------------------------
+    c(F, SP, LOOP, 256, 256, 0, 0, true),
     // ---- backward, vector path (<= 16384: y and dy resident; 32768: only y; 65536: packed) ---
     c(B, V, 128, 256, 16, 8, 0, true),
     c(B, V, 256, 256, 32, 8, 0, true),
@@ -292,12 +304,16 @@ pub const CONFIGS: &[Config] = &[
     c(B, R, 4096, 256, 256, 16, 0, true),
     c(B, R, 8192, 256, 256, 32, 0, true),
     c(B, R, 16384, 512, 512, 32, 0, true),
-    c(B, R, 32768, 512, 512, 64, 0, true),
+    // 1024 threads: at 512 (64 elements a thread, as `v32768`) the head and tail registers
+    // make ptxas spill f16/f32 on sm_90.
+    c(B, R, 32768, 1024, 1024, 32, 0, true),
     // ---- backward, looped (neither operand resident) ----------------------------------------
     c(B, LV, LOOP, 256, 256, 0, 0, true),
     c(B, LV, LOOP, 512, 512, 0, 0, false),
     c(B, LS, LOOP, 256, 256, 0, 0, true),
     c(B, LR, LOOP, 256, 256, 0, 0, true),
+    // ---- backward, split rows ---------------------------------------------------------------
+    c(B, SP, LOOP, 256, 256, 0, 0, true),
 ];
 
 /// Backward classes up to this size keep both `y` and `dy` in registers (3 units of traffic);
@@ -324,6 +340,18 @@ pub const BWD_PACKED_MIN: u32 = 65536;
 /// assert_eq!((DType::BF16.vec(), DType::F32.vec(), DType::F16.bytes()), (8, 4, 2));
 /// ```
 pub use crate::DType;
+
+/// The name of the second (finish) kernel of a [`Path::Split`] configuration (its first, the
+/// stats kernel, has the [`kernel_name`]).
+///
+/// ```
+/// use fly_softmax::table::{finish_name, DType, Path, CONFIGS};
+/// let sp = CONFIGS.iter().find(|c| c.path == Path::Split).unwrap();
+/// assert_eq!(finish_name(sp, DType::F32), "softmax_fwd_f32_sp_t256_g256_e0_w0_fin");
+/// ```
+pub fn finish_name(cfg: &Config, dtype: DType) -> String {
+    format!("{}_fin", kernel_name(cfg, dtype))
+}
 
 /// The kernel name of configuration `cfg` for `dtype` (also the name of its launcher).
 ///

@@ -27,7 +27,7 @@ fn sm90_every_variant_on_cuda() {
                 Path::LoopVector => 65536 + 8,
                 Path::LoopScalar => 40009,
                 Path::Ragged => c.class as usize - 3,
-                Path::LoopRagged => 150_001,
+                Path::LoopRagged | Path::Split => 150_001,
             };
             let m = 37;
             macro_rules! run {
@@ -78,6 +78,12 @@ fn sm90_dispatch_on_cuda_odd_and_large_shapes() {
         (5, 32767),
         (5, 32769),
         (3, 150_001),
+        // Split rows: a row alone, and both sides of the 2-rows-per-SM threshold (264 on
+        // the H200's 132 SMs).
+        (1, 150_001),
+        (1, 262_144),
+        (263, 65_537),
+        (264, 65_537),
         // Many very short rows (the n = 128 class).
         (65536, 128),
     ] {

@@ -137,7 +137,7 @@ fn all_neg_inf<T: Element>(s: &Stream) -> Vec<(String, Vec<f32>)> {
         let name = v.name::<T>();
         let n = match v.config.path {
             Path::Vector | Path::Scalar | Path::Ragged => v.config.class as usize,
-            Path::LoopVector | Path::LoopScalar | Path::LoopRagged => 40000,
+            Path::LoopVector | Path::LoopScalar | Path::LoopRagged | Path::Split => 40000,
         };
         let n = if !v.config.path.needs_whole_vectors() {
             n - 1
