@@ -130,6 +130,10 @@ impl Rows {
             }
         }
         let dot = reduce(hfold(acc, |a, b| a + b) + edge_dot);
+        // Where only `y` stays resident, the head and tail are read again too, so that no
+        // edge value is live across the reduction (at 64 elements a thread they would make
+        // ptxas spill on sm_90).
+        let edges = if both { edges } else { self.edges(lane).0 };
         self.store_edges(lane, edges, dot);
         let dot = bcast(dot, s);
         for (j, (&i, &yv)) in idx.iter().zip(&ys).enumerate() {

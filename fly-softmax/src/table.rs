@@ -156,17 +156,30 @@ impl Config {
         self.wpe != 0
     }
     /// Whether this configuration serves rows of `dtype`: a register-resident row holds at
-    /// most [`RESIDENT_MAX_ROW_BYTES`] per operand (looped paths serve every dtype). The
-    /// kernel of a configuration that does not serve a dtype is still built (as the looped
-    /// kernel of the same block size) but never dispatched.
+    /// most [`RESIDENT_MAX_ROW_BYTES`] per operand, half that on the backward ragged path's
+    /// y-only tier (classes above [`BWD_BOTH_RESIDENT_MAX`]: at 128 KiB its head and tail
+    /// registers make ptxas spill f32 on sm_90); looped paths serve every dtype. The kernel of
+    /// a configuration that does not serve a dtype is still built (as the looped kernel of the
+    /// same block size) but never dispatched.
     ///
     /// ```
-    /// use fly_softmax::table::{DType, CONFIGS};
+    /// use fly_softmax::table::{DType, Kind, Path, CONFIGS};
     /// let big = CONFIGS.iter().find(|c| c.class == 65536).unwrap();
     /// assert!(big.serves(DType::BF16) && big.serves(DType::F16) && !big.serves(DType::F32));
+    /// let r = CONFIGS.iter().find(|c| c.kind == Kind::Backward && c.path == Path::Ragged
+    ///     && c.class == 32768).unwrap();
+    /// assert!(r.serves(DType::BF16) && !r.serves(DType::F32));
     /// ```
     pub const fn serves(&self, dtype: DType) -> bool {
-        self.path.is_loop() || self.class as u64 * dtype.bytes() as u64 <= RESIDENT_MAX_ROW_BYTES
+        let y_only_ragged = matches!(self.kind, Kind::Backward)
+            && matches!(self.path, Path::Ragged)
+            && self.class > BWD_BOTH_RESIDENT_MAX;
+        let limit = if y_only_ragged {
+            RESIDENT_MAX_ROW_BYTES / 2
+        } else {
+            RESIDENT_MAX_ROW_BYTES
+        };
+        self.path.is_loop() || self.class as u64 * dtype.bytes() as u64 <= limit
     }
 }
 
@@ -304,9 +317,7 @@ pub const CONFIGS: &[Config] = &[
     c(B, R, 4096, 256, 256, 16, 0, true),
     c(B, R, 8192, 256, 256, 32, 0, true),
     c(B, R, 16384, 512, 512, 32, 0, true),
-    // 1024 threads: at 512 (64 elements a thread, as `v32768`) the head and tail registers
-    // make ptxas spill f16/f32 on sm_90.
-    c(B, R, 32768, 1024, 1024, 32, 0, true),
+    c(B, R, 32768, 512, 512, 64, 0, true),
     // ---- backward, looped (neither operand resident) ----------------------------------------
     c(B, LV, LOOP, 256, 256, 0, 0, true),
     c(B, LV, LOOP, 512, 512, 0, 0, false),
