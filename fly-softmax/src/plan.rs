@@ -97,7 +97,9 @@ impl Variant {
             })
     }
 
-    /// Grid and block for `m` rows, and the `nblocks` kernel argument.
+    /// Grid and block for `m` rows, and the `nblocks` kernel argument (a [`Path::Split`]
+    /// configuration launches its two kernels over `m * chunks` blocks instead: see
+    /// [`crate::split::SplitPlan`]).
     ///
     /// ```
     /// use fly_softmax::plan::variant_by_name;
