@@ -89,7 +89,7 @@ fn check_objects<T: Element>() -> usize {
                 "{name} ({t}): code object version"
             );
             let meta = co
-                .kernel(&name)
+                .kernel(name)
                 .unwrap_or_else(|| panic!("{name} ({t}): no metadata"));
             check_kernarg_layout(meta, &layout).unwrap_or_else(|e| panic!("{name} ({t}): {e}"));
             assert!(!meta.uses_scratch(), "{name} ({t}): scratch / spills");
@@ -106,9 +106,7 @@ fn check_objects<T: Element>() -> usize {
         } else {
             let text = std::str::from_utf8(code).expect("PTX is text");
             let m = parse_ptx(text).unwrap_or_else(|e| panic!("{name}: {e}"));
-            let e = m
-                .entry(&name)
-                .unwrap_or_else(|| panic!("{name}: no .entry"));
+            let e = m.entry(name).unwrap_or_else(|| panic!("{name}: no .entry"));
             check_kernarg_layout_ptx(e, &layout).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(
                 m.static_shared_bytes(e) <= 48 * 1024,
