@@ -6,8 +6,9 @@
 //! - *stats*: per (row, chunk), the chunk's partial statistics into an f32 workspace:
 //!   `(max, sum of exp2((x - max) * log2 e))` forward, `sum(y * dy)` backward;
 //! - *finish*: per (row, chunk), the row's statistics folded from its chunks' partials in chunk
-//!   order (deterministic), then the chunk's output, reading the inputs again (the second
-//!   read mostly from L2, which the stats kernel's keep-in-L2 hint favours on NVIDIA).
+//!   order (deterministic), then the chunk's output, reading the inputs again; it walks the
+//!   pairs in reverse, so its first blocks read what the stats kernel read last (the
+//!   likeliest to still be in L2; the stats kernel's keep-in-L2 hint helps on NVIDIA).
 //!
 //! Two kernels rather than one where the blocks of a row exchange partials through flags:
 //! the flag design reads x once but needs every block of a row resident at once, which
@@ -48,7 +49,7 @@ pub fn build_stats(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel,
                 let keep_l2 = k.scalar("keep_l2", ScalarType::I32).ne(0);
                 let smax = scratch(k, "red_max", cfg, ws_size);
                 let ssum = scratch(k, "red_sum", cfg, ws_size);
-                g.for_each_chunk(cfg, &s, |c| {
+                g.for_each_chunk(cfg, &s, false, |c| {
                     let xr = RowView::of(&x, c.row, g.n, None, Some(c.split));
                     let [h, t] = c.edges(&xr, Some(keep_l2), f64::NEG_INFINITY);
                     let m0 = h.max(t);
@@ -79,7 +80,7 @@ pub fn build_stats(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel,
                 let ws = k.tensor_mut("ws", ScalarType::F32);
                 let g = Grid::declare(k);
                 let sdot = scratch(k, "red_dot", cfg, ws_size);
-                g.for_each_chunk(cfg, &s, |c| {
+                g.for_each_chunk(cfg, &s, false, |c| {
                     let yr = RowView::of(&y, c.row, g.n, None, Some(c.split));
                     let dyr = RowView::of(&dy, c.row, g.n, None, Some(c.split));
                     let [yh, yt] = c.edges(&yr, None, 0.0);
@@ -107,7 +108,7 @@ pub fn build_finish(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel
             let ws = k.tensor("ws", ScalarType::F32);
             let y = k.tensor_mut("y", dt);
             let g = Grid::declare(k);
-            g.for_each_chunk(cfg, &s, |c| {
+            g.for_each_chunk(cfg, &s, true, |c| {
                 let first = c.first_slot();
                 let init = [c_f32(f32::NEG_INFINITY), c_f32(0.0)];
                 let st = for_range(c_i32(0), g.chunks, c_i32(1), &init, |j, a| {
@@ -137,7 +138,7 @@ pub fn build_finish(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel
             let ws = k.tensor("ws", ScalarType::F32);
             let dx = k.tensor_mut("dx", dt);
             let g = Grid::declare(k);
-            g.for_each_chunk(cfg, &s, |c| {
+            g.for_each_chunk(cfg, &s, true, |c| {
                 let first = c.first_slot();
                 let dot = for_range(c_i32(0), g.chunks, c_i32(1), &[c_f32(0.0)], |j, a| {
                     vec![a[0] + ws.load(first + j.cast(ScalarType::I64))]
@@ -187,9 +188,11 @@ impl Grid {
     }
 
     /// Run `body` for every (row, chunk) pair this block works on (blocks stride over the
-    /// `m * chunks` pairs by the grid). Block-uniform: barriers are allowed inside, and one
-    /// separates consecutive pairs (their reductions share the LDS scratch).
-    fn for_each_chunk(&self, cfg: &Config, s: &Shape, body: impl FnOnce(Chunk)) {
+    /// `m * chunks` pairs by the grid; in reverse pair order when `reverse`, which the finish
+    /// kernels use: the stats kernel's last pairs are the likeliest to still be in L2, and
+    /// blocks start roughly in index order). Block-uniform: barriers are allowed inside, and
+    /// one separates consecutive pairs (their reductions share the LDS scratch).
+    fn for_each_chunk(&self, cfg: &Config, s: &Shape, reverse: bool, body: impl FnOnce(Chunk)) {
         let Grid {
             m,
             n,
@@ -198,7 +201,9 @@ impl Grid {
             nblocks,
         } = *self;
         let width = s.width as i32;
-        for_range_(block_id_x(), m * chunks, nblocks, |pair| {
+        let pairs = m * chunks;
+        for_range_(block_id_x(), pairs, nblocks, |i| {
+            let pair = if reverse { pairs - 1 - i } else { i };
             let row = pair / chunks;
             let index = pair - row * chunks;
             let split = Split::of(cfg, s, row, n).expect("split kernels walk ragged rows");

@@ -231,9 +231,10 @@ use Path::{
 ///   kept (AMD only: NVIDIA has no such hint);
 /// - threads per row: the short-row classes (64..2048) compile 8..128 threads per row with
 ///   several rows per block;
-/// - n = 128 (many short rows) has its own vector class: 16 threads per row with one 128-bit
-///   access each for 16-bit dtypes (the 256 class would leave half of a row's lanes idle),
-///   with 8-threads-per-row (two accesses in flight per thread) and 512-thread alternatives;
+/// - n = 64 and n = 128 (many short rows) have their own classes forward and backward: 8 and
+///   16 threads per row with one 128-bit access each for 16-bit dtypes (a larger class would
+///   leave lanes of every row idle), with alternatives of half the threads per row (two
+///   accesses in flight per thread) and, at 128, of 512 threads;
 /// - the ragged paths (odd `n`) mirror the vector classes' defaults, and replace the masked
 ///   scalar path in dispatch; the masked scalar configurations stay as the tuner's
 ///   alternatives for odd `n` (see `plan::candidates`);
@@ -242,6 +243,7 @@ use Path::{
 pub const CONFIGS: &[Config] = &[
     // ---- forward, vector path ------------------------------------------------------------
     c(F, V, 64, 256, 8, 8, 0, true),
+    c(F, V, 64, 256, 4, 16, 0, false),
     c(F, V, 128, 256, 16, 8, 0, true),
     c(F, V, 128, 256, 8, 16, 0, false),
     c(F, V, 128, 512, 16, 8, 0, false),
@@ -294,6 +296,7 @@ pub const CONFIGS: &[Config] = &[
     // ---- forward, split rows (few long rows; `src/split.rs` decides) ------------------------
     c(F, SP, LOOP, 256, 256, 0, 0, true),
     // ---- backward, vector path (<= 16384: y and dy resident; 32768: only y; 65536: packed) ---
+    c(B, V, 64, 256, 8, 8, 0, true),
     c(B, V, 128, 256, 16, 8, 0, true),
     c(B, V, 256, 256, 32, 8, 0, true),
     c(B, V, 1024, 256, 64, 16, 0, true),
@@ -310,6 +313,7 @@ pub const CONFIGS: &[Config] = &[
     c(B, S, 4096, 256, 256, 16, 0, true),
     c(B, S, 16384, 512, 512, 32, 0, true),
     // ---- backward, ragged path (<= 16384: y and dy resident; 32768: only y) -----------------
+    c(B, R, 64, 256, 8, 8, 0, true),
     c(B, R, 128, 256, 16, 8, 0, true),
     c(B, R, 256, 256, 32, 8, 0, true),
     c(B, R, 1024, 256, 64, 16, 0, true),

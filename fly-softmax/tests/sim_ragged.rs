@@ -8,7 +8,7 @@ mod common;
 use common::{check_bwd, check_fwd, Dt};
 use fly_softmax::plan::{all, candidates, path_for};
 use fly_softmax::table::{Kind, Path};
-use fly_softmax::Dispatch;
+use fly_softmax::{Dispatch, Element};
 use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::{Device, Target};
 
@@ -135,5 +135,26 @@ fn long_odd_rows() {
         check_fwd::<f32>(&format!("fwd f32 {m}x{n}"), &t(1), m, n, Dispatch::Default);
         check_bwd::<f16>(&format!("bwd f16 {m}x{n}"), &t(2), m, n, Dispatch::Default);
         check_bwd::<f32>(&format!("bwd f32 {m}x{n}"), &t(0), m, n, Dispatch::Default);
+    }
+}
+
+/// A ragged row's head and tail are each fewer than a vector (at most 7 elements) and owned
+/// one element per lane, so every ragged configuration needs at least 8 threads per row.
+#[test]
+fn ragged_rows_have_a_lane_per_edge_element() {
+    let widest = [f32::DTYPE, f16::DTYPE, bf16::DTYPE]
+        .iter()
+        .map(|d| d.vec())
+        .max()
+        .unwrap();
+    for kind in [Kind::Forward, Kind::Backward] {
+        let ragged: Vec<_> = all(kind)
+            .into_iter()
+            .filter(|v| v.config.path.is_ragged())
+            .collect();
+        assert!(!ragged.is_empty());
+        for v in ragged {
+            assert!(v.config.group >= widest, "{:?}", v.config);
+        }
     }
 }
