@@ -1,6 +1,7 @@
 //! Split-row kernels ([`crate::table::Path::Split`]): when there are too few rows to fill
 //! the device, each row is cut into `chunks` chunks of `clen` elements of its aligned body
-//! (a multiple of the block's stride, so every chunk starts on the 16-byte grid; the row's
+//! (a multiple of the loop's step, [`SPLIT_UNROLL`] block strides: each thread keeps that
+//! many 128-bit loads in flight; so every chunk starts on the 16-byte grid; the row's
 //! unaligned head goes with chunk 0 and its tail with the last chunk) and a launch of
 //! `m * chunks` blocks works on all of them at once, in two kernels:
 //! - *stats*: per (row, chunk), the chunk's partial statistics into an f32 workspace:
@@ -31,7 +32,7 @@
 //! `chunks * clen < n + clen`; workspace offsets are i64.
 
 use crate::common::*;
-use crate::table::{finish_name, kernel_name, Config, DType, Kind};
+use crate::table::{finish_name, kernel_name, Config, DType, Kind, SPLIT_UNROLL};
 use flydsl_dsl::ir::{Kernel, ScalarType, Target};
 use flydsl_dsl::*;
 
@@ -56,13 +57,23 @@ pub fn build_stats(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel,
                     let e = |v: Val, safe: Val| ((v - safe) * LOG2E).exp2();
                     let safe0 = finite_or_zero(m0);
                     let init = [m0, e(h, safe0) + e(t, safe0)];
+                    let neg_inf = f32_const(s.width, f64::NEG_INFINITY);
                     let acc = for_range(c.start, c.end, c.step, &init, |i, a| {
-                        let v = load_row(xr.body, &[i], s.width, s.align(), keep_l2)[0]
-                            .cast(ScalarType::F32);
-                        let m_new = a[0].max(hfold(v, |a, b| a.max(b)));
-                        let safe = finite_or_zero(m_new);
-                        let es = ((v - bcast(safe, &s)) * LOG2E).exp2();
-                        vec![m_new, a[1] * e(a[0], safe) + hfold(es, |a, b| a + b)]
+                        let idx = c.tiles(i);
+                        let raw = load_row(xr.body, &idx, s.width, s.align(), keep_l2);
+                        // Tiles past the body read 0: -inf for the max.
+                        let vs: Vec<Val> = idx
+                            .iter()
+                            .zip(raw)
+                            .map(|(&j, v)| select(j.lt(xr.len), v.cast(ScalarType::F32), neg_inf))
+                            .collect();
+                        let mv = vs[1..].iter().fold(vs[0], |m, &v| m.max(v));
+                        let m_new = a[0].max(hfold(mv, |a, b| a.max(b)));
+                        let safe = bcast(finite_or_zero(m_new), &s);
+                        let exp = |v: Val| ((v - safe) * LOG2E).exp2();
+                        let es = vs[1..].iter().fold(exp(vs[0]), |t, &v| t + exp(v));
+                        let scaled = a[1] * e(a[0], finite_or_zero(m_new));
+                        vec![m_new, scaled + hfold(es, |a, b| a + b)]
                     });
                     let mx = row_reduce(acc[0], s.group, smax, |a, b| a.max(b));
                     let part = acc[1] * e(acc[0], finite_or_zero(mx));
@@ -85,8 +96,14 @@ pub fn build_stats(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel,
                     let dyr = RowView::of(&dy, c.row, g.n, None, Some(c.split));
                     let [yh, yt] = c.edges(&yr, None, 0.0);
                     let [dh, dt] = c.edges(&dyr, None, 0.0);
-                    let acc = for_range(c.start, c.end, c.step, &[f32_const(s.width, 0.0)], |i, a| {
-                        vec![load_f32(&yr.body, i, &s).fma(load_f32(&dyr.body, i, &s), a[0])]
+                    let zero = f32_const(s.width, 0.0);
+                    let acc = for_range(c.start, c.end, c.step, &[zero], |i, a| {
+                        // Tiles past the body read 0 and add nothing.
+                        let idx = c.tiles(i);
+                        let ys: Vec<Val> = idx.iter().map(|&j| load_f32(&yr.body, j, &s)).collect();
+                        let ds: Vec<Val> =
+                            idx.iter().map(|&j| load_f32(&dyr.body, j, &s)).collect();
+                        vec![ys.iter().zip(&ds).fold(a[0], |t, (&y, &d)| y.fma(d, t))]
                     });
                     let part = hfold(acc[0], |a, b| a + b) + yh.fma(dh, yt * dt);
                     let dot = row_reduce(part, s.group, sdot, |a, b| a + b);
@@ -127,8 +144,12 @@ pub fn build_finish(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel
                 c.store_edges(&yr, edges.map(out), dt);
                 let (mxv, inv) = (bcast(mx, &s), bcast(rcp, &s));
                 for_range_(c.start, c.end, c.step, |i| {
-                    let v = load_f32(&xr.body, i, &s);
-                    store_from_f32(&yr.body, i, ((v - mxv) * LOG2E).exp2() * inv, dt, &s);
+                    // Tiles past the body read 0 and their stores are dropped.
+                    let idx = c.tiles(i);
+                    let vs: Vec<Val> = idx.iter().map(|&j| load_f32(&xr.body, j, &s)).collect();
+                    for (&j, &v) in idx.iter().zip(&vs) {
+                        store_from_f32(&yr.body, j, ((v - mxv) * LOG2E).exp2() * inv, dt, &s);
+                    }
                 });
             });
         }
@@ -151,9 +172,12 @@ pub fn build_finish(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel
                 c.store_edges(&dxr, [0, 1].map(|k| ye[k] * (de[k] - dot)), dt);
                 let dotv = bcast(dot, &s);
                 for_range_(c.start, c.end, c.step, |i| {
-                    let yv = load_f32(&yr.body, i, &s);
-                    let d = load_f32(&dyr.body, i, &s);
-                    store_from_f32(&dxr.body, i, yv * (d - dotv), dt, &s);
+                    let idx = c.tiles(i);
+                    let ys: Vec<Val> = idx.iter().map(|&j| load_f32(&yr.body, j, &s)).collect();
+                    let ds: Vec<Val> = idx.iter().map(|&j| load_f32(&dyr.body, j, &s)).collect();
+                    for ((&j, &yv), &d) in idx.iter().zip(&ys).zip(&ds) {
+                        store_from_f32(&dxr.body, j, yv * (d - dotv), dt, &s);
+                    }
                 });
             });
         }
@@ -216,7 +240,8 @@ impl Grid {
                 split,
                 start: lo + thread_id_x() * width,
                 end: (lo + clen).min(split.len()),
-                step: c_i32((s.threads * s.width) as i32),
+                stride: (s.threads * s.width) as i32,
+                step: c_i32((s.threads * s.width * SPLIT_UNROLL) as i32),
             });
             barrier();
         });
@@ -231,13 +256,24 @@ struct Chunk {
     pair: Val,
     chunks: Val,
     split: Split,
-    /// This thread's first body element of the chunk, the chunk's end and the stride.
+    /// This thread's first body element of the chunk, the chunk's end, the block's stride
+    /// (`threads` vectors) and the loop's step ([`SPLIT_UNROLL`] strides).
     start: Val,
     end: Val,
+    stride: i32,
     step: Val,
 }
 
 impl Chunk {
+    /// The body indices of this thread's [`SPLIT_UNROLL`] tiles of the loop iteration at `i`
+    /// (one stride apart). They stay inside the chunk (`clen` is a multiple of the step); the
+    /// ones past the row's body are out of its resource (loads read 0, stores are dropped).
+    fn tiles(&self, i: Val) -> Vec<Val> {
+        (0..SPLIT_UNROLL as i32)
+            .map(|k| if k == 0 { i } else { i + k * self.stride })
+            .collect()
+    }
+
     /// The workspace slot of the row's chunk 0 (i64).
     fn first_slot(&self) -> Val {
         (self.row.cast(ScalarType::I64)) * self.chunks.cast(ScalarType::I64)

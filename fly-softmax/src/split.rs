@@ -8,7 +8,7 @@
 //! after the launches that use it (`flydsl_rt`'s residency tracking).
 
 use crate::plan::{path_for, Variant, MAX_GRID};
-use crate::table::{Kind, Path, CONFIGS};
+use crate::table::{Kind, Path, CONFIGS, SPLIT_UNROLL};
 use flydsl_rt::{Device, Element};
 
 /// The dispatcher splits rows when there are fewer than this many rows per compute unit
@@ -25,8 +25,9 @@ pub const SPLIT_ROWS_PER_CU: usize = 2;
 /// Blocks a split launch aims for per compute unit (eight 256-thread blocks: a full H200 SM).
 pub const SPLIT_BLOCKS_PER_CU: usize = 8;
 
-/// The shortest chunk, in elements (four strides of a 256-thread block of 128-bit bf16
-/// accesses): shorter chunks spend more on the per-chunk statistics than they gain.
+/// The shortest chunk, in elements (one loop step of a 256-thread block of 128-bit bf16
+/// accesses: [`SPLIT_UNROLL`] strides): shorter chunks spend more on the per-chunk statistics
+/// than they gain.
 pub const MIN_CHUNK: usize = 8192;
 
 /// The most chunks a row is cut into (bounds the finish kernel's fold and the workspace).
@@ -44,8 +45,9 @@ pub const MAX_CHUNKS: usize = 256;
 pub struct SplitPlan {
     /// Chunks per row.
     pub chunks: usize,
-    /// Body elements per chunk: a multiple of the block's stride (`threads` 128-bit accesses),
-    /// so every chunk starts on the 16-byte grid; `chunks * clen >= n`.
+    /// Body elements per chunk: a multiple of the kernels' loop step ([`SPLIT_UNROLL`] block
+    /// strides of `threads` 128-bit accesses), so every chunk starts on the 16-byte grid;
+    /// `chunks * clen >= n`.
     pub clen: usize,
 }
 
@@ -59,11 +61,11 @@ impl SplitPlan {
     /// use fly_softmax::{plan::variant_by_name, split::SplitPlan};
     /// let v = variant_by_name::<half::bf16>("softmax_fwd_bf16_sp_t256_g256_e0_w0").unwrap();
     /// let p = SplitPlan::new::<half::bf16>(&v, 132, 4, 150_001);
-    /// assert!(p.chunks > 1 && p.clen % 2048 == 0 && p.chunks * p.clen >= 150_001);
+    /// assert!(p.chunks > 1 && p.clen % 8192 == 0 && p.chunks * p.clen >= 150_001);
     /// assert_eq!(SplitPlan::new::<half::bf16>(&v, 132, 4, 100).chunks, 1);
     /// ```
     pub fn new<T: Element>(v: &Variant, compute_units: u32, m: usize, n: usize) -> SplitPlan {
-        let stride = (v.config.threads * T::DTYPE.vec()) as usize;
+        let stride = (v.config.threads * T::DTYPE.vec() * SPLIT_UNROLL) as usize;
         let m = m.max(1);
         let want = (SPLIT_BLOCKS_PER_CU * compute_units.max(1) as usize).div_ceil(m);
         let chunks = want

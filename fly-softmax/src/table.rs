@@ -331,6 +331,14 @@ pub const CONFIGS: &[Config] = &[
     c(B, SP, LOOP, 256, 256, 0, 0, true),
 ];
 
+/// The split kernels' loop unroll: each thread keeps this many 128-bit loads in flight (one
+/// block stride apart), and a chunk is a multiple of this many strides.
+///
+/// ```
+/// assert_eq!(fly_softmax::table::SPLIT_UNROLL, 4);
+/// ```
+pub const SPLIT_UNROLL: u32 = 4;
+
 /// Backward classes up to this size keep both `y` and `dy` in registers (3 units of traffic);
 /// larger resident classes keep only `y` (4 units, the second `dy` read mostly from L2);
 /// looped paths keep neither (5 units). From [`BWD_PACKED_MIN`] on, `y` is kept in the

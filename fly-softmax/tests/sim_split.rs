@@ -132,3 +132,24 @@ fn default_dispatch_splits_few_long_rows() {
     check_fwd::<f16>(&format!("fwd f16 {m}x{n}"), &dev, m, n, Dispatch::Default);
     check_bwd::<f32>(&format!("bwd f32 {m}x{n}"), &dev, m, n, Dispatch::Default);
 }
+
+/// Rows far below zero: a chunk's last loop step reaches past the row's body, and those
+/// tiles (read as 0) must not raise the running max (exp of every element would underflow).
+#[test]
+fn rows_far_below_zero() {
+    use flydsl_testutil::compare::widen;
+    use flydsl_testutil::softmax as reference;
+    let dev = Device::sim(Target::Gfx1201);
+    let name = split_variant(Kind::Forward).name::<f32>();
+    for n in [2 * MIN_CHUNK + 5, 3 * MIN_CHUNK - 1000] {
+        let m = 2;
+        let x: Vec<f32> = common::inputs::<f32>(n as u64, m * n, 1.0)
+            .into_iter()
+            .map(|v| v - 1000.0)
+            .collect();
+        let got = common::forward(&dev, &x, m, n, Dispatch::Variant(&name)).unwrap();
+        let want = reference::forward(&widen(&x), m, n);
+        let tol = reference::tolerance("f32");
+        reference::check_forward(&format!("{name} {m}x{n}"), &got, &want, m, n, &tol).unwrap();
+    }
+}
