@@ -40,7 +40,7 @@
 //!
 //! The dispatcher's rules are written on [`plan::path_for`] (path from `n` and the dtype),
 //! [`plan::candidates`] (the size class and its alternatives) and
-//! [`split::split_by_default`] (when to split, from `m` and the device's compute units).
+//! [`plan::split_by_default`] (when to split, from `m` and the device's compute units).
 //!
 //! Backward keeps `y` and `dy` in registers up to 16384 elements, only `y` up to 32768, and
 //! loops beyond.

@@ -99,7 +99,7 @@ impl Variant {
 
     /// Grid and block for `m` rows, and the `nblocks` kernel argument (a [`Path::Split`]
     /// configuration launches its two kernels over `m * chunks` blocks instead: see
-    /// [`crate::split::SplitPlan`]).
+    /// `SplitPlan` in `src/split.rs`).
     ///
     /// ```
     /// use fly_softmax::plan::variant_by_name;
@@ -261,9 +261,72 @@ pub fn candidates<T: Element>(kind: Kind, device: &Device, n: usize) -> Vec<Vari
     avail
 }
 
+/// The dispatcher splits rows when there are fewer than this many rows per compute unit
+/// (`m < 2 * compute units`: 264 rows on the H200) and a row holds at least two chunks of
+/// [`MIN_CHUNK`]. Below it, one block per row leaves most of the device idle: a row-looping
+/// block keeps one 128-bit load in flight per thread, and on the H200 such shapes reached
+/// 31-62% of copy bandwidth.
+///
+/// ```
+/// assert_eq!(fly_softmax::plan::SPLIT_ROWS_PER_CU, 2);
+/// ```
+pub const SPLIT_ROWS_PER_CU: usize = 2;
+
+/// The shortest chunk, in elements (one loop step of a 256-thread block of 128-bit bf16
+/// accesses: [`crate::table::SPLIT_UNROLL`] strides): shorter chunks spend more on the
+/// per-chunk statistics than they gain.
+pub const MIN_CHUNK: usize = 8192;
+
+/// The split configuration of `kind` (the default one).
+///
+/// ```
+/// use fly_softmax::{plan::split_variant, table::{Kind, Path}};
+/// assert_eq!(split_variant(Kind::Backward).config.path, Path::Split);
+/// ```
+pub fn split_variant(kind: Kind) -> Variant {
+    CONFIGS
+        .iter()
+        .enumerate()
+        .find(|(_, c)| c.kind == kind && c.path == Path::Split && c.default)
+        .map(|(index, config)| Variant { index, config })
+        .expect("the table has a default split configuration per kind")
+}
+
+/// Whether `m` rows are few enough on `device` to split ([`SPLIT_ROWS_PER_CU`]) and rows of
+/// `n` long enough to make two chunks.
+///
+/// ```
+/// use fly_softmax::plan::few_long_rows;
+/// use flydsl_rt::{Device, Target};
+/// let h200 = Device::sim(Target::Sm90); // 132 compute units
+/// assert!(few_long_rows(&h200, 263, 16384) && !few_long_rows(&h200, 264, 16384));
+/// assert!(!few_long_rows(&h200, 1, 16383));
+/// ```
+pub fn few_long_rows(device: &Device, m: usize, n: usize) -> bool {
+    m < SPLIT_ROWS_PER_CU * device.compute_units().max(1) as usize && n >= 2 * MIN_CHUNK
+}
+
+/// Whether the split configuration is the dispatcher's default for `m` rows of `n` elements
+/// of `T` on `device`: rows too long for registers (the looped paths, which also read the
+/// input twice, so splitting costs no extra traffic) and [`few_long_rows`]. For few rows that
+/// fit in registers splitting trades the resident path's single read for parallelism, which
+/// needs a measurement: there it is only a tuner candidate.
+///
+/// ```
+/// use fly_softmax::{plan::split_by_default, table::Kind};
+/// use flydsl_rt::{Device, Target};
+/// let h200 = Device::sim(Target::Sm90);
+/// assert!(split_by_default::<half::bf16>(Kind::Forward, &h200, 4, 150_001));
+/// assert!(!split_by_default::<half::bf16>(Kind::Forward, &h200, 4, 32_768));
+/// assert!(!split_by_default::<half::bf16>(Kind::Forward, &h200, 4096, 150_001));
+/// ```
+pub fn split_by_default<T: Element>(kind: Kind, device: &Device, m: usize, n: usize) -> bool {
+    path_for::<T>(kind, n).is_loop() && few_long_rows(device, m, n)
+}
+
 /// The candidates for `m` rows of `n` elements of `T` on `device`: [`candidates`], with the
-/// split configuration ([`crate::split`]) first where it is the default
-/// ([`crate::split::split_by_default`]: few rows too long for registers) and last where it
+/// split configuration (`src/split.rs`) first where it is the default
+/// ([`split_by_default`]: few rows too long for registers) and last where it
 /// is only an alternative (few long rows that fit in registers), when the device can run it.
 ///
 /// ```
@@ -280,9 +343,9 @@ pub fn candidates<T: Element>(kind: Kind, device: &Device, n: usize) -> Vec<Vari
 /// ```
 pub fn candidates_for<T: Element>(kind: Kind, device: &Device, m: usize, n: usize) -> Vec<Variant> {
     let mut c = candidates::<T>(kind, device, n);
-    let sp = crate::split::split_variant(kind);
-    if crate::split::few_long_rows(device, m, n) && sp.available::<T>(device) {
-        if crate::split::split_by_default::<T>(kind, device, m, n) {
+    let sp = split_variant(kind);
+    if few_long_rows(device, m, n) && sp.available::<T>(device) {
+        if split_by_default::<T>(kind, device, m, n) {
             c.insert(0, sp);
         } else {
             c.push(sp);

@@ -1,34 +1,19 @@
-//! Split rows ([`Path::Split`], kernels in `kernels/split.rs`): when the dispatcher splits a
-//! call's rows, how each row is cut into chunks, and the workspace the two kernels share.
+//! Split rows ([`crate::table::Path::Split`], kernels in `kernels/split.rs`): how each row
+//! of a split call is cut into chunks, and the workspace the two kernels share. When the
+//! dispatcher splits is [`crate::plan::split_by_default`].
 //!
 //! The workspace is allocated by the call itself (as fly-attn's split-K does): `2 * m *
-//! chunks` f32 forward, `m * chunks` backward, at most [`MAX_CHUNKS`] chunks a row and only
-//! for `m` below [`SPLIT_ROWS_PER_CU`] rows per compute unit (a few hundred KiB at most on
-//! the dispatcher's path). It is released when the call returns; the runtime orders the free
-//! after the launches that use it (`flydsl_rt`'s residency tracking).
+//! chunks` f32 forward, `m * chunks` backward, at most [`MAX_CHUNKS`] chunks a row and, on
+//! the dispatcher's path, `m` below [`crate::plan::SPLIT_ROWS_PER_CU`] rows per compute unit
+//! (a few hundred KiB at most). It is released when the call returns; the runtime orders the
+//! free after the launches that use it (`flydsl_rt`'s residency tracking).
 
-use crate::plan::{path_for, Variant, MAX_GRID};
-use crate::table::{Kind, Path, CONFIGS, SPLIT_UNROLL};
-use flydsl_rt::{Device, Element};
-
-/// The dispatcher splits rows when there are fewer than this many rows per compute unit
-/// (`m < 2 * compute units`: 264 rows on the H200) and a row holds at least two chunks of
-/// [`MIN_CHUNK`]. Below it, one block per row leaves most of the device idle: a row-looping
-/// block keeps one 128-bit load in flight per thread, and on the H200 such shapes reached
-/// 31-62% of copy bandwidth.
-///
-/// ```
-/// assert_eq!(fly_softmax::split::SPLIT_ROWS_PER_CU, 2);
-/// ```
-pub const SPLIT_ROWS_PER_CU: usize = 2;
+use crate::plan::{Variant, MAX_GRID, MIN_CHUNK};
+use crate::table::SPLIT_UNROLL;
+use flydsl_rt::Element;
 
 /// Blocks a split launch aims for per compute unit (eight 256-thread blocks: a full H200 SM).
 pub const SPLIT_BLOCKS_PER_CU: usize = 8;
-
-/// The shortest chunk, in elements (one loop step of a 256-thread block of 128-bit bf16
-/// accesses: [`SPLIT_UNROLL`] strides): shorter chunks spend more on the per-chunk statistics
-/// than they gain.
-pub const MIN_CHUNK: usize = 8192;
 
 /// The most chunks a row is cut into (bounds the finish kernel's fold and the workspace).
 pub const MAX_CHUNKS: usize = 256;
@@ -85,51 +70,4 @@ impl SplitPlan {
     pub fn pairs(&self, m: usize) -> usize {
         m * self.chunks
     }
-}
-
-/// The split configuration of `kind` (the default one).
-///
-/// ```
-/// use fly_softmax::{split::split_variant, table::{Kind, Path}};
-/// assert_eq!(split_variant(Kind::Backward).config.path, Path::Split);
-/// ```
-pub fn split_variant(kind: Kind) -> Variant {
-    CONFIGS
-        .iter()
-        .enumerate()
-        .find(|(_, c)| c.kind == kind && c.path == Path::Split && c.default)
-        .map(|(index, config)| Variant { index, config })
-        .expect("the table has a default split configuration per kind")
-}
-
-/// Whether `m` rows are few enough on `device` to split ([`SPLIT_ROWS_PER_CU`]) and rows of
-/// `n` long enough to make two chunks.
-///
-/// ```
-/// use fly_softmax::split::few_long_rows;
-/// use flydsl_rt::{Device, Target};
-/// let h200 = Device::sim(Target::Sm90); // 132 compute units
-/// assert!(few_long_rows(&h200, 263, 16384) && !few_long_rows(&h200, 264, 16384));
-/// assert!(!few_long_rows(&h200, 1, 16383));
-/// ```
-pub fn few_long_rows(device: &Device, m: usize, n: usize) -> bool {
-    m < SPLIT_ROWS_PER_CU * device.compute_units().max(1) as usize && n >= 2 * MIN_CHUNK
-}
-
-/// Whether the split configuration is the dispatcher's default for `m` rows of `n` elements
-/// of `T` on `device`: rows too long for registers (the looped paths, which also read the
-/// input twice, so splitting costs no extra traffic) and [`few_long_rows`]. For few rows that
-/// fit in registers splitting trades the resident path's single read for parallelism, which
-/// needs a measurement: there it is only a tuner candidate.
-///
-/// ```
-/// use fly_softmax::{split::split_by_default, table::Kind};
-/// use flydsl_rt::{Device, Target};
-/// let h200 = Device::sim(Target::Sm90);
-/// assert!(split_by_default::<half::bf16>(Kind::Forward, &h200, 4, 150_001));
-/// assert!(!split_by_default::<half::bf16>(Kind::Forward, &h200, 4, 32_768));
-/// assert!(!split_by_default::<half::bf16>(Kind::Forward, &h200, 4096, 150_001));
-/// ```
-pub fn split_by_default<T: Element>(kind: Kind, device: &Device, m: usize, n: usize) -> bool {
-    path_for::<T>(kind, n).is_loop() && few_long_rows(device, m, n)
 }

@@ -6,8 +6,8 @@
 mod common;
 
 use common::{check_bwd, check_fwd, Dt};
-use fly_softmax::plan::candidates_for;
-use fly_softmax::split::{split_variant, SplitPlan, MIN_CHUNK, SPLIT_ROWS_PER_CU};
+use fly_softmax::plan::{candidates_for, split_variant, MIN_CHUNK, SPLIT_ROWS_PER_CU};
+use fly_softmax::split::SplitPlan;
 use fly_softmax::table::{Kind, Path};
 use fly_softmax::Dispatch;
 use flydsl_rt::half::{bf16, f16};

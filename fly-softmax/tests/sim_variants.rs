@@ -25,7 +25,7 @@ fn n_for<T: Dt>(v: &Variant) -> usize {
         Path::LoopScalar => 1021,
         Path::Ragged => c.class as usize - 3,
         Path::LoopRagged => 3 * c.threads as usize * vec + 5 * vec + 3,
-        Path::Split => 2 * fly_softmax::split::MIN_CHUNK + 5,
+        Path::Split => 2 * fly_softmax::plan::MIN_CHUNK + 5,
     }
 }
 
