@@ -13,7 +13,6 @@
 //! read last the first time (the likeliest to still be in L2) come first.
 
 use crate::common::*;
-use crate::table::Path;
 use crate::table::{kernel_name, Config, DType, BWD_BOTH_RESIDENT_MAX, BWD_PACKED_MIN};
 use flydsl_dsl::ir::{Kernel, ScalarType, Target};
 use flydsl_dsl::*;
@@ -26,11 +25,7 @@ pub fn build(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel, Build
     if !cfg.serves(dtype) {
         // Never dispatched for this dtype (the row would not fit in registers): build the
         // looped kernel of the same block size so the launcher table stays complete.
-        cfg.path = if cfg.path.is_vector() {
-            Path::LoopVector
-        } else {
-            Path::LoopScalar
-        };
+        cfg.path = cfg.path.looped();
         cfg.group = cfg.threads;
         cfg.ept = 0;
     }
@@ -49,16 +44,13 @@ pub fn build(target: Target, dtype: DType, cfg: &Config) -> Result<Kernel, Build
             let sdot = scratch(k, "red_dot", cfg, ws);
             let cross = sdot.is_some();
             for_each_row(m, nblocks, cfg, |row, valid| {
-                let yr = row_rsrc(&y, row, n, valid);
-                let dyr = row_rsrc(&dy, row, n, valid);
-                let dxr = row_rsrc(&dx, row, n, valid);
+                let sp = Split::of(cfg, &s, row, n);
                 let rows = Rows {
-                    y: yr,
-                    dy: dyr,
-                    dx: dxr,
+                    y: RowView::of(&y, row, n, valid, sp),
+                    dy: RowView::of(&dy, row, n, valid, sp),
+                    dx: RowView::of(&dx, row, n, valid, sp),
                     dt,
                     s,
-                    n,
                 };
                 let finish = |dot: Val| row_reduce(dot, s.group, sdot, |a, b| a + b);
                 if resident(cfg) && cfg.class >= BWD_PACKED_MIN {
@@ -89,41 +81,68 @@ fn packed_dy_tiles(target: Target, cfg: &Config) -> u32 {
     }
 }
 
-/// The per-row resources and static shape.
+/// The per-row views and static shape.
 struct Rows {
-    y: Rsrc,
-    dy: Rsrc,
-    dx: Rsrc,
+    y: RowView,
+    dy: RowView,
+    dx: RowView,
     dt: ScalarType,
     s: Shape,
-    n: Val,
 }
 
 impl Rows {
+    /// A ragged row's head and tail of `y` and `dy` on lane `lane` (f32, 0 where the lane owns
+    /// none) and their part of the dot; 0 and no edges on other paths.
+    fn edges(&self, lane: Val) -> (Option<[[Val; 2]; 2]>, Val) {
+        let zero = c_f32(0.0);
+        match (self.y.edges, self.dy.edges) {
+            (Some(ye), Some(de)) => {
+                let [yh, yt] = ye.load(lane, None, 0.0);
+                let [dh, dt] = de.load(lane, None, 0.0);
+                (Some([[yh, yt], [dh, dt]]), yh.fma(dh, yt * dt))
+            }
+            _ => (None, zero),
+        }
+    }
+
+    /// Write a ragged row's head and tail of `dx` from [`Rows::edges`]'s values and the dot.
+    fn store_edges(&self, lane: Val, edges: Option<[[Val; 2]; 2]>, dot: Val) {
+        if let (Some(out), Some([ys, ds])) = (self.dx.edges, edges) {
+            out.store(lane, [0, 1].map(|k| ys[k] * (ds[k] - dot)), self.dt);
+        }
+    }
+
     /// Register-resident row: `y` always resident; `dy` resident too when `both`, else read
     /// again for the output. Tails past `n` read zero and contribute nothing to the dot.
     fn resident(&self, both: bool, reduce: impl Fn(Val) -> Val) {
         let s = &self.s;
         let lane = lane_in_row(s.group, s.threads);
         let idx: Vec<Val> = (0..s.tiles).map(|j| tile_index(lane, j, s)).collect();
-        let ys: Vec<Val> = idx.iter().map(|&i| load_f32(&self.y, i, s)).collect();
+        let ys: Vec<Val> = idx.iter().map(|&i| load_f32(&self.y.body, i, s)).collect();
+        let (edges, edge_dot) = self.edges(lane);
         let mut dys = Vec::new();
         let mut acc = f32_const(s.width, 0.0);
         for (&i, &yv) in idx.iter().zip(&ys) {
-            let d = load_f32(&self.dy, i, s);
+            let d = load_f32(&self.dy.body, i, s);
             acc = yv.fma(d, acc);
             if both {
                 dys.push(d);
             }
         }
-        let dot = bcast(reduce(hfold(acc, |a, b| a + b)), s);
+        let dot = reduce(hfold(acc, |a, b| a + b) + edge_dot);
+        // Where only `y` stays resident, the head and tail are read again too, so that no
+        // edge value is live across the reduction (at 64 elements a thread they would make
+        // ptxas spill on sm_90).
+        let edges = if both { edges } else { self.edges(lane).0 };
+        self.store_edges(lane, edges, dot);
+        let dot = bcast(dot, s);
         for (j, (&i, &yv)) in idx.iter().zip(&ys).enumerate() {
             let d = if both {
                 dys[j]
             } else {
-                load_f32(&self.dy, i, s)
+                load_f32(&self.dy.body, i, s)
             };
-            store_from_f32(&self.dx, i, yv * (d - dot), self.dt, s);
+            store_from_f32(&self.dx.body, i, yv * (d - dot), self.dt, s);
         }
     }
 
@@ -136,11 +155,11 @@ impl Rows {
         let lane = lane_in_row(s.group, s.threads);
         let idx: Vec<Val> = (0..s.tiles).map(|j| tile_index(lane, j, s)).collect();
         let raw = |r: &Rsrc, i: Val| r.load_vec(i, s.width, s.align());
-        let ys: Vec<Val> = idx.iter().map(|&i| raw(&self.y, i)).collect();
+        let ys: Vec<Val> = idx.iter().map(|&i| raw(&self.y.body, i)).collect();
         let mut kept = Vec::new();
         let mut acc = f32_const(s.width, 0.0);
         for (j, (&i, &yv)) in idx.iter().zip(&ys).enumerate() {
-            let d = raw(&self.dy, i);
+            let d = raw(&self.dy.body, i);
             acc = yv.cast(ScalarType::F32).fma(d.cast(ScalarType::F32), acc);
             if (j as u32) < keep {
                 kept.push(d);
@@ -156,12 +175,12 @@ impl Rows {
                 .iter()
                 .map(|&j| match kept.get(j) {
                     Some(&d) => widen(d),
-                    None => load_f32(&self.dy, idx[j], s),
+                    None => load_f32(&self.dy.body, idx[j], s),
                 })
                 .collect();
             for (&j, &d) in batch.iter().zip(&ds) {
                 let out = widen(ys[j]) * (d - dot);
-                store_from_f32(&self.dx, idx[j], out, self.dt, s);
+                store_from_f32(&self.dx.body, idx[j], out, self.dt, s);
             }
         }
     }
@@ -170,16 +189,21 @@ impl Rows {
     /// (column counters below `n + 8192 < 2^31`, as the forward's looped kernel).
     fn looped(&self, reduce: impl Fn(Val) -> Val) {
         let s = &self.s;
-        let start = thread_id_x() * s.width as i32;
+        let tid = thread_id_x();
+        let start = tid * s.width as i32;
         let step = c_i32((s.threads * s.width) as i32);
-        let acc = for_range(start, self.n, step, &[f32_const(s.width, 0.0)], |i, c| {
-            vec![load_f32(&self.y, i, s).fma(load_f32(&self.dy, i, s), c[0])]
+        let (y, dy, len) = (&self.y.body, &self.dy.body, self.y.len);
+        let (edges, edge_dot) = self.edges(tid);
+        let acc = for_range(start, len, step, &[f32_const(s.width, 0.0)], |i, c| {
+            vec![load_f32(y, i, s).fma(load_f32(dy, i, s), c[0])]
         });
-        let dot = bcast(reduce(hfold(acc[0], |a, b| a + b)), s);
-        for_range_(start, self.n, step, |i| {
-            let yv = load_f32(&self.y, i, s);
-            let d = load_f32(&self.dy, i, s);
-            store_from_f32(&self.dx, i, yv * (d - dot), self.dt, s);
+        let dot = reduce(hfold(acc[0], |a, b| a + b) + edge_dot);
+        self.store_edges(tid, edges, dot);
+        let dot = bcast(dot, s);
+        for_range_(start, len, step, |i| {
+            let yv = load_f32(y, i, s);
+            let d = load_f32(dy, i, s);
+            store_from_f32(&self.dx.body, i, yv * (d - dot), self.dt, s);
         });
     }
 }

@@ -4,7 +4,7 @@
 
 pub use flydsl_dsl::blocks::{hfold, load_row, opaque, row_rsrc, team_reduce, Scratch};
 
-use crate::table::{Config, DType, Path};
+use crate::table::{Config, DType};
 use flydsl_dsl::ir::{Const, ScalarType, Type};
 use flydsl_dsl::*;
 
@@ -142,5 +142,128 @@ pub fn wpe(cfg: &Config) -> Option<u32> {
 
 /// Whether the configuration's path keeps the row in registers.
 pub fn resident(cfg: &Config) -> bool {
-    matches!(cfg.path, Path::Vector | Path::Scalar)
+    !cfg.path.is_loop()
+}
+
+/// How a ragged row of `n` elements starting at element `row * n` splits: `head` elements up
+/// to the first 16-byte boundary (fewer than a vector, at most `n`), a body of `len` elements
+/// (whole aligned vectors), and `tail` elements after it (fewer than a vector). All i32.
+#[derive(Clone, Copy)]
+pub struct Split {
+    head: Val,
+    len: Val,
+    tail: Val,
+}
+
+impl Split {
+    /// The split of row `row` on a ragged path (`None` on the other paths, whose rows are one
+    /// body of `n` elements). The row's start is misaligned by `(row * n) % width` elements,
+    /// computed in i32 from `row % width` and `n % width` (`width` is a power of two), so
+    /// nothing overflows for any `row`, `n`; the tensor's base is 16-byte aligned (device
+    /// allocations are).
+    pub fn of(cfg: &Config, s: &Shape, row: Val, n: Val) -> Option<Split> {
+        if !cfg.path.is_ragged() {
+            return None;
+        }
+        let w = s.width as i32;
+        let mis = ((row & (w - 1)) * (n & (w - 1))) & (w - 1);
+        let head = ((c_i32(w) - mis) & (w - 1)).min(n);
+        let len = (n - head) & -w;
+        Some(Split {
+            head,
+            len,
+            tail: n - head - len,
+        })
+    }
+    /// The body's length in elements (a multiple of the vector width).
+    pub fn len(&self) -> Val {
+        self.len
+    }
+}
+
+/// The unaligned head and the tail of a ragged row: lane `l` of the row owns element `l` of
+/// each (lanes past its length read 0 and their stores are dropped: both are resources of
+/// exactly that length). The row's lanes are at least a vector's worth (a table invariant:
+/// ragged configurations have `group >= 8`), so every element has an owner.
+#[derive(Clone, Copy)]
+pub struct Edges {
+    head: Rsrc,
+    tail: Rsrc,
+    split: Split,
+}
+
+impl Edges {
+    /// This lane's head and tail elements in f32, `fill` on the lanes that own none; with the
+    /// keep-in-L2 hint when `keep_l2` (i1) is given and set (see [`load_row`]).
+    pub fn load(&self, lane: Val, keep_l2: Option<Val>, fill: f64) -> [Val; 2] {
+        let one = |r: Rsrc, len: Val| {
+            let v = match keep_l2 {
+                Some(k) => load_row(r, &[lane], 1, 0, k)[0],
+                None => r.load(lane),
+            }
+            .cast(ScalarType::F32);
+            select(lane.lt(len), v, f32_const(1, fill))
+        };
+        [
+            one(self.head, self.split.head),
+            one(self.tail, self.split.tail),
+        ]
+    }
+    /// Store this lane's head and tail elements (f32, narrowed to `dt`).
+    pub fn store(&self, lane: Val, v: [Val; 2], dt: ScalarType) {
+        self.store_head(lane, v[0], dt);
+        self.store_tail(lane, v[1], dt);
+    }
+    /// Store this lane's head element (f32, narrowed to `dt`).
+    pub fn store_head(&self, lane: Val, v: Val, dt: ScalarType) {
+        self.head.store(lane, v.cast(dt));
+    }
+    /// Store this lane's tail element (f32, narrowed to `dt`).
+    pub fn store_tail(&self, lane: Val, v: Val, dt: ScalarType) {
+        self.tail.store(lane, v.cast(dt));
+    }
+}
+
+/// One row of a tensor as the kernels walk it: `body` (the whole row, or a ragged row's
+/// aligned vectors) of `len` elements, and a ragged row's [`Edges`].
+#[derive(Clone, Copy)]
+pub struct RowView {
+    /// The body's resource (indices from the body's start).
+    pub body: Rsrc,
+    /// The body's length in elements (i32).
+    pub len: Val,
+    /// A ragged row's head and tail.
+    pub edges: Option<Edges>,
+}
+
+impl RowView {
+    /// Row `row` of the row-major `[m, n]` tensor `t`, split as `split` says (see [`row_rsrc`]
+    /// for `valid`: an invalid row's resources are empty).
+    pub fn of(t: &Tensor, row: Val, n: Val, valid: Option<Val>, split: Option<Split>) -> RowView {
+        let Some(sp) = split else {
+            return RowView {
+                body: row_rsrc(t, row, n, valid),
+                len: n,
+                edges: None,
+            };
+        };
+        let base = row.cast(ScalarType::I64) * n.cast(ScalarType::I64);
+        let part = |start: Val, len: Val| {
+            let len = match valid {
+                Some(v) => select(v, len, 0),
+                None => len,
+            };
+            t.offset(base + start.cast(ScalarType::I64))
+                .rsrc_n(len.cast(ScalarType::I64))
+        };
+        RowView {
+            body: part(sp.head, sp.len),
+            len: sp.len,
+            edges: Some(Edges {
+                head: part(c_i32(0), sp.head),
+                tail: part(sp.head + sp.len, sp.tail),
+                split: sp,
+            }),
+        }
+    }
 }

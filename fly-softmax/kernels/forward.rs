@@ -63,74 +63,105 @@ impl Params {
     }
 }
 
-/// Register-resident row: one read of x, one write of y. Elements past `n` (the tail of the
-/// compile-time tile) read zero through the buffer resource and are masked to -inf for the max.
+/// The row views of `x` and `y` for `row` (see [`RowView`]).
+fn views(p: &Params, s: &Shape, cfg: &Config, row: Val, valid: Option<Val>) -> [RowView; 2] {
+    let sp = Split::of(cfg, s, row, p.n);
+    [
+        RowView::of(&p.x, row, p.n, valid, sp),
+        RowView::of(&p.y, row, p.n, valid, sp),
+    ]
+}
+
+/// Register-resident row: one read of x, one write of y. Elements past the body's length (the
+/// tail of the compile-time tile) read zero through the buffer resource and are masked to
+/// -inf for the max; a ragged row's head and tail are one more scalar each per lane.
 fn resident_body(p: &Params, dt: ScalarType, s: Shape, cfg: &Config) {
     let Params {
-        x,
-        y,
         m,
-        n,
         nblocks,
         keep_l2,
         smax,
         ssum,
+        ..
     } = *p;
     let lane = lane_in_row(s.group, s.threads);
     for_each_row(m, nblocks, cfg, |row, valid| {
-        let xr = row_rsrc(&x, row, n, valid);
-        let yr = row_rsrc(&y, row, n, valid);
+        let [xr, yr] = views(p, &s, cfg, row, valid);
         let idx: Vec<Val> = (0..s.tiles).map(|j| tile_index(lane, j, &s)).collect();
         let neg_inf = f32_const(s.width, f64::NEG_INFINITY);
-        let raw = load_row(xr, &idx, s.width, s.align(), keep_l2);
+        let raw = load_row(xr.body, &idx, s.width, s.align(), keep_l2);
         let xs: Vec<Val> = idx
             .iter()
             .zip(raw)
-            .map(|(&i, v)| select(i.lt(n), v.cast(ScalarType::F32), neg_inf))
+            .map(|(&i, v)| select(i.lt(xr.len), v.cast(ScalarType::F32), neg_inf))
             .collect();
+        let edges = xr
+            .edges
+            .map(|e| e.load(lane, Some(keep_l2), f64::NEG_INFINITY));
         let mut mv = xs[0];
         for &v in &xs[1..] {
             mv = mv.max(v);
         }
-        let mx = row_reduce(hfold(mv, |a, b| a.max(b)), s.group, smax, |a, b| a.max(b));
+        let mut part = hfold(mv, |a, b| a.max(b));
+        for &v in edges.iter().flatten() {
+            part = part.max(v);
+        }
+        let mx = row_reduce(part, s.group, smax, |a, b| a.max(b));
         let mxv = bcast(mx, &s);
         let es: Vec<Val> = xs.iter().map(|&v| ((v - mxv) * LOG2E).exp2()).collect();
+        let ee = edges.map(|e| e.map(|v| ((v - mx) * LOG2E).exp2()));
         let mut sv = es[0];
         for &e in &es[1..] {
             sv = sv + e;
         }
-        let sum = row_reduce(hfold(sv, |a, b| a + b), s.group, ssum, |a, b| a + b);
-        let inv = bcast(sum.rcp(), &s);
+        let mut part = hfold(sv, |a, b| a + b);
+        for &e in ee.iter().flatten() {
+            part = part + e;
+        }
+        let sum = row_reduce(part, s.group, ssum, |a, b| a + b);
+        let rcp = sum.rcp();
+        let inv = bcast(rcp, &s);
         for (&i, &e) in idx.iter().zip(&es) {
-            store_from_f32(&yr, i, e * inv, dt, &s);
+            store_from_f32(&yr.body, i, e * inv, dt, &s);
+        }
+        if let (Some(edges), Some(ee)) = (yr.edges, ee) {
+            edges.store(lane, ee.map(|e| e * rcp), dt);
         }
     });
 }
 
 /// Rows of any length: pass 1 streams x once keeping a running (max, rescaled sum) per
-/// thread, the block combines them, pass 2 streams x again and writes y. The column loops
-/// step `i += threads * width` (at most 8192) while `i < n`: below 2^31 for the API's
-/// `n <= validate::MAX_N = i32::MAX - 65536`.
+/// thread (a ragged row's head and tail seed it), the block combines them, pass 2 streams x
+/// again and writes y. The column loops step `i += threads * width` (at most 8192) while
+/// `i < len <= n`: below 2^31 for the API's `n <= validate::MAX_N = i32::MAX - 65536`.
 fn looped_body(p: &Params, dt: ScalarType, s: Shape, cfg: &Config) {
     let Params {
-        x,
-        y,
         m,
-        n,
         nblocks,
         keep_l2,
         smax,
         ssum,
+        ..
     } = *p;
     let tid = thread_id_x();
     let start = tid * s.width as i32;
     let step = c_i32((s.threads * s.width) as i32);
     for_each_row(m, nblocks, cfg, |row, valid| {
-        let xr = row_rsrc(&x, row, n, valid);
-        let yr = row_rsrc(&y, row, n, valid);
-        let init = [c_f32(f32::NEG_INFINITY), c_f32(0.0)];
-        let acc = for_range(start, n, step, &init, |i, c| {
-            let v = load_row(xr, &[i], s.width, s.align(), keep_l2)[0].cast(ScalarType::F32);
+        let [xr, yr] = views(p, &s, cfg, row, valid);
+        let edges = xr
+            .edges
+            .map(|e| e.load(tid, Some(keep_l2), f64::NEG_INFINITY));
+        let init = match edges {
+            None => [c_f32(f32::NEG_INFINITY), c_f32(0.0)],
+            Some([h, t]) => {
+                let m0 = h.max(t);
+                let safe = select(m0.eq(f64::NEG_INFINITY), c_f32(0.0), m0);
+                let e = |v: Val| ((v - safe) * LOG2E).exp2();
+                [m0, e(h) + e(t)]
+            }
+        };
+        let acc = for_range(start, xr.len, step, &init, |i, c| {
+            let v = load_row(xr.body, &[i], s.width, s.align(), keep_l2)[0].cast(ScalarType::F32);
             let m_new = c[0].max(hfold(v, |a, b| a.max(b)));
             let safe = select(m_new.eq(f64::NEG_INFINITY), c_f32(0.0), m_new);
             let es = ((v - bcast(safe, &s)) * LOG2E).exp2();
@@ -141,11 +172,15 @@ fn looped_body(p: &Params, dt: ScalarType, s: Shape, cfg: &Config) {
         let safe = select(mx.eq(f64::NEG_INFINITY), c_f32(0.0), mx);
         let part = acc[1] * ((acc[0] - safe) * LOG2E).exp2();
         let sum = row_reduce(part, s.group, ssum, |a, b| a + b);
-        let inv = bcast(sum.rcp(), &s);
+        let rcp = sum.rcp();
+        let inv = bcast(rcp, &s);
         let mxv = bcast(mx, &s);
-        for_range_(start, n, step, |i| {
-            let v = load_f32(&xr, i, &s);
-            store_from_f32(&yr, i, ((v - mxv) * LOG2E).exp2() * inv, dt, &s);
+        if let (Some(out), Some(e)) = (yr.edges, edges) {
+            out.store(tid, e.map(|v| ((v - mx) * LOG2E).exp2() * rcp), dt);
+        }
+        for_range_(start, xr.len, step, |i| {
+            let v = load_f32(&xr.body, i, &s);
+            store_from_f32(&yr.body, i, ((v - mxv) * LOG2E).exp2() * inv, dt, &s);
         });
     });
 }

@@ -1,14 +1,15 @@
 //! The safe and raw entry points on device buffers.
 
 use crate::kernels;
-use crate::plan::Variant;
+use crate::plan::{Variant, MAX_GRID};
 use crate::select::{resolve, tuned, Dispatch, Resolved};
-use crate::table::Kind;
+use crate::split::SplitPlan;
+use crate::table::{Kind, Path};
 use crate::validate;
 use flydsl_rt::hints::KEEP_L2_MIN_BYTES;
 use flydsl_rt::tune::Tuner;
 use flydsl_rt::validate::Call;
-use flydsl_rt::{DeviceBuffer, Element, Result, Stream};
+use flydsl_rt::{DeviceBuffer, Element, LaunchConfig, Result, Stream};
 use std::cell::RefCell;
 
 /// The shape of a row-major `[m, n]` softmax: `m` rows (any, 0 is a no-op) of `n >= 1`
@@ -183,7 +184,7 @@ unsafe fn forward_unchecked<T: Element>(
         return Ok(());
     }
     let (m, n) = (args.m, args.n);
-    let v = match resolve::<T>(call, Kind::Forward, stream, n, &dispatch)? {
+    let v = match resolve::<T>(call, Kind::Forward, stream, m, n, &dispatch)? {
         Resolved::Fixed(v) => v,
         Resolved::Tune(cands) => {
             let Dispatch::Tuned(tuner) = dispatch else {
@@ -344,7 +345,7 @@ unsafe fn backward_unchecked<T: Element>(
         return Ok(());
     }
     let (m, n) = (args.m, args.n);
-    let v = match resolve::<T>(call, Kind::Backward, stream, n, &dispatch)? {
+    let v = match resolve::<T>(call, Kind::Backward, stream, m, n, &dispatch)? {
         Resolved::Fixed(v) => v,
         Resolved::Tune(cands) => {
             let Dispatch::Tuned(tuner) = dispatch else {
@@ -385,8 +386,12 @@ unsafe fn launch_fwd<T: Element>(
     m: usize,
     n: usize,
 ) -> Result<()> {
-    let (cfg, nblocks) = v.launch_config(m);
     let keep = flydsl_rt::hints::keep_l2(m * n * std::mem::size_of::<T>(), KEEP_L2_MIN_BYTES);
+    if v.config.path == Path::Split {
+        // SAFETY: forwarded from this function's contract.
+        return unsafe { launch_split_fwd(call, v, stream, x, y, m, n, keep) };
+    }
+    let (cfg, nblocks) = v.launch_config(m);
     let l = kernels::forward::<T>(v.index)
         .ok_or_else(|| call.fail(format!("`{}` is not a forward kernel", v.name::<T>())))?;
     call.kernel(stream, l.kernel)?;
@@ -409,10 +414,103 @@ unsafe fn launch_bwd<T: Element>(
     m: usize,
     n: usize,
 ) -> Result<()> {
+    if v.config.path == Path::Split {
+        // SAFETY: forwarded from this function's contract.
+        return unsafe { launch_split_bwd(call, v, stream, y, dy, dx, m, n) };
+    }
     let (cfg, nblocks) = v.launch_config(m);
     let l = kernels::backward::<T>(v.index)
         .ok_or_else(|| call.fail(format!("`{}` is not a backward kernel", v.name::<T>())))?;
     call.kernel(stream, l.kernel)?;
     // SAFETY: the kernel touches rows 0..m of n elements, inside all buffers (caller).
     unsafe { (l.launch)(stream, cfg, y, dy, dx, m as i32, n as i32, nblocks) }
+}
+
+/// The plan, launch geometry and i32 kernel arguments `(m, n, chunks, clen, nblocks)` of a
+/// split launch of `v` for `m` rows of `n`.
+fn split_geometry<T: Element>(
+    v: &Variant,
+    stream: &Stream,
+    m: usize,
+    n: usize,
+) -> (SplitPlan, LaunchConfig, [i32; 5]) {
+    let p = SplitPlan::new::<T>(v, stream.device().compute_units(), m, n);
+    let blocks = p.pairs(m).min(MAX_GRID as usize) as u32;
+    let cfg = LaunchConfig::linear(blocks, v.config.threads);
+    let i = |x: usize| x as i32;
+    (p, cfg, [i(m), i(n), i(p.chunks), i(p.clen), blocks as i32])
+}
+
+/// Launch split forward variant `v` (stats, then finish) with a workspace of its own.
+///
+/// # Safety
+/// As [`launch_fwd`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn launch_split_fwd<T: Element>(
+    call: Call<'_>,
+    v: &Variant,
+    stream: &Stream,
+    x: &DeviceBuffer<T>,
+    y: &mut DeviceBuffer<T>,
+    m: usize,
+    n: usize,
+    keep: bool,
+) -> Result<()> {
+    let kernels::SplitPair { stats, finish: fin } = kernels::forward_split::<T>(v.index)
+        .ok_or_else(|| call.fail(format!("`{}` is not a split forward kernel", v.name::<T>())))?;
+    call.kernel(stream, stats.kernel)?;
+    call.kernel(stream, fin.kernel)?;
+    let (p, cfg, [mi, ni, chunks, clen, nb]) = split_geometry::<T>(v, stream, m, n);
+    let mut ws = DeviceBuffer::<f32>::alloc(stream.device(), 2 * p.pairs(m))?;
+    // SAFETY: the kernels touch rows 0..m of n elements of x and y (caller) and the
+    // 2 * m * chunks values of ws; the plan keeps m * chunks and the chunk bounds in i32.
+    unsafe {
+        (stats.launch)(
+            stream,
+            cfg,
+            x,
+            &mut ws,
+            mi,
+            ni,
+            chunks,
+            clen,
+            nb,
+            keep as i32,
+        )?;
+        (fin.launch)(stream, cfg, x, &ws, y, mi, ni, chunks, clen, nb)
+    }
+}
+
+/// Launch split backward variant `v` (stats, then finish) with a workspace of its own.
+///
+/// # Safety
+/// As [`launch_bwd`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn launch_split_bwd<T: Element>(
+    call: Call<'_>,
+    v: &Variant,
+    stream: &Stream,
+    y: &DeviceBuffer<T>,
+    dy: &DeviceBuffer<T>,
+    dx: &mut DeviceBuffer<T>,
+    m: usize,
+    n: usize,
+) -> Result<()> {
+    let kernels::SplitPair { stats, finish: fin } = kernels::backward_split::<T>(v.index)
+        .ok_or_else(|| {
+            call.fail(format!(
+                "`{}` is not a split backward kernel",
+                v.name::<T>()
+            ))
+        })?;
+    call.kernel(stream, stats.kernel)?;
+    call.kernel(stream, fin.kernel)?;
+    let (p, cfg, [mi, ni, chunks, clen, nb]) = split_geometry::<T>(v, stream, m, n);
+    let mut ws = DeviceBuffer::<f32>::alloc(stream.device(), p.pairs(m))?;
+    // SAFETY: the kernels touch rows 0..m of n elements of y, dy and dx (caller) and the
+    // m * chunks values of ws; the plan keeps m * chunks and the chunk bounds in i32.
+    unsafe {
+        (stats.launch)(stream, cfg, y, dy, &mut ws, mi, ni, chunks, clen, nb)?;
+        (fin.launch)(stream, cfg, y, dy, &ws, dx, mi, ni, chunks, clen, nb)
+    }
 }

@@ -25,10 +25,22 @@
 //! Every dtype (`f32`, `f16`, `bf16`) has, per target (see [`table::CONFIGS`]):
 //! - a **vector** path (rows up to 32768 elements, `n` a multiple of the 128-bit vector
 //!   width): the row stays in registers, 128-bit buffer loads/stores, one read of `x` and one
-//!   write of `y`; short rows pack several rows per block (8 to 64 threads per row, shuffle
-//!   reductions only);
-//! - a **masked scalar** path for other `n` up to 16384;
-//! - **looped** paths (vector and scalar) for any longer row.
+//!   write of `y`; short rows pack several rows per block (8 to 128 threads per row, shuffle
+//!   reductions only; `n <= 128` has 8 or 16 threads per row);
+//! - a **ragged** path for other `n` up to 32768: rows start off the 16-byte grid, so each
+//!   row's unaligned head (up to the first 16-byte boundary) and its tail (after the last
+//!   whole vector) are one element per lane, and the body between is aligned 128-bit
+//!   vectors held in registers as on the vector path;
+//! - **looped** paths (vector, ragged, and scalar) for any longer row;
+//! - **split** rows ([`split`]) for few long rows: each row is cut into chunks over several
+//!   blocks (two kernels: partial statistics into an f32 workspace the call allocates, then
+//!   the output), so that even one row fills the device;
+//! - a **masked scalar** path up to 16384 (no longer dispatched by default: the tuner's
+//!   alternative for odd `n`).
+//!
+//! The dispatcher's rules are written on [`plan::path_for`] (path from `n` and the dtype),
+//! [`plan::candidates`] (the size class and its alternatives) and
+//! [`plan::split_by_default`] (when to split, from `m` and the device's compute units).
 //!
 //! Backward keeps `y` and `dy` in registers up to 16384 elements, only `y` up to 32768, and
 //! loops beyond.
@@ -51,6 +63,7 @@ mod array;
 mod kernels;
 pub mod plan;
 pub mod select;
+pub mod split;
 pub mod table;
 pub mod validate;
 

@@ -50,12 +50,13 @@ impl Variant {
     /// ```
     pub fn supports<T: Element>(&self, n: usize) -> bool {
         let c = self.config;
-        let vec_ok = !c.path.is_vector() || multiple_of(n, T::DTYPE.vec() as usize);
+        let vec_ok = !c.path.needs_whole_vectors() || multiple_of(n, T::DTYPE.vec() as usize);
         let fits = c.path.is_loop() || n <= c.class as usize;
         n >= 1 && vec_ok && fits && c.serves(T::DTYPE)
     }
 
-    /// The kernel's variant table for `T` (IR for every target, code objects for the built ones).
+    /// The kernel's variant table for `T` (IR for every target, code objects for the built
+    /// ones); for a [`Path::Split`] configuration, its first (stats) kernel's.
     ///
     /// ```
     /// use fly_softmax::plan::variant_by_name;
@@ -63,6 +64,18 @@ impl Variant {
     /// assert_eq!(v.kernel::<f32>().name, "softmax_fwd_f32_ls_t256_g256_e0_w0");
     /// ```
     pub fn kernel<T: Element>(&self) -> &'static flydsl_rt::KernelVariants {
+        self.kernels::<T>()[0]
+    }
+
+    /// Every kernel the configuration launches (two for a [`Path::Split`] one: stats, then
+    /// finish), as variant tables for `T`.
+    ///
+    /// ```
+    /// use fly_softmax::plan::variant_by_name;
+    /// let v = variant_by_name::<f32>("softmax_bwd_f32_sp_t256_g256_e0_w0").unwrap();
+    /// assert_eq!(v.kernels::<f32>()[1].name, "softmax_bwd_f32_sp_t256_g256_e0_w0_fin");
+    /// ```
+    pub fn kernels<T: Element>(&self) -> Vec<&'static flydsl_rt::KernelVariants> {
         crate::kernels::variants::<T>(self.index)
     }
 
@@ -76,13 +89,17 @@ impl Variant {
     /// assert!(!wpe.available::<f32>(&Device::sim(Target::Sm90))); // AMD-only hint
     /// ```
     pub fn available<T: Element>(&self, device: &Device) -> bool {
-        match self.kernel::<T>().for_target(device.target()) {
-            Some(var) => device.backend() == Backend::Sim || var.code.is_some(),
-            None => false,
-        }
+        self.kernels::<T>()
+            .iter()
+            .all(|k| match k.for_target(device.target()) {
+                Some(var) => device.backend() == Backend::Sim || var.code.is_some(),
+                None => false,
+            })
     }
 
-    /// Grid and block for `m` rows, and the `nblocks` kernel argument.
+    /// Grid and block for `m` rows, and the `nblocks` kernel argument (a [`Path::Split`]
+    /// configuration launches its two kernels over `m * chunks` blocks instead: see
+    /// `SplitPlan` in `src/split.rs`).
     ///
     /// ```
     /// use fly_softmax::plan::variant_by_name;
@@ -145,52 +162,61 @@ fn max_class(kind: Kind, path: Path, dtype: DType) -> u32 {
         .unwrap_or(0)
 }
 
-/// The path that serves rows of `n` elements of `T`: register-resident when the row fits the
-/// largest class, vector when `n` is a multiple of the 128-bit vector width.
+/// The path that serves rows of `n` elements of `T`. The dispatcher's rules, in order:
+/// 1. `n` a multiple of the 128-bit vector width: [`Path::Vector`] when the row fits the
+///    largest vector class of the dtype (one read, one write, every access a whole aligned
+///    vector), else [`Path::LoopVector`].
+/// 2. Other `n` (rows start off the 16-byte grid): [`Path::Ragged`] when the row fits its
+///    largest class, else [`Path::LoopRagged`]: each row's unaligned head and its tail are
+///    one element per lane and the body is aligned vectors, so all but at most
+///    `2 * (width - 1)` elements of a row move in 128-bit accesses, where the masked scalar
+///    path moves every element alone (31-60% of copy bandwidth on the H200 at odd `n`). The
+///    masked scalar paths stay the tuner's alternatives ([`candidates`]).
 ///
 /// ```
 /// use fly_softmax::{plan::path_for, table::{Kind, Path}};
 /// assert_eq!(path_for::<half::bf16>(Kind::Forward, 8192), Path::Vector);
-/// assert_eq!(path_for::<half::bf16>(Kind::Forward, 1021), Path::Scalar);
+/// assert_eq!(path_for::<half::bf16>(Kind::Forward, 1021), Path::Ragged);
 /// assert_eq!(path_for::<f32>(Kind::Forward, 1 << 20), Path::LoopVector);
-/// assert_eq!(path_for::<f32>(Kind::Backward, 65537), Path::LoopScalar);
+/// assert_eq!(path_for::<f32>(Kind::Forward, 150_001), Path::LoopRagged);
+/// assert_eq!(path_for::<f32>(Kind::Backward, 65537), Path::LoopRagged);
 /// assert_eq!(path_for::<half::bf16>(Kind::Backward, 65536), Path::Vector);
 /// assert_eq!(path_for::<f32>(Kind::Backward, 65536), Path::LoopVector);
 /// ```
 pub fn path_for<T: Element>(kind: Kind, n: usize) -> Path {
-    let vec = multiple_of(n, T::DTYPE.vec() as usize);
-    let (resident, looped) = if vec {
-        (Path::Vector, Path::LoopVector)
+    let resident = if multiple_of(n, T::DTYPE.vec() as usize) {
+        Path::Vector
     } else {
-        (Path::Scalar, Path::LoopScalar)
+        Path::Ragged
     };
     if n <= max_class(kind, resident, T::DTYPE) as usize {
         resident
     } else {
-        looped
+        resident.looped()
     }
 }
 
-/// The candidates for rows of `n` elements of `T` on `device`: the configurations of the
-/// smallest class of the chosen path that holds `n`, available on the device, default first.
-/// Never empty for `n >= 1`: when nothing is available the default is still returned (its
-/// launch then reports the missing variant).
-///
-/// ```
-/// use fly_softmax::{plan::candidates, table::Kind};
-/// use flydsl_rt::{Device, Target};
-/// let c = candidates::<half::bf16>(Kind::Forward, &Device::sim(Target::Gfx950), 8000);
-/// assert!(c.len() > 1 && c[0].config.default && c[0].config.class == 8192);
-/// ```
-pub fn candidates<T: Element>(kind: Kind, device: &Device, n: usize) -> Vec<Variant> {
-    let path = path_for::<T>(kind, n);
-    let class = CONFIGS
+/// The masked scalar path the tuner also tries where `path` (a ragged path) is the default.
+fn scalar_alternative(path: Path) -> Option<Path> {
+    match path {
+        Path::Ragged => Some(Path::Scalar),
+        Path::LoopRagged => Some(Path::LoopScalar),
+        _ => None,
+    }
+}
+
+/// The configurations of `path`'s smallest class that holds rows of `n` elements of `T`,
+/// default first (empty when no class of `path` holds them).
+fn class_configs<T: Element>(kind: Kind, path: Path, n: usize) -> Vec<Variant> {
+    let Some(class) = CONFIGS
         .iter()
         .filter(|c| c.kind == kind && c.path == path && c.class as usize >= n)
         .filter(|c| c.serves(T::DTYPE))
         .map(|c| c.class)
         .min()
-        .unwrap_or(u32::MAX);
+    else {
+        return Vec::new();
+    };
     let mut same: Vec<Variant> = CONFIGS
         .iter()
         .enumerate()
@@ -199,6 +225,30 @@ pub fn candidates<T: Element>(kind: Kind, device: &Device, n: usize) -> Vec<Vari
         .map(|(index, config)| Variant { index, config })
         .collect();
     same.sort_by_key(|v| !v.config.default);
+    same
+}
+
+/// The candidates for rows of `n` elements of `T` on `device`: the configurations of the
+/// smallest class of the chosen path ([`path_for`]) that holds `n`, then, for a ragged path,
+/// those of the masked scalar path's smallest class that holds `n` (when one does), available
+/// on the device, the default first. Never empty for `n >= 1`: when nothing is available the
+/// default is still returned (its launch then reports the missing variant).
+///
+/// ```
+/// use fly_softmax::{plan::candidates, table::{Kind, Path}};
+/// use flydsl_rt::{Device, Target};
+/// let c = candidates::<half::bf16>(Kind::Forward, &Device::sim(Target::Gfx950), 8000);
+/// assert!(c.len() > 1 && c[0].config.default && c[0].config.class == 8192);
+/// let odd = candidates::<f32>(Kind::Forward, &Device::sim(Target::Sm90), 1021);
+/// assert_eq!((odd[0].config.path, odd[0].config.class), (Path::Ragged, 1024));
+/// assert!(odd.iter().any(|v| v.config.path == Path::Scalar));
+/// ```
+pub fn candidates<T: Element>(kind: Kind, device: &Device, n: usize) -> Vec<Variant> {
+    let path = path_for::<T>(kind, n);
+    let mut same = class_configs::<T>(kind, path, n);
+    if let Some(alt) = scalar_alternative(path) {
+        same.extend(class_configs::<T>(kind, alt, n));
+    }
     let default = same[0];
     let mut avail: Vec<Variant> = same
         .into_iter()
@@ -209,6 +259,99 @@ pub fn candidates<T: Element>(kind: Kind, device: &Device, n: usize) -> Vec<Vari
         avail.insert(0, default);
     }
     avail
+}
+
+/// The dispatcher splits rows when there are fewer than this many rows per compute unit
+/// (`m < 2 * compute units`: 264 rows on the H200) and a row holds at least two chunks of
+/// [`MIN_CHUNK`]. Below it, one block per row leaves most of the device idle: a row-looping
+/// block keeps one 128-bit load in flight per thread, and on the H200 such shapes reached
+/// 31-62% of copy bandwidth.
+///
+/// ```
+/// assert_eq!(fly_softmax::plan::SPLIT_ROWS_PER_CU, 2);
+/// ```
+pub const SPLIT_ROWS_PER_CU: usize = 2;
+
+/// The shortest chunk, in elements (one loop step of a 256-thread block of 128-bit bf16
+/// accesses: [`crate::table::SPLIT_UNROLL`] strides): shorter chunks spend more on the
+/// per-chunk statistics than they gain.
+pub const MIN_CHUNK: usize = 8192;
+
+/// The split configuration of `kind` (the default one).
+///
+/// ```
+/// use fly_softmax::{plan::split_variant, table::{Kind, Path}};
+/// assert_eq!(split_variant(Kind::Backward).config.path, Path::Split);
+/// ```
+pub fn split_variant(kind: Kind) -> Variant {
+    CONFIGS
+        .iter()
+        .enumerate()
+        .find(|(_, c)| c.kind == kind && c.path == Path::Split && c.default)
+        .map(|(index, config)| Variant { index, config })
+        .expect("the table has a default split configuration per kind")
+}
+
+/// Whether `m` rows are few enough on `device` to split ([`SPLIT_ROWS_PER_CU`]) and rows of
+/// `n` long enough to make two chunks.
+///
+/// ```
+/// use fly_softmax::plan::few_long_rows;
+/// use flydsl_rt::{Device, Target};
+/// let h200 = Device::sim(Target::Sm90); // 132 compute units
+/// assert!(few_long_rows(&h200, 263, 16384) && !few_long_rows(&h200, 264, 16384));
+/// assert!(!few_long_rows(&h200, 1, 16383));
+/// ```
+pub fn few_long_rows(device: &Device, m: usize, n: usize) -> bool {
+    m < SPLIT_ROWS_PER_CU * device.compute_units().max(1) as usize && n >= 2 * MIN_CHUNK
+}
+
+/// Whether the split configuration is the dispatcher's default for `m` rows of `n` elements
+/// of `T` on `device`: rows too long for registers (the looped paths, which also read the
+/// input twice, so splitting costs no extra traffic) and [`few_long_rows`]. For few rows that
+/// fit in registers splitting trades the resident path's single read for parallelism, which
+/// needs a measurement: there it is only a tuner candidate.
+///
+/// ```
+/// use fly_softmax::{plan::split_by_default, table::Kind};
+/// use flydsl_rt::{Device, Target};
+/// let h200 = Device::sim(Target::Sm90);
+/// assert!(split_by_default::<half::bf16>(Kind::Forward, &h200, 4, 150_001));
+/// assert!(!split_by_default::<half::bf16>(Kind::Forward, &h200, 4, 32_768));
+/// assert!(!split_by_default::<half::bf16>(Kind::Forward, &h200, 4096, 150_001));
+/// ```
+pub fn split_by_default<T: Element>(kind: Kind, device: &Device, m: usize, n: usize) -> bool {
+    path_for::<T>(kind, n).is_loop() && few_long_rows(device, m, n)
+}
+
+/// The candidates for `m` rows of `n` elements of `T` on `device`: [`candidates`], with the
+/// split configuration (`src/split.rs`) first where it is the default
+/// ([`split_by_default`]: few rows too long for registers) and last where it
+/// is only an alternative (few long rows that fit in registers), when the device can run it.
+///
+/// ```
+/// use fly_softmax::{plan::candidates_for, table::{Kind, Path}};
+/// use flydsl_rt::{Device, Target};
+/// let h200 = Device::sim(Target::Sm90);
+/// let c = candidates_for::<half::bf16>(Kind::Forward, &h200, 2, 150_001);
+/// assert_eq!(c[0].config.path, Path::Split);
+/// assert_eq!(c[1].config.path, Path::LoopRagged);
+/// let c = candidates_for::<half::bf16>(Kind::Forward, &h200, 2, 32_768);
+/// assert_eq!((c[0].config.path, c.last().unwrap().config.path), (Path::Vector, Path::Split));
+/// assert!(candidates_for::<f32>(Kind::Forward, &h200, 4096, 150_001)
+///     .iter().all(|v| v.config.path != Path::Split));
+/// ```
+pub fn candidates_for<T: Element>(kind: Kind, device: &Device, m: usize, n: usize) -> Vec<Variant> {
+    let mut c = candidates::<T>(kind, device, n);
+    let sp = split_variant(kind);
+    if few_long_rows(device, m, n) && sp.available::<T>(device) {
+        if split_by_default::<T>(kind, device, m, n) {
+            c.insert(0, sp);
+        } else {
+            c.push(sp);
+        }
+    }
+    c
 }
 
 /// The tuner's shape class: path, class, exact `n`, and `m` bucketed to powers of 4.

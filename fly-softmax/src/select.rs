@@ -1,7 +1,7 @@
 //! Choosing the configuration of one call: a named variant, the class default, or the tuner
 //! (cached winner, or a validated search when autotuning is on).
 
-use crate::plan::{candidates, shape_class, variant_by_name, Variant};
+use crate::plan::{candidates_for, shape_class, variant_by_name, Variant};
 use crate::table::{Kind, CONFIGS};
 use flydsl_rt::tune::{TuneKey, Tuner};
 use flydsl_rt::validate::Call;
@@ -48,6 +48,7 @@ pub(crate) fn resolve<T: Element>(
     call: Call<'_>,
     kind: Kind,
     stream: &Stream,
+    m: usize,
     n: usize,
     dispatch: &Dispatch<'_>,
 ) -> Result<Resolved> {
@@ -85,7 +86,7 @@ pub(crate) fn resolve<T: Element>(
                     format_args!("Dispatch::Variant({name:?})"),
                     format_args!(
                         "`{name}` cannot handle rows of n = {n} (it needs n <= {} and, on a \
-                         vector path, n a multiple of {})",
+                         vector path (`_v`/`_lv` names), n a multiple of {})",
                         v.config.class,
                         T::DTYPE.vec()
                     ),
@@ -95,10 +96,10 @@ pub(crate) fn resolve<T: Element>(
             Ok(Resolved::Fixed(v))
         }
         Dispatch::Default => Ok(Resolved::Fixed(
-            candidates::<T>(kind, stream.device(), n)[0],
+            candidates_for::<T>(kind, stream.device(), m, n)[0],
         )),
         Dispatch::Tuned(_) => {
-            let c = candidates::<T>(kind, stream.device(), n);
+            let c = candidates_for::<T>(kind, stream.device(), m, n);
             if c.len() == 1 {
                 Ok(Resolved::Fixed(c[0]))
             } else {

@@ -32,6 +32,7 @@ pub enum Kind {
 /// ```
 /// use fly_softmax::table::Path;
 /// assert!(Path::LoopVector.is_vector() && Path::LoopVector.is_loop());
+/// assert!(Path::Ragged.is_vector() && !Path::Ragged.is_loop());
 /// assert_eq!(Path::Scalar.tag(), "s");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -41,11 +42,24 @@ pub enum Path {
     Vector,
     /// Register-resident row, one element per access, masked; any `n <= class`.
     Scalar,
+    /// Register-resident ragged row (any `n <= class`, meant for `n` not a multiple of the
+    /// vector width): each row's unaligned head (the elements before its first 16-byte
+    /// boundary: row `r` starts at element `r * n`, not 16-byte aligned for odd `n`) and its
+    /// tail (after the last whole vector) are one element per lane on the first lanes of the
+    /// row; the body between them is aligned 128-bit vectors, as on [`Path::Vector`].
+    Ragged,
     /// Looped over the row with 128-bit loads (rows too long for registers); needs
     /// `n % vector width == 0`.
     LoopVector,
     /// Looped over the row one element at a time; any `n`.
     LoopScalar,
+    /// Looped over the row's aligned body with 128-bit loads, head and tail as on
+    /// [`Path::Ragged`]; any `n`.
+    LoopRagged,
+    /// Split rows (any `n`; for few long rows): each row is cut into chunks worked on by
+    /// separate blocks, in two kernels (partial statistics into an f32 workspace, then the
+    /// output); rows are walked as on [`Path::LoopRagged`]. See `kernels/split.rs`.
+    Split,
 }
 
 impl Path {
@@ -54,17 +68,51 @@ impl Path {
         match self {
             Path::Vector => "v",
             Path::Scalar => "s",
+            Path::Ragged => "r",
             Path::LoopVector => "lv",
             Path::LoopScalar => "ls",
+            Path::LoopRagged => "lr",
+            Path::Split => "sp",
         }
     }
-    /// Whether the path uses 128-bit vectors.
+    /// Whether the path uses 128-bit vectors (for all of a row, or for its body).
     pub const fn is_vector(self) -> bool {
+        !matches!(self, Path::Scalar | Path::LoopScalar)
+    }
+    /// Whether the path needs `n` to be a multiple of the vector width.
+    ///
+    /// ```
+    /// use fly_softmax::table::Path;
+    /// assert!(Path::Vector.needs_whole_vectors() && !Path::Ragged.needs_whole_vectors());
+    /// ```
+    pub const fn needs_whole_vectors(self) -> bool {
         matches!(self, Path::Vector | Path::LoopVector)
+    }
+    /// Whether the path peels an unaligned head and a tail off each row.
+    pub const fn is_ragged(self) -> bool {
+        matches!(self, Path::Ragged | Path::LoopRagged | Path::Split)
     }
     /// Whether the path loops over the row (no register residency, any length).
     pub const fn is_loop(self) -> bool {
-        matches!(self, Path::LoopVector | Path::LoopScalar)
+        matches!(
+            self,
+            Path::LoopVector | Path::LoopScalar | Path::LoopRagged | Path::Split
+        )
+    }
+    /// The looped path with the same row walk (itself for a looped path).
+    ///
+    /// ```
+    /// use fly_softmax::table::Path;
+    /// assert_eq!(Path::Ragged.looped(), Path::LoopRagged);
+    /// assert_eq!(Path::LoopScalar.looped(), Path::LoopScalar);
+    /// ```
+    pub const fn looped(self) -> Path {
+        match self {
+            Path::Vector | Path::LoopVector => Path::LoopVector,
+            Path::Scalar | Path::LoopScalar => Path::LoopScalar,
+            Path::Ragged | Path::LoopRagged => Path::LoopRagged,
+            Path::Split => Path::Split,
+        }
     }
 }
 
@@ -108,17 +156,30 @@ impl Config {
         self.wpe != 0
     }
     /// Whether this configuration serves rows of `dtype`: a register-resident row holds at
-    /// most [`RESIDENT_MAX_ROW_BYTES`] per operand (looped paths serve every dtype). The
-    /// kernel of a configuration that does not serve a dtype is still built (as the looped
-    /// kernel of the same block size) but never dispatched.
+    /// most [`RESIDENT_MAX_ROW_BYTES`] per operand, half that on the backward ragged path's
+    /// y-only tier (classes above [`BWD_BOTH_RESIDENT_MAX`]: at 128 KiB its head and tail
+    /// registers make ptxas spill f32 on sm_90); looped paths serve every dtype. The kernel of
+    /// a configuration that does not serve a dtype is still built (as the looped kernel of the
+    /// same block size) but never dispatched.
     ///
     /// ```
-    /// use fly_softmax::table::{DType, CONFIGS};
+    /// use fly_softmax::table::{DType, Kind, Path, CONFIGS};
     /// let big = CONFIGS.iter().find(|c| c.class == 65536).unwrap();
     /// assert!(big.serves(DType::BF16) && big.serves(DType::F16) && !big.serves(DType::F32));
+    /// let r = CONFIGS.iter().find(|c| c.kind == Kind::Backward && c.path == Path::Ragged
+    ///     && c.class == 32768).unwrap();
+    /// assert!(r.serves(DType::BF16) && !r.serves(DType::F32));
     /// ```
     pub const fn serves(&self, dtype: DType) -> bool {
-        self.path.is_loop() || self.class as u64 * dtype.bytes() as u64 <= RESIDENT_MAX_ROW_BYTES
+        let y_only_ragged = matches!(self.kind, Kind::Backward)
+            && matches!(self.path, Path::Ragged)
+            && self.class > BWD_BOTH_RESIDENT_MAX;
+        let limit = if y_only_ragged {
+            RESIDENT_MAX_ROW_BYTES / 2
+        } else {
+            RESIDENT_MAX_ROW_BYTES
+        };
+        self.path.is_loop() || self.class as u64 * dtype.bytes() as u64 <= limit
     }
 }
 
@@ -151,7 +212,10 @@ const fn c(
 }
 
 use Kind::{Backward as B, Forward as F};
-use Path::{LoopScalar as LS, LoopVector as LV, Scalar as S, Vector as V};
+use Path::{
+    LoopRagged as LR, LoopScalar as LS, LoopVector as LV, Ragged as R, Scalar as S, Split as SP,
+    Vector as V,
+};
 
 /// Every compiled configuration. Within one `(kind, path, class)` exactly one is the default;
 /// the others are the autotuner's alternatives for that class.
@@ -167,11 +231,22 @@ use Path::{LoopScalar as LS, LoopVector as LV, Scalar as S, Vector as V};
 ///   kept (AMD only: NVIDIA has no such hint);
 /// - threads per row: the short-row classes (64..2048) compile 8..128 threads per row with
 ///   several rows per block;
+/// - n = 64 and n = 128 (many short rows) have their own classes forward and backward: 8 and
+///   16 threads per row with one 128-bit access each for 16-bit dtypes (a larger class would
+///   leave lanes of every row idle), with alternatives of half the threads per row (two
+///   accesses in flight per thread) and, at 128, of 512 threads;
+/// - the ragged paths (odd `n`) mirror the vector classes' defaults, and replace the masked
+///   scalar path in dispatch; the masked scalar configurations stay as the tuner's
+///   alternatives for odd `n` (see `plan::candidates`);
 /// - the masked scalar and looped paths are fallbacks with one configuration per class
 ///   (plus a 512-thread looped alternative).
 pub const CONFIGS: &[Config] = &[
     // ---- forward, vector path ------------------------------------------------------------
     c(F, V, 64, 256, 8, 8, 0, true),
+    c(F, V, 64, 256, 4, 16, 0, false),
+    c(F, V, 128, 256, 16, 8, 0, true),
+    c(F, V, 128, 256, 8, 16, 0, false),
+    c(F, V, 128, 512, 16, 8, 0, false),
     c(F, V, 256, 256, 32, 8, 0, true),
     c(F, V, 256, 256, 16, 16, 0, false),
     c(F, V, 512, 256, 64, 8, 0, true),
@@ -200,11 +275,29 @@ pub const CONFIGS: &[Config] = &[
     c(F, S, 2048, 256, 256, 8, 0, true),
     c(F, S, 8192, 512, 512, 16, 0, true),
     c(F, S, 16384, 512, 512, 32, 0, true),
+    // ---- forward, ragged path (n not a multiple of the vector width) ------------------------
+    c(F, R, 64, 256, 8, 8, 0, true),
+    c(F, R, 128, 256, 16, 8, 0, true),
+    c(F, R, 256, 256, 32, 8, 0, true),
+    c(F, R, 512, 256, 64, 8, 0, true),
+    c(F, R, 1024, 256, 64, 16, 0, true),
+    c(F, R, 2048, 256, 256, 8, 0, true),
+    c(F, R, 4096, 256, 256, 16, 0, true),
+    c(F, R, 8192, 256, 256, 32, 0, true),
+    c(F, R, 8192, 512, 512, 16, 0, false),
+    c(F, R, 16384, 512, 512, 32, 0, true),
+    c(F, R, 32768, 512, 512, 64, 0, true),
     // ---- forward, looped --------------------------------------------------------------------
     c(F, LV, LOOP, 256, 256, 0, 0, true),
     c(F, LV, LOOP, 512, 512, 0, 0, false),
     c(F, LS, LOOP, 256, 256, 0, 0, true),
+    c(F, LR, LOOP, 256, 256, 0, 0, true),
+    c(F, LR, LOOP, 512, 512, 0, 0, false),
+    // ---- forward, split rows (few long rows; `src/split.rs` decides) ------------------------
+    c(F, SP, LOOP, 256, 256, 0, 0, true),
     // ---- backward, vector path (<= 16384: y and dy resident; 32768: only y; 65536: packed) ---
+    c(B, V, 64, 256, 8, 8, 0, true),
+    c(B, V, 128, 256, 16, 8, 0, true),
     c(B, V, 256, 256, 32, 8, 0, true),
     c(B, V, 1024, 256, 64, 16, 0, true),
     c(B, V, 2048, 256, 256, 8, 0, true),
@@ -219,11 +312,32 @@ pub const CONFIGS: &[Config] = &[
     c(B, S, 512, 256, 64, 8, 0, true),
     c(B, S, 4096, 256, 256, 16, 0, true),
     c(B, S, 16384, 512, 512, 32, 0, true),
+    // ---- backward, ragged path (<= 16384: y and dy resident; 32768: only y) -----------------
+    c(B, R, 64, 256, 8, 8, 0, true),
+    c(B, R, 128, 256, 16, 8, 0, true),
+    c(B, R, 256, 256, 32, 8, 0, true),
+    c(B, R, 1024, 256, 64, 16, 0, true),
+    c(B, R, 2048, 256, 256, 8, 0, true),
+    c(B, R, 4096, 256, 256, 16, 0, true),
+    c(B, R, 8192, 256, 256, 32, 0, true),
+    c(B, R, 16384, 512, 512, 32, 0, true),
+    c(B, R, 32768, 512, 512, 64, 0, true),
     // ---- backward, looped (neither operand resident) ----------------------------------------
     c(B, LV, LOOP, 256, 256, 0, 0, true),
     c(B, LV, LOOP, 512, 512, 0, 0, false),
     c(B, LS, LOOP, 256, 256, 0, 0, true),
+    c(B, LR, LOOP, 256, 256, 0, 0, true),
+    // ---- backward, split rows ---------------------------------------------------------------
+    c(B, SP, LOOP, 256, 256, 0, 0, true),
 ];
+
+/// The split kernels' loop unroll: each thread keeps this many 128-bit loads in flight (one
+/// block stride apart), and a chunk is a multiple of this many strides.
+///
+/// ```
+/// assert_eq!(fly_softmax::table::SPLIT_UNROLL, 4);
+/// ```
+pub const SPLIT_UNROLL: u32 = 4;
 
 /// Backward classes up to this size keep both `y` and `dy` in registers (3 units of traffic);
 /// larger resident classes keep only `y` (4 units, the second `dy` read mostly from L2);
@@ -249,6 +363,18 @@ pub const BWD_PACKED_MIN: u32 = 65536;
 /// assert_eq!((DType::BF16.vec(), DType::F32.vec(), DType::F16.bytes()), (8, 4, 2));
 /// ```
 pub use crate::DType;
+
+/// The name of the second (finish) kernel of a [`Path::Split`] configuration (its first, the
+/// stats kernel, has the [`kernel_name`]).
+///
+/// ```
+/// use fly_softmax::table::{finish_name, DType, Path, CONFIGS};
+/// let sp = CONFIGS.iter().find(|c| c.path == Path::Split).unwrap();
+/// assert_eq!(finish_name(sp, DType::F32), "softmax_fwd_f32_sp_t256_g256_e0_w0_fin");
+/// ```
+pub fn finish_name(cfg: &Config, dtype: DType) -> String {
+    format!("{}_fin", kernel_name(cfg, dtype))
+}
 
 /// The kernel name of configuration `cfg` for `dtype` (also the name of its launcher).
 ///

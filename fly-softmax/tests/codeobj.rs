@@ -24,8 +24,15 @@ fn ir_of<T: Element>(v: &Variant, t: Target) -> flydsl_ir::Kernel {
 fn lowered_ir_has_128bit_buffer_accesses_and_64bit_row_offsets() {
     for t in Target::ALL {
         let dev = Device::sim(t);
-        for kind in [Kind::Forward, Kind::Backward] {
-            let v = candidates::<bf16>(kind, &dev, 8192)[0];
+        // The vector path, and the ragged path of an odd n (its body is 128-bit accesses).
+        for (kind, n) in [
+            (Kind::Forward, 8192),
+            (Kind::Backward, 8192),
+            (Kind::Forward, 8191),
+            (Kind::Backward, 8191),
+        ] {
+            let v = candidates::<bf16>(kind, &dev, n)[0];
+            assert_eq!(v.config.path.is_ragged(), n % 8 != 0);
             let llvm = flydsl_codegen::lower(&ir_of::<bf16>(&v, t)).expect("lowers");
             let name = v.name::<bf16>();
             assert!(
@@ -51,14 +58,18 @@ fn lowered_ir_has_128bit_buffer_accesses_and_64bit_row_offsets() {
     }
 }
 
-fn every_built<T: Element>(mut f: impl FnMut(&Variant, Target, &'static [u8], String)) -> usize {
+/// Call `f(target, ir, code, name)` for every built code object of every kernel (both of a
+/// split configuration's).
+fn every_built<T: Element>(mut f: impl FnMut(Target, &'static [u8], &'static [u8], &str)) -> usize {
     let mut count = 0;
     for kind in [Kind::Forward, Kind::Backward] {
         for v in all(kind) {
-            for var in v.kernel::<T>().variants {
-                if let Some(code) = var.code {
-                    count += 1;
-                    f(&v, var.target, code, v.name::<T>());
+            for k in v.kernels::<T>() {
+                for var in k.variants {
+                    if let Some(code) = var.code {
+                        count += 1;
+                        f(var.target, var.ir, code, k.name);
+                    }
                 }
             }
         }
@@ -67,8 +78,8 @@ fn every_built<T: Element>(mut f: impl FnMut(&Variant, Target, &'static [u8], St
 }
 
 fn check_objects<T: Element>() -> usize {
-    every_built::<T>(|v, t, code, name| {
-        let ir = ir_of::<T>(v, t);
+    every_built::<T>(|t, ir, code, name| {
+        let ir = flydsl_ir::from_bytes(ir).expect("embedded IR decodes");
         let layout = ir.kernarg_layout();
         if t.is_amd() {
             let co = parse_hsaco(code).unwrap_or_else(|e| panic!("{name} ({t}): {e}"));
@@ -78,7 +89,7 @@ fn check_objects<T: Element>() -> usize {
                 "{name} ({t}): code object version"
             );
             let meta = co
-                .kernel(&name)
+                .kernel(name)
                 .unwrap_or_else(|| panic!("{name} ({t}): no metadata"));
             check_kernarg_layout(meta, &layout).unwrap_or_else(|e| panic!("{name} ({t}): {e}"));
             assert!(!meta.uses_scratch(), "{name} ({t}): scratch / spills");
@@ -95,9 +106,7 @@ fn check_objects<T: Element>() -> usize {
         } else {
             let text = std::str::from_utf8(code).expect("PTX is text");
             let m = parse_ptx(text).unwrap_or_else(|e| panic!("{name}: {e}"));
-            let e = m
-                .entry(&name)
-                .unwrap_or_else(|| panic!("{name}: no .entry"));
+            let e = m.entry(name).unwrap_or_else(|| panic!("{name}: no .entry"));
             check_kernarg_layout_ptx(e, &layout).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(
                 m.static_shared_bytes(e) <= 48 * 1024,
@@ -140,6 +149,21 @@ fn fast_paths_use_128bit_memory_and_hardware_exp() {
             4,
             4,
             16,
+        ),
+        // The ragged path: the same 128-bit body, plus one exp each for the head and tail.
+        (
+            Kind::Forward,
+            "softmax_fwd_bf16_r8192_t256_g256_e32_w0",
+            4,
+            4,
+            34,
+        ),
+        (
+            Kind::Backward,
+            "softmax_bwd_bf16_r8192_t256_g256_e32_w0",
+            8,
+            4,
+            0,
         ),
     ] {
         let dtype = if name.contains("_bf16_") {

@@ -26,6 +26,8 @@ fn sm90_every_variant_on_cuda() {
                 Path::Scalar => c.class as usize - 3,
                 Path::LoopVector => 65536 + 8,
                 Path::LoopScalar => 40009,
+                Path::Ragged => c.class as usize - 3,
+                Path::LoopRagged | Path::Split => 150_001,
             };
             let m = 37;
             macro_rules! run {
@@ -66,6 +68,24 @@ fn sm90_dispatch_on_cuda_odd_and_large_shapes() {
         (64, 8192),
         (3, 100_003),
         (4096, 1024),
+        // Ragged rows (n not a multiple of the vector width) through the resident and the
+        // looped ragged paths, at sizes on both sides of the classes.
+        (9, 3),
+        (17, 129),
+        (4096, 127),
+        (9, 1021),
+        (5, 8191),
+        (5, 32767),
+        (5, 32769),
+        (3, 150_001),
+        // Split rows: a row alone, and both sides of the 2-rows-per-SM threshold (264 on
+        // the H200's 132 SMs).
+        (1, 150_001),
+        (1, 262_144),
+        (263, 65_537),
+        (264, 65_537),
+        // Many very short rows (the n = 128 class).
+        (65536, 128),
     ] {
         check_fwd::<bf16>(&format!("bf16 {m}x{n}"), &dev, m, n, Dispatch::Default);
         check_fwd::<f32>(&format!("f32 {m}x{n}"), &dev, m, n, Dispatch::Default);

@@ -136,10 +136,10 @@ fn all_neg_inf<T: Element>(s: &Stream) -> Vec<(String, Vec<f32>)> {
     for v in all(Kind::Forward) {
         let name = v.name::<T>();
         let n = match v.config.path {
-            Path::Vector | Path::Scalar => v.config.class as usize,
-            Path::LoopVector | Path::LoopScalar => 40000,
+            Path::Vector | Path::Scalar | Path::Ragged => v.config.class as usize,
+            Path::LoopVector | Path::LoopScalar | Path::LoopRagged | Path::Split => 40000,
         };
-        let n = if v.config.path == Path::Scalar {
+        let n = if !v.config.path.needs_whole_vectors() {
             n - 1
         } else {
             n

@@ -34,6 +34,9 @@ fn forward_with_the_hint_forced_on() {
                 Path::LoopVector if sim => 3 * c.threads as usize * 8 + 40,
                 Path::LoopVector => 65536 + 8,
                 Path::LoopScalar => 1021,
+                Path::Ragged => c.class as usize - 3,
+                Path::LoopRagged | Path::Split if sim => 2 * 8192 + 43,
+                Path::LoopRagged | Path::Split => 150_001,
             };
             let m = if sim && n >= 8192 { 2 } else { 37 };
             macro_rules! run {

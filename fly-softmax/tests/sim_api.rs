@@ -99,7 +99,8 @@ fn big_rows_fast_path() {
 #[test]
 fn long_rows_loop_paths() {
     assert_eq!(path_for::<f32>(Kind::Forward, 33000), Path::LoopVector);
-    assert_eq!(path_for::<bf16>(Kind::Forward, 16411), Path::LoopScalar);
+    assert_eq!(path_for::<bf16>(Kind::Forward, 16411), Path::Ragged);
+    assert_eq!(path_for::<bf16>(Kind::Forward, 40003), Path::LoopRagged);
     assert_eq!(path_for::<bf16>(Kind::Backward, 65544), Path::LoopVector);
     assert_eq!(path_for::<f32>(Kind::Backward, 40000), Path::LoopVector);
     // Up to 65536 2-byte elements the backward row stays resident (packed y, class 65536).
@@ -116,6 +117,13 @@ fn long_rows_loop_paths() {
         &Device::sim(Target::Gfx1201),
         2,
         16411,
+        Dispatch::Default,
+    );
+    check_fwd::<bf16>(
+        "bf16 2x40003",
+        &Device::sim(Target::Gfx942),
+        2,
+        40003,
         Dispatch::Default,
     );
     check_bwd::<bf16>(
@@ -394,16 +402,28 @@ fn global_entry_points_and_arrays() {
 fn candidates_start_with_the_default_and_share_a_class() {
     for t in Target::ALL {
         let dev = Device::sim(t);
-        for n in [1, 100, 1024, 5120, 8192, 14336, 32768, 100000] {
+        for n in [1, 100, 1021, 1024, 5120, 8192, 14336, 32768, 40003, 100000] {
             for kind in [Kind::Forward, Kind::Backward] {
                 let c = candidates::<bf16>(kind, &dev, n);
                 assert!(
                     c[0].config.default,
                     "{n}: first candidate is not the default"
                 );
-                assert!(c
-                    .iter()
-                    .all(|v| v.config.class == c[0].config.class && v.supports::<bf16>(n)));
+                // One class of the dispatched path; a ragged path adds the masked scalar
+                // path's class as alternatives.
+                let scalar = match c[0].config.path {
+                    Path::Ragged => Some(Path::Scalar),
+                    Path::LoopRagged => Some(Path::LoopScalar),
+                    _ => None,
+                };
+                assert!(c.iter().all(|v| v.supports::<bf16>(n)));
+                assert!(c.iter().all(|v| {
+                    let same = v.config.path == c[0].config.path;
+                    (same && v.config.class == c[0].config.class) || (Some(v.config.path) == scalar)
+                }));
+                if scalar.is_some() && n <= 16384 {
+                    assert!(c.iter().any(|v| Some(v.config.path) == scalar), "{n}");
+                }
                 assert!(c.iter().all(|v| !v.config.amd_only() || t.is_amd()));
             }
         }

@@ -13,7 +13,8 @@ use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::{Device, Target};
 
 /// A row length that exercises the configuration: just below its class (so the last tile is
-/// masked), not a power of two; odd on scalar paths; a prime on looped scalar paths.
+/// masked), not a power of two; odd on scalar and ragged paths; a prime on looped scalar
+/// paths.
 fn n_for<T: Dt>(v: &Variant) -> usize {
     let vec = T::DTYPE.vec() as usize;
     let c = v.config;
@@ -22,6 +23,9 @@ fn n_for<T: Dt>(v: &Variant) -> usize {
         Path::Scalar => c.class as usize - 3,
         Path::LoopVector => 3 * c.threads as usize * vec + 5 * vec,
         Path::LoopScalar => 1021,
+        Path::Ragged => c.class as usize - 3,
+        Path::LoopRagged => 3 * c.threads as usize * vec + 5 * vec + 3,
+        Path::Split => 2 * fly_softmax::plan::MIN_CHUNK + 5,
     }
 }
 

@@ -305,3 +305,46 @@ fn stale_winner_falls_back_to_the_default() {
     .unwrap();
     let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }
+
+/// The new paths' shape classes are searched like the others: an odd `n` (ragged default,
+/// masked scalar alternatives) and few long rows (split default, looped alternatives; and
+/// split as the alternative of few resident rows). Every search persists a winner among the
+/// call's candidates and the tuned call's output matches the reference.
+#[test]
+fn ragged_and_split_classes_are_searched() {
+    use fly_softmax::plan::candidates_for;
+    use fly_softmax::table::Path;
+    let path = temp_file("new-paths");
+    let dev = Device::sim(Target::Gfx942);
+    let s = dev.stream().unwrap();
+    let tuner = Tuner::new(TuneCache::at(&path), true).with_options(quick());
+    for (m, n, first, class) in [
+        (4, 1021, Path::Ragged, "r1024/n1021/m<=2^2"),
+        (2, 40_003, Path::Split, "sp/n40003/m<=2^2"),
+        (2, 16_385, Path::Ragged, "r32768/n16385/m<=2^2"),
+    ] {
+        let cands = candidates_for::<f32>(Kind::Forward, &dev, m, n);
+        assert_eq!(cands[0].config.path, first, "{m}x{n}");
+        assert!(cands.len() > 1, "{m}x{n}: alternatives to search");
+        let x: Vec<f32> = common::inputs(n as u64, m * n, 1.0);
+        let xd = DeviceBuffer::from_slice(&dev, &x).unwrap();
+        let mut yd = DeviceBuffer::<f32>::zeroed(&dev, m * n).unwrap();
+        let args = SoftmaxArgs { m, n };
+        softmax_with(&s, &xd, &mut yd, args, Dispatch::Tuned(&tuner)).unwrap();
+        let want = reference::forward(&widen(&x), m, n);
+        let got = widen(&yd.to_vec().unwrap());
+        let tol = reference::tolerance("f32");
+        reference::check_forward("tuned", &got, &want, m, n, &tol).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.contains(&format!("softmax_fwd\tf32\t{class}\t")))
+            .unwrap_or_else(|| panic!("no entry for {class} in {text}"));
+        let winner = line.rsplit('\t').next().unwrap();
+        assert!(
+            cands.iter().any(|v| v.name::<f32>() == winner),
+            "winner `{winner}` of {class} is a candidate"
+        );
+    }
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
