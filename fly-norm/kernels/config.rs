@@ -88,6 +88,11 @@ pub enum Path {
     Rows(u32),
     /// Any row length; scalar loads and run-time loops.
     Generic,
+    /// [`Path::Fast`] for rows of any length (`n % vec != 0`): each row's vectors are aligned
+    /// to memory, not to the row (see [`ragged_slots`]).
+    FastRagged(u32),
+    /// [`Path::Rows`] for rows of any length, as [`Path::FastRagged`].
+    RowsRagged(u32),
 }
 
 impl Path {
@@ -101,8 +106,47 @@ impl Path {
             Path::Fast(t) => format!("fast_t{t}"),
             Path::Rows(t) => format!("rows_t{t}"),
             Path::Generic => "generic".to_string(),
+            Path::FastRagged(t) => format!("fastr_t{t}"),
+            Path::RowsRagged(t) => format!("rowsr_t{t}"),
         }
     }
+    /// The aligned path a ragged path follows (its tile count, block caps and weight chunks);
+    /// every other path is its own.
+    ///
+    /// ```
+    /// use fly_norm::Path;
+    /// assert_eq!(Path::RowsRagged(4).aligned(), Path::Rows(4));
+    /// assert_eq!(Path::Fast(2).aligned(), Path::Fast(2));
+    /// ```
+    pub const fn aligned(self) -> Path {
+        match self {
+            Path::FastRagged(t) => Path::Fast(t),
+            Path::RowsRagged(t) => Path::Rows(t),
+            p => p,
+        }
+    }
+    /// Whether this is a ragged path ([`Path::FastRagged`], [`Path::RowsRagged`]).
+    ///
+    /// ```
+    /// assert!(fly_norm::Path::FastRagged(2).is_ragged());
+    /// ```
+    pub const fn is_ragged(self) -> bool {
+        matches!(self, Path::FastRagged(_) | Path::RowsRagged(_))
+    }
+}
+
+/// The 128-bit slots a ragged row of `n` elements of a dtype with `vec` elements a vector
+/// may touch, wherever it starts: a ragged path's vectors are aligned to memory, so a row
+/// starting `p` elements past a vector boundary (`0 <= p < vec`) spans `ceil((n + p) / vec)`
+/// of them, its first and last ones partly (the kernels mask those element by element).
+///
+/// ```
+/// assert_eq!(fly_norm::ragged_slots(1, 8), 1);
+/// assert_eq!(fly_norm::ragged_slots(9, 8), 2);
+/// assert_eq!(fly_norm::ragged_slots(4001, 8), 501);
+/// ```
+pub const fn ragged_slots(n: usize, vec: usize) -> usize {
+    (n + 2 * vec - 2) / vec
 }
 
 /// Tile counts of the forward fast path.
@@ -233,6 +277,7 @@ pub const fn fwd_weight_chunk(fam: Family, path: Path) -> u32 {
         },
         (_, Path::Fast(t) | Path::Rows(t)) => t,
         (_, Path::Generic) => 1,
+        (_, Path::FastRagged(_) | Path::RowsRagged(_)) => fwd_weight_chunk(fam, path.aligned()),
     }
 }
 /// Largest block of the multi-row path.
@@ -261,6 +306,8 @@ impl Family {
             Kind::Forward | Kind::ForwardQuant => {
                 v.extend(fast_tiles(self.kind).iter().map(|&t| Path::Fast(t)));
                 v.extend(FWD_ROWS_TILES.iter().map(|&t| Path::Rows(t)));
+                v.extend(fast_tiles(self.kind).iter().map(|&t| Path::FastRagged(t)));
+                v.extend(FWD_ROWS_TILES.iter().map(|&t| Path::RowsRagged(t)));
             }
             Kind::Backward => v.extend(BWD_FAST_TILES.iter().map(|&t| Path::Fast(t))),
         }

@@ -42,7 +42,7 @@ mod rmsnorm;
 mod validate;
 
 pub use bwd::{norm_bwd, norm_bwd_unchecked, BwdBuffers, BwdStrategy, NormBwdArgs};
-pub use config::{Norm, Path, MAX_COLS, MAX_GRID, MAX_ROWS};
+pub use config::{ragged_slots, Norm, Path, MAX_COLS, MAX_GRID, MAX_ROWS};
 pub use dispatch::{forward_plans, plan_backward, plan_forward, Plan, KEEP_L2_MIN_BYTES};
 /// The element types and dtype enum of every kernel crate.
 pub use flydsl_rt::{DType, Element};
