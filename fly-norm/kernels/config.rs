@@ -11,6 +11,9 @@
 //! - [`Path::Rows`]: several rows per wave: groups of `lanes` lanes (a power of two up to the
 //!   wave size, chosen at launch time) each own a row of at most `lanes * tiles * vec`
 //!   elements; reductions by shuffles only, no LDS, no barrier. Needs `n % vec == 0`.
+//! - [`Path::FastRagged`], [`Path::RowsRagged`]: the two above for any `n`: each row's
+//!   vectors aligned to memory ([`ragged_slots`] of them; the partial first and last ones
+//!   element by element, masked to the row), its weights realigned in registers.
 //! - [`Path::Generic`]: any `n`: scalar loads in run-time loops over the row (two passes, three
 //!   with quant), [`GENERIC_THREADS`] threads per block.
 //!
@@ -78,7 +81,10 @@ impl Kind {
 /// every kernel crate, and the dispatcher picks it from `n` and the dtype).
 ///
 /// ```
-/// assert_eq!(fly_norm::plan_forward(fly_norm::Norm::Rms, 1, 1001, fly_norm::DType::F32, false, 32, 1).path, fly_norm::Path::Generic);
+/// use fly_norm::{plan_forward, DType, Norm, Path};
+/// assert_eq!(plan_forward(Norm::Rms, 1, 1001, DType::F32, false, 32, 1).path, Path::FastRagged(2));
+/// // Past the fast paths' rows (512 threads x 8 tiles x 4 f32): generic.
+/// assert_eq!(plan_forward(Norm::Rms, 1, 16385, DType::F32, false, 32, 1).path, Path::Generic);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Path {
@@ -260,8 +266,9 @@ pub const fn fwd_max_registers(fam: Family, path: Path) -> Option<u32> {
         _ => None,
     }
 }
-/// How many tiles' weights the plain forward (kind [`Kind::Forward`]) of `fam` on `path` reads
-/// at a time: each group's loads issue only after the previous group's weights have arrived
+/// How many tiles' weights the forward of `fam` on `path` reads at a time (the quant forward
+/// all at once on the aligned paths, the ragged paths [`RAGGED_WEIGHT_CHUNK`]; below, the
+/// plain forward, kind [`Kind::Forward`], on the aligned paths): each group's loads issue only after the previous group's weights have arrived
 /// (its indices carry a run-time zero taken from that group's output), so fewer weight
 /// registers are live, at the price of one more L1 round trip per group. Only the multi-row
 /// path with 4 tiles uses groups of 2: there a lane holds its row's 64 bytes of packed x and,
@@ -277,9 +284,14 @@ pub const fn fwd_weight_chunk(fam: Family, path: Path) -> u32 {
         },
         (_, Path::Fast(t) | Path::Rows(t)) => t,
         (_, Path::Generic) => 1,
-        (_, Path::FastRagged(_) | Path::RowsRagged(_)) => fwd_weight_chunk(fam, path.aligned()),
+        (_, Path::FastRagged(_) | Path::RowsRagged(_)) => RAGGED_WEIGHT_CHUNK,
     }
 }
+/// The ragged paths' weight chunk ([`fwd_weight_chunk`], plain and quant forwards): a ragged
+/// slot's weights come from two aligned vectors per tensor ([`Path::FastRagged`]), so all
+/// tiles at once keep twice the aligned paths' weight registers live (ptxas, sm_90, bf16
+/// LayerNorm `FastRagged(8)`: 1448 B of spills at the 512-thread bound).
+pub const RAGGED_WEIGHT_CHUNK: u32 = 1;
 /// Largest block of the multi-row path.
 pub const ROWS_BLOCK: u32 = 256;
 /// Largest number of waves in a block on any target (1024 threads of wave32).

@@ -1,4 +1,5 @@
-//! Forward kernels of both norms (plain and int8-quant outputs) on the three paths.
+//! Forward kernels of both norms (plain and int8-quant outputs) on every path: fast and
+//! multi-row, aligned and ragged (`ragged.rs`), and generic.
 //!
 //! Parameters, in order (every forward kernel has all of them, so one launcher type serves a
 //! family): `x`, `residual`, `residual_out`, `gamma`, `beta`, then `y` (plain) or `q`,
@@ -550,12 +551,9 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, path: Path, shape: Shape,
                 .collect();
             g.into_iter().zip(b).collect::<Vec<_>>()
         };
-        // The plain forward reads its weights `chunk` tiles at a time (see
-        // `fwd_weight_chunk`), the quant forward all at once; the first chunk right away.
-        let chunk = match p.y {
-            Some(_) => fwd_weight_chunk(fam, path).min(tiles) as usize,
-            None => tiles as usize,
-        };
+        // The weights are read `chunk` tiles at a time (see `fwd_weight_chunk`), the first
+        // chunk right away.
+        let chunk = fwd_weight_chunk(fam, path).min(tiles) as usize;
         let mut w = load_w(0..chunk, None);
         // `xhat = (x - mean) * rstd`, or with 2-byte inputs on the lean targets one fused
         // multiply-add an element, as accurate (`RowMath::xhat_fma`).
@@ -580,66 +578,62 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, path: Path, shape: Shape,
             if_(write_stats & has_mean, || p.mean.store(cx.row, mean));
         }
         if_(write_stats & has_rstd, || p.rstd.store(cx.row, rstd));
-        match (p.y, p.q) {
-            (Some(y), _) => {
-                // Each chunk after the first adds a run-time zero taken from the previous
-                // chunk's output to its weight indices, so its loads issue only after that
-                // chunk's weights have arrived.
-                let mut yr = None;
-                for c0 in (0..tiles as usize).step_by(chunk) {
-                    let ts = c0..(c0 + chunk).min(tiles as usize);
-                    let ys: Vec<Val> = ts
-                        .clone()
-                        .zip(std::mem::take(&mut w))
-                        .map(|(t, w)| y_of(t, w))
-                        .collect();
+        // The outputs chunk by chunk: `y` stored at once (plain), or the smooth-scaled `y`
+        // kept for the quant amax. Each chunk after the first adds a run-time zero taken
+        // from the previous chunk's output to its weight indices, so its loads issue only
+        // after that chunk's weights have arrived.
+        let mut yr = None;
+        let mut kept: Vec<Val> = Vec::new();
+        for c0 in (0..tiles as usize).step_by(chunk) {
+            let ts = c0..(c0 + chunk).min(tiles as usize);
+            let ys: Vec<Val> = ts
+                .clone()
+                .zip(std::mem::take(&mut w))
+                .map(|(t, w)| y_of(t, w))
+                .collect();
+            match (p.y, smooth) {
+                (Some(y), _) => {
                     let yr = *yr.get_or_insert_with(|| access(y));
-                    for (t, &v) in ts.zip(&ys) {
+                    for (t, &v) in ts.clone().zip(&ys) {
                         store_of(yr, y, t, v.cast(dt), 16);
                     }
-                    let next = c0 + chunk;
-                    if next < tiles as usize {
-                        let v = ys[ys.len() - 1];
-                        let off = v.bitcast(Type::vec(I32, v.lanes())).at(0) & (p.n >> 31);
-                        w = load_w(next..(next + chunk).min(tiles as usize), Some(off));
-                    }
                 }
+                (None, Some((sm, xsr))) => {
+                    // A ragged row's xscale realigned for it, chunk by chunk.
+                    let xs: Vec<Val> = match &rg {
+                        None => xsv[ts.clone()].to_vec(),
+                        Some(rg) => {
+                            let xl = |i: Val, l: u32| load_vec(xsr, i, l);
+                            let tl: Vec<usize> = ts.clone().collect();
+                            rg.weights(&tl, &[&xl], None).remove(0)
+                        }
+                    };
+                    kept.extend(ys.iter().zip(&xs).map(|(&y, &s)| select(sm, y * s, y)));
+                }
+                _ => {}
             }
-            (None, Some((q, yscale, _))) => {
-                let ys: Vec<Val> = std::mem::take(&mut w)
-                    .into_iter()
-                    .enumerate()
-                    .map(|(t, w)| y_of(t, w))
-                    .collect();
-                let (sm, xsr) = smooth.expect("quant kernels have xscale");
-                let xsv = match &rg {
-                    None => xsv.clone(),
-                    Some(rg) => {
-                        let ts: Vec<usize> = (0..tiles as usize).collect();
-                        let xl = |i: Val, l: u32| load_vec(xsr, i, l);
-                        rg.weights(&ts, &[&xl], None).remove(0)
-                    }
-                };
-                let ys: Vec<Val> = ys
-                    .iter()
-                    .zip(&xsv)
-                    .map(|(&y, &s)| select(sm, y * s, y))
-                    .collect();
-                let mut amax = c_f32(0.0);
-                for (&y, &ok) in ys.iter().zip(&inrange) {
-                    amax = amax.max(select(ok, hmax(y.abs()), c_f32(0.0)));
-                }
-                let amax = amax_or_inf(amax, nonfinite_acc(c_f32(0.0), &ys));
-                // The row's last round (`fast_rounds`).
-                let amax = reduce(vec![(amax, Op::Max)], fast_rounds(fam) - 1)[0];
-                let (scale, inv) = quant_scale(amax);
-                if_(write_stats, || yscale.store(cx.row, scale));
-                let qr = access(q);
-                for (k, &y) in ys.iter().enumerate() {
-                    store_of(qr, q, k, quantize(y, inv), vec);
-                }
+            let next = c0 + chunk;
+            if next < tiles as usize {
+                let v = ys[ys.len() - 1];
+                let off = v.bitcast(Type::vec(I32, v.lanes())).at(0) & (p.n >> 31);
+                w = load_w(next..(next + chunk).min(tiles as usize), Some(off));
             }
-            _ => {}
+        }
+        if let Some((q, yscale, _)) = p.q {
+            let ys = kept;
+            let mut amax = c_f32(0.0);
+            for (&y, &ok) in ys.iter().zip(&inrange) {
+                amax = amax.max(select(ok, hmax(y.abs()), c_f32(0.0)));
+            }
+            let amax = amax_or_inf(amax, nonfinite_acc(c_f32(0.0), &ys));
+            // The row's last round (`fast_rounds`).
+            let amax = reduce(vec![(amax, Op::Max)], fast_rounds(fam) - 1)[0];
+            let (scale, inv) = quant_scale(amax);
+            if_(write_stats, || yscale.store(cx.row, scale));
+            let qr = access(q);
+            for (k, &y) in ys.iter().enumerate() {
+                store_of(qr, q, k, quantize(y, inv), vec);
+            }
         }
     };
 

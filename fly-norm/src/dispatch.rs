@@ -20,8 +20,13 @@ const MAX_GRID: usize = crate::config::MAX_GRID as usize;
 /// let p = plan_forward(Norm::Rms, 4096, 8192, DType::BF16, false, 64, 304);
 /// assert_eq!(p.path, Path::Fast(4));
 /// assert_eq!(p.cfg.block, [256, 1, 1]);
-/// // Odd rows take the ragged multi-row path: 1021 f32 elements span up to 256 slots.
-/// assert_eq!(plan_forward(Norm::Rms, 8, 1021, DType::F32, false, 32, 132).path, Path::RowsRagged(4));
+/// // Odd rows take the ragged paths: 1021 f32 elements span up to 256 vectors, 2 tiles each
+/// // in 128 threads.
+/// let p = plan_forward(Norm::Rms, 8, 1021, DType::F32, false, 32, 132);
+/// assert_eq!((p.path, p.cfg.block), (Path::FastRagged(2), [128, 1, 1]));
+/// // Short odd rows: 125 f32 elements, up to 32 vectors: 32 lanes a row, 1 tile each.
+/// let p = plan_forward(Norm::Rms, 8, 125, DType::F32, false, 32, 132);
+/// assert_eq!((p.path, p.lanes), (Path::RowsRagged(1), 32));
 /// // 2-byte rows of 4096: 4 tiles in 128 threads, read with the keep-in-L2 hint (256 MiB).
 /// let p = plan_forward(Norm::Rms, 32768, 4096, DType::BF16, false, 32, 132);
 /// assert_eq!((p.path, p.cfg.block, p.keep_l2), (Path::Fast(4), [128, 1, 1], true));
@@ -187,6 +192,20 @@ fn keeps_l2(m: usize, n: usize, dt: DType) -> bool {
     m.saturating_mul(n).saturating_mul(dt.bytes() as usize) > KEEP_L2_MIN_BYTES
 }
 
+/// A path constructor from a tile count (`Path::Fast`, ...).
+type PathOf = fn(u32) -> Path;
+
+/// The vectors a forward row of `n` elements needs and its (fast, multi-row) paths: the
+/// aligned ones for rows of a multiple of the vector width `vec`, else the ragged ones
+/// ([`ragged_slots`] vectors).
+fn row_shape(n: usize, vec: usize) -> (usize, PathOf, PathOf) {
+    if multiple_of(n, vec) {
+        (n / vec, Path::Fast, Path::Rows)
+    } else {
+        (ragged_slots(n, vec), Path::FastRagged, Path::RowsRagged)
+    }
+}
+
 /// [`plan_forward`]'s path and geometry.
 fn plan_forward_path(m: usize, n: usize, dt: DType, quant: bool, wave: u32, cus: u32) -> Plan {
     let kind = if quant {
@@ -196,17 +215,7 @@ fn plan_forward_path(m: usize, n: usize, dt: DType, quant: bool, wave: u32, cus:
     };
     let ws = wave as usize;
     let vec = dt.vec() as usize;
-    // The vectors a row needs, and the paths' kind (aligned or ragged).
-    let (v, ragged) = if multiple_of(n, vec) {
-        (n / vec, false)
-    } else {
-        (ragged_slots(n, vec), true)
-    };
-    let (fast, rows): (fn(u32) -> Path, fn(u32) -> Path) = if ragged {
-        (Path::FastRagged, Path::RowsRagged)
-    } else {
-        (Path::Fast, Path::Rows)
-    };
+    let (v, fast, rows) = row_shape(n, vec);
     if v <= FWD_ROWS_TILES[FWD_ROWS_TILES.len() - 1] as usize * ws {
         let t = FWD_ROWS_TILES
             .iter()
@@ -373,15 +382,8 @@ pub fn forward_plans(m: usize, n: usize, dt: DType, quant: bool, wave: u32) -> V
     let ws = wave.max(1) as usize;
     let vec = dt.vec() as usize;
     let mut v = Vec::new();
-    // The aligned paths for rows of a multiple of the vector width, the ragged ones for the
-    // others (`ragged_slots` vectors a row).
-    type Shapes = (usize, fn(u32) -> Path, fn(u32) -> Path);
-    let shapes: Shapes = match n > 0 && multiple_of(n, vec) {
-        true => (n / vec, Path::Fast, Path::Rows),
-        false => (ragged_slots(n, vec), Path::FastRagged, Path::RowsRagged),
-    };
     if n > 0 {
-        let (nv, fast, rows) = shapes;
+        let (nv, fast, rows) = row_shape(n, vec);
         for &t in fast_tiles(kind) {
             let cap = fast_max_block(kind, dt, t) as usize;
             let mut block = round_up(nv.div_ceil(t as usize), ws);
