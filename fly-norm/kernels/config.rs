@@ -157,9 +157,22 @@ pub const fn ragged_slots(n: usize, vec: usize) -> usize {
 
 /// Tile counts of the forward fast path.
 pub const FWD_FAST_TILES: [u32; 3] = [2, 4, 8];
-/// Tile counts of the forward-quant fast path (8 tiles would spill: y, gamma, beta and xscale
-/// are all live).
-pub const FWD_QUANT_FAST_TILES: [u32; 2] = [2, 4];
+/// Tile counts of the forward-quant fast path. With 8 tiles the kernel keeps no `y` across
+/// its amax reduction ([`quant_recomputes`]); the dispatcher takes it only for rows that
+/// 4 tiles in 512 threads cannot hold (which would otherwise be generic).
+pub const FWD_QUANT_FAST_TILES: [u32; 3] = [2, 4, 8];
+/// Whether the quant forward with `tiles` tiles a lane computes `y` twice, once for the
+/// row's amax and again after its reduction to quantise, rather than keeping every `y` (f32)
+/// live across the reduction: with 8 tiles that would be 64 registers of `y` alone for
+/// 2-byte rows (spills at the 128 registers of the 512-thread bound, sm_90), so the 8-tile
+/// kernel recomputes (its weights a second time from L1, [`QUANT_T8_WEIGHT_CHUNK`] tiles
+/// at a time). 2 and 4 tiles keep the single pass: recomputing raised ptxas's count there
+/// (bf16 LayerNorm 2 tiles: 80 -> 97).
+pub const fn quant_recomputes(tiles: u32) -> bool {
+    tiles >= 8
+}
+/// The 8-tile quant forward's weight chunk ([`fwd_weight_chunk`]).
+pub const QUANT_T8_WEIGHT_CHUNK: u32 = 2;
 /// Tile counts of the forward multi-row path.
 pub const FWD_ROWS_TILES: [u32; 2] = [1, 4];
 /// Tile counts of the backward fast path.
@@ -282,6 +295,7 @@ pub const fn fwd_weight_chunk(fam: Family, path: Path) -> u32 {
             (Norm::Layer, _, _) | (Norm::Rms, DType::F16 | DType::BF16, DType::F32) => 2,
             _ => 4,
         },
+        (Kind::ForwardQuant, Path::Fast(8)) => QUANT_T8_WEIGHT_CHUNK,
         (_, Path::Fast(t) | Path::Rows(t)) => t,
         (_, Path::Generic) => 1,
         (_, Path::FastRagged(_) | Path::RowsRagged(_)) => RAGGED_WEIGHT_CHUNK,

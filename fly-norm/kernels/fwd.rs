@@ -16,8 +16,8 @@
 
 use crate::common::*;
 use crate::config::{
-    fast_max_block, fwd_max_registers, fwd_weight_chunk, DType, Family, Kind, Norm, Path,
-    GENERIC_THREADS, ROWS_BLOCK,
+    fast_max_block, fwd_max_registers, fwd_weight_chunk, quant_recomputes, DType, Family, Kind,
+    Norm, Path, GENERIC_THREADS, ROWS_BLOCK,
 };
 use crate::ragged::Ragged;
 use flydsl_dsl::ir::{Kernel, ScalarType, Target, Type};
@@ -250,9 +250,11 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, path: Path, shape: Shape,
         (w(p.gamma), w(p.beta))
     });
     let smooth = p.q.map(|(_, _, xs)| (xs.len().gt(0i64), xs.rsrc()));
-    // Column-aligned, once per thread (a ragged row reads its own, [`Ragged::weights`]).
+    // Column-aligned, once per thread, where they fit the registers (a ragged row reads its
+    // own, [`Ragged::weights`], and the recomputing quant kernels theirs chunk by chunk).
+    let hoist_xs = !ragged && !quant_recomputes(tiles);
     let xsv: Vec<Val> = match smooth {
-        Some((_, r)) if !ragged => idx.iter().map(|&i| load_vec(r, i, vec)).collect(),
+        Some((_, r)) if hoist_xs => idx.iter().map(|&i| load_vec(r, i, vec)).collect(),
         _ => vec![],
     };
     let has_res = p.res.len().gt(0i64);
@@ -554,7 +556,7 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, path: Path, shape: Shape,
         // The weights are read `chunk` tiles at a time (see `fwd_weight_chunk`), the first
         // chunk right away.
         let chunk = fwd_weight_chunk(fam, path).min(tiles) as usize;
-        let mut w = load_w(0..chunk, None);
+        let w = load_w(0..chunk, None);
         // `xhat = (x - mean) * rstd`, or with 2-byte inputs on the lean targets one fused
         // multiply-add an element, as accurate (`RowMath::xhat_fma`).
         let sig = if fam.dt == DType::BF16 { 8 } else { 11 };
@@ -567,9 +569,9 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, path: Path, shape: Shape,
             }
             None => math.xhat(x, mean, rstd),
         };
-        // `y` of tile `t` in f32 from its weights.
-        let y_of = |t: usize, (g, b): (Val, Option<Val>)| {
-            let xh = xhat(xf[t]);
+        // `y` of tile `t` in f32 from its weights and its widened input `x`.
+        let y_of = |x: Val, (g, b): (Val, Option<Val>)| {
+            let xh = xhat(x);
             let bt = b.map(wide).unwrap_or(xh);
             math.y(xh, wide(g), bt)
         };
@@ -578,62 +580,96 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, path: Path, shape: Shape,
             if_(write_stats & has_mean, || p.mean.store(cx.row, mean));
         }
         if_(write_stats & has_rstd, || p.rstd.store(cx.row, rstd));
-        // The outputs chunk by chunk: `y` stored at once (plain), or the smooth-scaled `y`
-        // kept for the quant amax. Each chunk after the first adds a run-time zero taken
-        // from the previous chunk's output to its weight indices, so its loads issue only
-        // after that chunk's weights have arrived.
-        let mut yr = None;
-        let mut kept: Vec<Val> = Vec::new();
-        for c0 in (0..tiles as usize).step_by(chunk) {
-            let ts = c0..(c0 + chunk).min(tiles as usize);
-            let ys: Vec<Val> = ts
-                .clone()
-                .zip(std::mem::take(&mut w))
-                .map(|(t, w)| y_of(t, w))
-                .collect();
-            match (p.y, smooth) {
-                (Some(y), _) => {
+        // One pass over the row's outputs, chunk by chunk, from the widened inputs `xs` and
+        // the first chunk's weights `w`: `f(tiles, ys)` for each chunk's `y` (smooth-scaled
+        // for quant). Each chunk after the first adds a run-time zero taken from the previous
+        // chunk's output to its weight indices, so its loads issue only after that chunk's
+        // weights have arrived.
+        type Wts = Vec<(Val, Option<Val>)>;
+        let pass = |xs: &[Val], mut w: Wts, f: &mut dyn FnMut(std::ops::Range<usize>, &[Val])| {
+            for c0 in (0..tiles as usize).step_by(chunk) {
+                let ts = c0..(c0 + chunk).min(tiles as usize);
+                let ys: Vec<Val> = ts
+                    .clone()
+                    .zip(std::mem::take(&mut w))
+                    .map(|(t, w)| y_of(xs[t], w))
+                    .collect();
+                let ys = match smooth {
+                    Some((sm, xsr)) => {
+                        // A ragged row's xscale realigned for it, chunk by chunk.
+                        let scales: Vec<Val> = match &rg {
+                            None if hoist_xs => xsv[ts.clone()].to_vec(),
+                            None => ts.clone().map(|t| load_vec(xsr, idx[t], vec)).collect(),
+                            Some(rg) => {
+                                let xl = |i: Val, l: u32| load_vec(xsr, i, l);
+                                let tl: Vec<usize> = ts.clone().collect();
+                                rg.weights(&tl, &[&xl], None).remove(0)
+                            }
+                        };
+                        ys.iter()
+                            .zip(&scales)
+                            .map(|(&y, &s)| select(sm, y * s, y))
+                            .collect()
+                    }
+                    None => ys,
+                };
+                f(ts, &ys);
+                let next = c0 + chunk;
+                if next < tiles as usize {
+                    let v = ys[ys.len() - 1];
+                    let off = v.bitcast(Type::vec(I32, v.lanes())).at(0) & (p.n >> 31);
+                    w = load_w(next..(next + chunk).min(tiles as usize), Some(off));
+                }
+            }
+        };
+        match (p.y, p.q) {
+            (Some(y), _) => {
+                let mut yr = None;
+                pass(&xf, w, &mut |ts, ys| {
                     let yr = *yr.get_or_insert_with(|| access(y));
-                    for (t, &v) in ts.clone().zip(&ys) {
+                    for (t, &v) in ts.zip(ys) {
                         store_of(yr, y, t, v.cast(dt), 16);
                     }
+                });
+            }
+            (None, Some((q, yscale, _))) => {
+                // The row's amax over the lane's `y` (and the non-finite detector).
+                let mut amax = c_f32(0.0);
+                let mut nf = c_f32(0.0);
+                let mut kept: Vec<Val> = Vec::new();
+                let recompute = quant_recomputes(tiles);
+                pass(&xf, w, &mut |ts, ys| {
+                    for (t, &y) in ts.zip(ys) {
+                        amax = amax.max(select(inrange[t], hmax(y.abs()), c_f32(0.0)));
+                    }
+                    nf = nonfinite_acc(nf, ys);
+                    if !recompute {
+                        kept.extend_from_slice(ys);
+                    }
+                });
+                let amax = amax_or_inf(amax, nf);
+                // The row's last round (`fast_rounds`).
+                let amax = reduce(vec![(amax, Op::Max)], fast_rounds(fam) - 1)[0];
+                let (scale, inv) = quant_scale(amax);
+                if_(write_stats, || yscale.store(cx.row, scale));
+                let qr = access(q);
+                let mut quantise = |ts: std::ops::Range<usize>, ys: &[Val]| {
+                    for (t, &y) in ts.zip(ys) {
+                        store_of(qr, q, t, quantize(y, inv), vec);
+                    }
+                };
+                if recompute {
+                    // A zero that depends on the reduction, so that the second pass's
+                    // widening (and the `y` from it) stays after it rather than shared
+                    // with the first pass.
+                    let zero2 = amax.bitcast(Type::s(I32)) & (p.n >> 31);
+                    let xs2 = rewiden(&xin, zero2);
+                    pass(&xs2, load_w(0..chunk, Some(zero2)), &mut quantise);
+                } else {
+                    quantise(0..tiles as usize, &kept);
                 }
-                (None, Some((sm, xsr))) => {
-                    // A ragged row's xscale realigned for it, chunk by chunk.
-                    let xs: Vec<Val> = match &rg {
-                        None => xsv[ts.clone()].to_vec(),
-                        Some(rg) => {
-                            let xl = |i: Val, l: u32| load_vec(xsr, i, l);
-                            let tl: Vec<usize> = ts.clone().collect();
-                            rg.weights(&tl, &[&xl], None).remove(0)
-                        }
-                    };
-                    kept.extend(ys.iter().zip(&xs).map(|(&y, &s)| select(sm, y * s, y)));
-                }
-                _ => {}
             }
-            let next = c0 + chunk;
-            if next < tiles as usize {
-                let v = ys[ys.len() - 1];
-                let off = v.bitcast(Type::vec(I32, v.lanes())).at(0) & (p.n >> 31);
-                w = load_w(next..(next + chunk).min(tiles as usize), Some(off));
-            }
-        }
-        if let Some((q, yscale, _)) = p.q {
-            let ys = kept;
-            let mut amax = c_f32(0.0);
-            for (&y, &ok) in ys.iter().zip(&inrange) {
-                amax = amax.max(select(ok, hmax(y.abs()), c_f32(0.0)));
-            }
-            let amax = amax_or_inf(amax, nonfinite_acc(c_f32(0.0), &ys));
-            // The row's last round (`fast_rounds`).
-            let amax = reduce(vec![(amax, Op::Max)], fast_rounds(fam) - 1)[0];
-            let (scale, inv) = quant_scale(amax);
-            if_(write_stats, || yscale.store(cx.row, scale));
-            let qr = access(q);
-            for (k, &y) in ys.iter().enumerate() {
-                store_of(qr, q, k, quantize(y, inv), vec);
-            }
+            _ => {}
         }
     };
 

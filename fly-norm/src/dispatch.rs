@@ -91,6 +91,20 @@ fn rows_plan(m: usize, t: u32, lanes: usize, cap: usize, ws: usize) -> Plan {
 /// it two or three times by elements (31-60% of copy bandwidth on the H200,
 /// `bench/fly-norm-dispatch.md`). Rows too long for the fast paths are generic.
 ///
+/// The quant forward takes its 8-tile kernels (which compute `y` twice rather than keep it
+/// across the amax reduction) only for rows that 4 tiles in 512 threads cannot hold: f32
+/// rows past 8192 and 2-byte rows past 16384 elements (up to 16384 and 32768), which
+/// otherwise went generic (35% of copy at f32 4096 x 14336 on the H200,
+/// `bench/h200-table.md`); shorter rows keep the measured 2- and 4-tile choices.
+///
+/// ```
+/// use fly_norm::{plan_forward, DType, Norm, Path};
+/// let p = plan_forward(Norm::Rms, 4096, 14336, DType::F32, true, 32, 132);
+/// assert_eq!((p.path, p.cfg.block[0]), (Path::Fast(8), 448));
+/// let p = plan_forward(Norm::Rms, 4096, 14336, DType::BF16, true, 32, 132);
+/// assert_eq!((p.path, p.cfg.block[0]), (Path::Fast(4), 448));
+/// ```
+///
 /// Three choices of the plain forward (not the quant one) on wave32 devices come from the H200
 /// sweep (`examples/fwd_sweep.rs`, every plan timed on the same inputs; the measurements are in
 /// `bench/fly-norm-dispatch.md`); wave64 devices, where they are unmeasured, keep the rule
@@ -239,10 +253,21 @@ fn plan_forward_path(m: usize, n: usize, dt: DType, quant: bool, wave: u32, cus:
     } else {
         &[Some(256), None][..]
     };
-    for &cap in caps {
+    // The quant forward's 8 tiles (which compute `y` twice, `quant_recomputes`) only for the
+    // rows that its 2 and 4 tiles cannot hold: the tile counts in two tiers, each tier
+    // through every cap.
+    let tiles = fast_tiles(kind);
+    let tiers: [&[u32]; 2] = match quant {
+        true => [&tiles[..tiles.len() - 1], &tiles[tiles.len() - 1..]],
+        false => [tiles, &[]],
+    };
+    for (ts, &cap) in tiers
+        .into_iter()
+        .flat_map(|ts| caps.iter().map(move |c| (ts, c)))
+    {
         let fits =
             |t: u32| v.div_ceil(t as usize) <= cap.unwrap_or(fast_max_block(kind, dt, t) as usize);
-        if let Some(t) = fast_tiles(kind).iter().copied().find(|&t| fits(t)) {
+        if let Some(t) = ts.iter().copied().find(|&t| fits(t)) {
             let block = round_up(v.div_ceil(t as usize), ws);
             let cus = cus.max(1) as usize;
             let blocks = if !quant && ws == 32 && m <= 64 * cus {
