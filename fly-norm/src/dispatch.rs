@@ -134,7 +134,7 @@ fn rows_plan(m: usize, t: u32, lanes: usize, cap: usize, ws: usize) -> Plan {
 /// // Rows that are not a multiple of the vector width: the ragged paths, generic when too long.
 /// assert_eq!(plan_forward(Norm::Rms, 4, 4000, DType::BF16, true, 64, 304).path, Path::Fast(2));
 /// assert_eq!(plan_forward(Norm::Rms, 4, 4001, DType::BF16, true, 64, 304).path, Path::FastRagged(2));
-/// assert_eq!(plan_forward(Norm::Rms, 4, 16385, DType::BF16, true, 64, 304).path, Path::Generic);
+/// assert_eq!(plan_forward(Norm::Rms, 4, 32769, DType::BF16, true, 64, 304).path, Path::Generic);
 /// ```
 ///
 /// LayerNorm's plain forward of 2-byte rows on wave32 devices (NVIDIA) takes the most tiles
