@@ -12,6 +12,8 @@ mod common;
 mod config;
 #[path = "kernels/fwd.rs"]
 mod fwd;
+#[path = "kernels/ragged.rs"]
+mod ragged;
 
 use config::{families, reduce_name, Family, Kind, Norm, Path};
 use flydsl_build::glue::DispatchTable;
@@ -67,6 +69,8 @@ fn key(f: Family, p: Path) -> String {
         Path::Fast(t) => format!("Path::Fast({t})"),
         Path::Rows(t) => format!("Path::Rows({t})"),
         Path::Generic => "Path::Generic".into(),
+        Path::FastRagged(t) => format!("Path::FastRagged({t})"),
+        Path::RowsRagged(t) => format!("Path::RowsRagged({t})"),
     };
     format!("({norm}, {path})")
 }

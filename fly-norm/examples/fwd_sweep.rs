@@ -2,7 +2,8 @@
 //! f32, LayerNorm with a bias) at the bench shapes for every plan the kernels can run
 //! ([`fly_norm::forward_plans`]: each fast-path tile count with every block size that covers a
 //! row, each multi-row tile count with every lane count, also in smaller blocks, and the
-//! generic path), then re-times the dispatcher's plan and the three fastest with the
+//! generic path; for rows that are not a multiple of the vector width, e.g. `--shape
+//! 32768x4095`, the same on the ragged paths), then re-times the dispatcher's plan and the three fastest with the
 //! keep-in-L2 hint flipped (`L2` marks plans that read with it) and the three fastest with
 //! persistent grids (a few blocks per compute unit looping over the rows). Marks the dispatcher's plan (`*`) and the fastest
 //! (`<`), and ends with a default-against-best summary. Exits 0 with a reason printed when
@@ -12,6 +13,9 @@
 //! cargo run --release -p fly-norm --features sm90 --example fwd_sweep
 //! cargo run --release -p fly-norm --features sm90 --example fwd_sweep -- \
 //!     --norm layernorm --dtype bf16 --shape 32768x4096 --reps 50 --no-grids
+//! # ragged rows: the ragged plans against the generic one
+//! cargo run --release -p fly-norm --features sm90 --example fwd_sweep -- \
+//!     --shape 32768x4095 --shape 65536x1023 --shape 8192x8191
 //! ```
 //!
 //! Timing as `cargo xtask bench` and `bench/peers.py`: CUDA/HIP events around each launch, a
@@ -179,7 +183,10 @@ impl Ctx {
 /// Extra multi-row plans: the same lane groups in smaller blocks.
 fn rows_block_variants(plans: &[Plan], m: usize, ws: u32) -> Vec<Plan> {
     let mut v = Vec::new();
-    for p in plans.iter().filter(|p| matches!(p.path, Path::Rows(_))) {
+    for p in plans
+        .iter()
+        .filter(|p| matches!(p.path.aligned(), Path::Rows(_)))
+    {
         for b in [64u32, 128] {
             if b < p.cfg.block[0] && b >= ws.max(p.lanes) {
                 let rows = (b / p.lanes) as usize;

@@ -11,6 +11,9 @@
 //! - [`Path::Rows`]: several rows per wave: groups of `lanes` lanes (a power of two up to the
 //!   wave size, chosen at launch time) each own a row of at most `lanes * tiles * vec`
 //!   elements; reductions by shuffles only, no LDS, no barrier. Needs `n % vec == 0`.
+//! - [`Path::FastRagged`], [`Path::RowsRagged`]: the two above for any `n`: each row's
+//!   vectors aligned to memory ([`ragged_slots`] of them; the partial first and last ones
+//!   element by element, masked to the row), its weights realigned in registers.
 //! - [`Path::Generic`]: any `n`: scalar loads in run-time loops over the row (two passes, three
 //!   with quant), [`GENERIC_THREADS`] threads per block.
 //!
@@ -78,7 +81,10 @@ impl Kind {
 /// every kernel crate, and the dispatcher picks it from `n` and the dtype).
 ///
 /// ```
-/// assert_eq!(fly_norm::plan_forward(fly_norm::Norm::Rms, 1, 1001, fly_norm::DType::F32, false, 32, 1).path, fly_norm::Path::Generic);
+/// use fly_norm::{plan_forward, DType, Norm, Path};
+/// assert_eq!(plan_forward(Norm::Rms, 1, 1001, DType::F32, false, 32, 1).path, Path::FastRagged(2));
+/// // Past the fast paths' rows (512 threads x 8 tiles x 4 f32): generic.
+/// assert_eq!(plan_forward(Norm::Rms, 1, 16385, DType::F32, false, 32, 1).path, Path::Generic);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Path {
@@ -88,6 +94,11 @@ pub enum Path {
     Rows(u32),
     /// Any row length; scalar loads and run-time loops.
     Generic,
+    /// [`Path::Fast`] for rows of any length (`n % vec != 0`): each row's vectors are aligned
+    /// to memory, not to the row (see [`ragged_slots`]).
+    FastRagged(u32),
+    /// [`Path::Rows`] for rows of any length, as [`Path::FastRagged`].
+    RowsRagged(u32),
 }
 
 impl Path {
@@ -101,15 +112,67 @@ impl Path {
             Path::Fast(t) => format!("fast_t{t}"),
             Path::Rows(t) => format!("rows_t{t}"),
             Path::Generic => "generic".to_string(),
+            Path::FastRagged(t) => format!("fastr_t{t}"),
+            Path::RowsRagged(t) => format!("rowsr_t{t}"),
         }
     }
+    /// The aligned path a ragged path follows (its tile count, block caps and weight chunks);
+    /// every other path is its own.
+    ///
+    /// ```
+    /// use fly_norm::Path;
+    /// assert_eq!(Path::RowsRagged(4).aligned(), Path::Rows(4));
+    /// assert_eq!(Path::Fast(2).aligned(), Path::Fast(2));
+    /// ```
+    pub const fn aligned(self) -> Path {
+        match self {
+            Path::FastRagged(t) => Path::Fast(t),
+            Path::RowsRagged(t) => Path::Rows(t),
+            p => p,
+        }
+    }
+    /// Whether this is a ragged path ([`Path::FastRagged`], [`Path::RowsRagged`]).
+    ///
+    /// ```
+    /// assert!(fly_norm::Path::FastRagged(2).is_ragged());
+    /// ```
+    pub const fn is_ragged(self) -> bool {
+        matches!(self, Path::FastRagged(_) | Path::RowsRagged(_))
+    }
+}
+
+/// The 128-bit slots a ragged row of `n` elements of a dtype with `vec` elements a vector
+/// may touch, wherever it starts: a ragged path's vectors are aligned to memory, so a row
+/// starting `p` elements past a vector boundary (`0 <= p < vec`) spans `ceil((n + p) / vec)`
+/// of them, its first and last ones partly (the kernels mask those element by element).
+///
+/// ```
+/// assert_eq!(fly_norm::ragged_slots(1, 8), 1);
+/// assert_eq!(fly_norm::ragged_slots(9, 8), 2);
+/// assert_eq!(fly_norm::ragged_slots(4001, 8), 501);
+/// ```
+pub const fn ragged_slots(n: usize, vec: usize) -> usize {
+    (n + 2 * vec - 2) / vec
 }
 
 /// Tile counts of the forward fast path.
 pub const FWD_FAST_TILES: [u32; 3] = [2, 4, 8];
-/// Tile counts of the forward-quant fast path (8 tiles would spill: y, gamma, beta and xscale
-/// are all live).
-pub const FWD_QUANT_FAST_TILES: [u32; 2] = [2, 4];
+/// Tile counts of the forward-quant fast path. With 8 tiles the kernel keeps no `y` across
+/// its amax reduction ([`quant_recomputes`]); the dispatcher takes it only for rows that
+/// 4 tiles in 512 threads cannot hold (which would otherwise be generic).
+pub const FWD_QUANT_FAST_TILES: [u32; 3] = [2, 4, 8];
+/// Whether the quant forward with `tiles` tiles a lane computes `y` twice, once for the
+/// row's amax and again after its reduction to quantise, rather than keeping every `y` (f32)
+/// live across the reduction: with 8 tiles that would be 64 registers of `y` alone for
+/// 2-byte rows (spills at the 128 registers of the 512-thread bound, sm_90), so the 8-tile
+/// kernel recomputes (its weights a second time from L1, [`QUANT_T8_WEIGHT_CHUNK`] tiles
+/// at a time). 2 and 4 tiles keep the single pass: recomputing raised ptxas's count there
+/// (bf16 LayerNorm 2 tiles: 80 -> 97).
+pub const fn quant_recomputes(tiles: u32) -> bool {
+    tiles >= 8
+}
+/// The 8-tile quant forward's weight chunk ([`fwd_weight_chunk`]).
+pub const QUANT_T8_WEIGHT_CHUNK: u32 = 2;
 /// Tile counts of the forward multi-row path.
 pub const FWD_ROWS_TILES: [u32; 2] = [1, 4];
 /// Tile counts of the backward fast path.
@@ -216,8 +279,9 @@ pub const fn fwd_max_registers(fam: Family, path: Path) -> Option<u32> {
         _ => None,
     }
 }
-/// How many tiles' weights the plain forward (kind [`Kind::Forward`]) of `fam` on `path` reads
-/// at a time: each group's loads issue only after the previous group's weights have arrived
+/// How many tiles' weights the forward of `fam` on `path` reads at a time (the quant forward
+/// all at once on the aligned paths, the ragged paths [`RAGGED_WEIGHT_CHUNK`]; below, the
+/// plain forward, kind [`Kind::Forward`], on the aligned paths): each group's loads issue only after the previous group's weights have arrived
 /// (its indices carry a run-time zero taken from that group's output), so fewer weight
 /// registers are live, at the price of one more L1 round trip per group. Only the multi-row
 /// path with 4 tiles uses groups of 2: there a lane holds its row's 64 bytes of packed x and,
@@ -231,10 +295,17 @@ pub const fn fwd_weight_chunk(fam: Family, path: Path) -> u32 {
             (Norm::Layer, _, _) | (Norm::Rms, DType::F16 | DType::BF16, DType::F32) => 2,
             _ => 4,
         },
+        (Kind::ForwardQuant, Path::Fast(8)) => QUANT_T8_WEIGHT_CHUNK,
         (_, Path::Fast(t) | Path::Rows(t)) => t,
         (_, Path::Generic) => 1,
+        (_, Path::FastRagged(_) | Path::RowsRagged(_)) => RAGGED_WEIGHT_CHUNK,
     }
 }
+/// The ragged paths' weight chunk ([`fwd_weight_chunk`], plain and quant forwards): a ragged
+/// slot's weights come from two aligned vectors per tensor ([`Path::FastRagged`]), so all
+/// tiles at once keep twice the aligned paths' weight registers live (ptxas, sm_90, bf16
+/// LayerNorm `FastRagged(8)`: 1448 B of spills at the 512-thread bound).
+pub const RAGGED_WEIGHT_CHUNK: u32 = 1;
 /// Largest block of the multi-row path.
 pub const ROWS_BLOCK: u32 = 256;
 /// Largest number of waves in a block on any target (1024 threads of wave32).
@@ -261,6 +332,8 @@ impl Family {
             Kind::Forward | Kind::ForwardQuant => {
                 v.extend(fast_tiles(self.kind).iter().map(|&t| Path::Fast(t)));
                 v.extend(FWD_ROWS_TILES.iter().map(|&t| Path::Rows(t)));
+                v.extend(fast_tiles(self.kind).iter().map(|&t| Path::FastRagged(t)));
+                v.extend(FWD_ROWS_TILES.iter().map(|&t| Path::RowsRagged(t)));
             }
             Kind::Backward => v.extend(BWD_FAST_TILES.iter().map(|&t| Path::Fast(t))),
         }

@@ -1,4 +1,5 @@
-//! Forward kernels of both norms (plain and int8-quant outputs) on the three paths.
+//! Forward kernels of both norms (plain and int8-quant outputs) on every path: fast and
+//! multi-row, aligned and ragged (`ragged.rs`), and generic.
 //!
 //! Parameters, in order (every forward kernel has all of them, so one launcher type serves a
 //! family): `x`, `residual`, `residual_out`, `gamma`, `beta`, then `y` (plain) or `q`,
@@ -15,9 +16,10 @@
 
 use crate::common::*;
 use crate::config::{
-    fast_max_block, fwd_max_registers, fwd_weight_chunk, DType, Family, Kind, Norm, Path,
-    GENERIC_THREADS, ROWS_BLOCK,
+    fast_max_block, fwd_max_registers, fwd_weight_chunk, quant_recomputes, DType, Family, Kind,
+    Norm, Path, GENERIC_THREADS, ROWS_BLOCK,
 };
+use crate::ragged::Ragged;
 use flydsl_dsl::ir::{Kernel, ScalarType, Target, Type};
 use flydsl_dsl::*;
 
@@ -86,10 +88,10 @@ impl Params {
 
 /// Build the forward kernel of `fam` on `path` for `target`.
 pub fn build(fam: Family, path: Path, target: Target) -> Result<Kernel, BuildError> {
-    let max_threads = match path {
+    let max_threads = match path.aligned() {
         Path::Fast(t) => fast_max_block(fam.kind, fam.dt, t),
         Path::Rows(_) => ROWS_BLOCK,
-        Path::Generic => GENERIC_THREADS,
+        _ => GENERIC_THREADS,
     };
     // The caps are ptxas counts measured on sm_90; AMD code objects are left uncapped.
     let max_regs = fwd_max_registers(fam, path).filter(|_| !target.is_amd());
@@ -97,15 +99,17 @@ pub fn build(fam: Family, path: Path, target: Target) -> Result<Kernel, BuildErr
         .max_registers(max_regs)
         .build(|k| {
             let p = Params::declare(k, fam);
-            let scratch = match path {
+            let scratch = match path.aligned() {
                 Path::Rows(_) => None,
                 Path::Fast(_) => Some(k.lds("red", F32, scratch_len(2))),
-                Path::Generic => Some(k.lds("red", F32, scratch_len(4))),
+                _ => Some(k.lds("red", F32, scratch_len(4))),
             };
             let math = RowMath::new(fam.norm, p.n, p.eps);
-            match (path, scratch) {
-                (Path::Fast(t), Some(s)) => vectorised(&p, fam, &math, t, Shape::Block(s), target),
-                (Path::Rows(t), _) => vectorised(&p, fam, &math, t, Shape::Rows, target),
+            match (path.aligned(), scratch) {
+                (Path::Fast(_), Some(s)) => {
+                    vectorised(&p, fam, &math, path, Shape::Block(s), target)
+                }
+                (Path::Rows(_), _) => vectorised(&p, fam, &math, path, Shape::Rows, target),
                 (_, Some(s)) => generic(&p, fam, &math, s),
                 _ => {}
             }
@@ -207,8 +211,17 @@ impl Access {
     }
 }
 
-/// The register-resident vectorised paths (fast and multi-row).
-fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape, target: Target) {
+/// The register-resident vectorised paths (fast and multi-row, aligned and ragged: `path`).
+/// A ragged path's rows take their slots from [`Ragged`]: 128-bit accesses for the slots
+/// wholly in the row, element accesses masked to the row for the others, LayerNorm's
+/// elements outside the row filled with its shift (so their deviations are 0) and the
+/// weights outside it read as 0 (so their outputs are 0, which the quant amax ignores).
+fn vectorised(p: &Params, fam: Family, math: &RowMath, path: Path, shape: Shape, target: Target) {
+    let (tiles, ragged) = match path {
+        Path::Fast(t) | Path::Rows(t) => (t, false),
+        Path::FastRagged(t) | Path::RowsRagged(t) => (t, true),
+        Path::Generic => unreachable!("the generic path is not vectorised"),
+    };
     let dt = fam.dt.scalar();
     // Fewer instructions per element on sm_90, where the bf16 LayerNorm forward spends about
     // 70% of the issue slots a copy-rate row allows: bf16 widened by integer ops ([`widen`]),
@@ -219,10 +232,6 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
     let lean = !target.is_amd();
     let wide = move |v: Val| if lean { widen(v) } else { v.cast(F32) };
     let vec = fam.dt.vec();
-    let path = match shape {
-        Shape::Block(_) => Path::Fast(tiles),
-        Shape::Rows => Path::Rows(tiles),
-    };
     let tid = thread_id_x();
     let bdim = block_dim_x();
     let n64 = p.n.cast(I64);
@@ -241,9 +250,12 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
         (w(p.gamma), w(p.beta))
     });
     let smooth = p.q.map(|(_, _, xs)| (xs.len().gt(0i64), xs.rsrc()));
+    // Column-aligned, once per thread, where they fit the registers (a ragged row reads its
+    // own, [`Ragged::weights`], and the recomputing quant kernels theirs chunk by chunk).
+    let hoist_xs = !ragged && !quant_recomputes(tiles);
     let xsv: Vec<Val> = match smooth {
-        Some((_, r)) => idx.iter().map(|&i| load_vec(r, i, vec)).collect(),
-        None => vec![],
+        Some((_, r)) if hoist_xs => idx.iter().map(|&i| load_vec(r, i, vec)).collect(),
+        _ => vec![],
     };
     let has_res = p.res.len().gt(0i64);
     let has_mean = p.mean.len().gt(0i64);
@@ -263,26 +275,92 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
     // `stride * tiles * vec` elements on NVIDIA, a uniform branch around the row loop), so
     // that the row's accesses need no bounds checks ([`Access`]); the multi-row path's
     // stores stay checked (its rows past `m` drop theirs).
+    // On a ragged path `plain` only concerns the weights: its slot accesses are in range by
+    // construction ([`Ragged`]).
     let row_body = |cx: RowCtx, parity: Val, plain: Plain| {
-        let access = |t: Tensor| Access::new(t, cx.base, cx.nrow, plain);
-        let xs = row_loads(access(p.x));
+        let rg = ragged.then(|| Ragged::new(cx.base, &idx, vec, p.n, cx.nrow.cast(I32)));
+        let access = |t: Tensor| match &rg {
+            None => Access::new(t, cx.base, cx.nrow, plain),
+            Some(rg) => Access::new(t, rg.abase, cx.nrow + rg.p.cast(I64), Plain::All),
+        };
+        // The row's vectors of `t` (a ragged row's partial slots element by element, zeros
+        // outside the row).
+        let loads_of = |t: Tensor| -> Vec<Val> {
+            match &rg {
+                None => row_loads(access(t)),
+                Some(rg) => keep_l2_if(keep_l2, |hint| {
+                    let (a, row) = (access(t), t.offset(cx.base));
+                    (0..tiles as usize)
+                        .map(|k| {
+                            if_else(
+                                rg.full[k],
+                                || vec![a.load(idx[k], vec, hint)],
+                                || vec![rg.gather_row(row, k)],
+                            )[0]
+                        })
+                        .collect()
+                }),
+            }
+        };
+        // Store tile `k`'s vector `v` through `a`, the access of `t` (`align` bytes; a
+        // ragged row's partial slots element by element).
+        let store_of = |a: Access, t: Tensor, k: usize, v: Val, align: u32| match &rg {
+            None => a.store(idx[k], v, align),
+            Some(rg) => rg.store(&|v| a.store(idx[k], v, align), t.offset(cx.base), k, v),
+        };
+        let xs = loads_of(p.x);
         let xin = if_else(
             has_res,
             || {
                 let ror = access(p.res_out);
-                let rs = row_loads(access(p.res));
+                let rs = loads_of(p.res);
                 xs.iter()
                     .zip(&rs)
-                    .zip(&idx)
-                    .map(|((&x, &r), &i)| {
+                    .enumerate()
+                    .map(|(k, (&x, &r))| {
                         let s = (wide(x) + wide(r)).cast(dt);
-                        ror.store(i, s, 16);
+                        store_of(ror, p.res_out, k, s, 16);
                         s
                     })
                     .collect()
             },
             || xs.clone(),
         );
+        // LayerNorm's shift: the row's first element as the kernel sees it (after the fused
+        // add); the multi-row path's rows past `m` (zeros) take shift 0.
+        let shift_of = || {
+            let x0 = p.x.offset(cx.base).load(c_i32(0));
+            let shift = if_else(
+                has_res,
+                || {
+                    let r0 = p.res.offset(cx.base).load(c_i32(0));
+                    vec![wide((wide(x0) + wide(r0)).cast(dt))]
+                },
+                || vec![wide(x0)],
+            )[0];
+            match shape {
+                Shape::Block(_) => shift,
+                Shape::Rows => select(cx.valid, shift, c_f32(0.0)),
+            }
+        };
+        // A ragged row's elements outside it: LayerNorm's shift (deviation 0), else 0; every
+        // slot then counts as in range.
+        let early_shift = (ragged && fam.norm == Norm::Layer).then(shift_of);
+        let refill = |xin: Vec<Val>| -> Vec<Val> {
+            match (&rg, early_shift) {
+                (Some(rg), Some(s)) => xin
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &v)| rg.fill(k, v, s))
+                    .collect(),
+                _ => xin,
+            }
+        };
+        let xin = refill(xin);
+        let inrange: Vec<Val> = match &rg {
+            None => inrange.clone(),
+            Some(_) => inrange.iter().map(|_| c_i32(1).ne(0)).collect(),
+        };
         let xf: Vec<Val> = xin.iter().map(|&v| wide(v)).collect();
         let reduce = |vals: Vec<(Val, Op)>, round: i32| -> Vec<Val> {
             match shape {
@@ -313,23 +391,10 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
                 (c_f32(0.0), rstd, over, c_f32(0.0), p.n >> 31)
             }
             Norm::Layer => {
-                // Shifted sums: the deviations from the row's first element (as the kernel
-                // sees it, after the fused add), `(sum(d), sum(d^2))`, one reduction
-                // (`RowMath::shifted_stats`; accurate whatever `|mean| / std`). The multi-row
-                // path's rows past `m` (zeros) take shift 0.
-                let x0 = p.x.offset(cx.base).load(c_i32(0));
-                let shift = if_else(
-                    has_res,
-                    || {
-                        let r0 = p.res.offset(cx.base).load(c_i32(0));
-                        vec![wide((wide(x0) + wide(r0)).cast(dt))]
-                    },
-                    || vec![wide(x0)],
-                )[0];
-                let shift = match shape {
-                    Shape::Block(_) => shift,
-                    Shape::Rows => select(cx.valid, shift, c_f32(0.0)),
-                };
+                // Shifted sums: the deviations from the row's first element (`shift_of`),
+                // `(sum(d), sum(d^2))`, one reduction (`RowMath::shifted_stats`; accurate
+                // whatever `|mean| / std`).
+                let shift = early_shift.unwrap_or_else(shift_of);
                 let (sd, sq) = math.dev_partials(&xf, &inrange, shift, lean);
                 let t = reduce(vec![(sd, Op::Sum), (sq, Op::Sum)], 0);
                 let over = math.overflowed(shift, t[1]);
@@ -404,16 +469,18 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
             // (residual_out, which this lane stored, when adding), so that the registers
             // holding them are not live across its loops.
             _ => {
-                let fb = 4 / fam.dt.bytes();
+                // (Element loads on a ragged path: its rows start anywhere.)
+                let fb = if ragged { 1 } else { 4 / fam.dt.bytes() };
+                let fa = fb * fam.dt.bytes();
                 let row_fold = |init: &[Val], f: Step| -> Vec<Val> {
                     let xt = p.x.offset(cx.base);
                     for_range(c_i32(0), p.n, c_i32(fb as i32), init, |i, acc| {
-                        let x = xt.load_vec(i, fb, 4);
+                        let x = xt.load_vec(i, fb, fa);
                         let v = if_else(
                             has_res,
                             || {
                                 let rt = p.res.offset(cx.base);
-                                vec![(wide(x) + wide(rt.load_vec(i, fb, 4))).cast(dt)]
+                                vec![(wide(x) + wide(rt.load_vec(i, fb, fa))).cast(dt)]
                             },
                             || vec![x],
                         )[0];
@@ -430,17 +497,22 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
                     over,
                     || {
                         let (m, s) = math.rescaled(&share, shift, (mean, rstd));
-                        let again = if_else(
-                            has_res,
-                            || {
-                                let ror = p.res_out.offset(cx.base).rsrc_n(cx.nrow);
-                                idx.iter().map(|&i| ror.load_vec(i, vec, 16)).collect()
-                            },
-                            || {
-                                let xr = p.x.offset(cx.base).rsrc_n(cx.nrow);
-                                idx.iter().map(|&i| xr.load_vec(i, vec, 16)).collect()
-                            },
-                        );
+                        let again = match &rg {
+                            None => if_else(
+                                has_res,
+                                || {
+                                    let ror = p.res_out.offset(cx.base).rsrc_n(cx.nrow);
+                                    idx.iter().map(|&i| ror.load_vec(i, vec, 16)).collect()
+                                },
+                                || {
+                                    let xr = p.x.offset(cx.base).rsrc_n(cx.nrow);
+                                    idx.iter().map(|&i| xr.load_vec(i, vec, 16)).collect()
+                                },
+                            ),
+                            Some(_) => {
+                                refill(if_else(has_res, || loads_of(p.res_out), || loads_of(p.x)))
+                            }
+                        };
                         [vec![m, s], again].concat()
                     },
                     || [vec![mean, rstd], xin.clone()].concat(),
@@ -458,20 +530,33 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
         // (LayerNorm) of tiles `ts`, each index plus `off` when given.
         let (gr, br) = weights[usize::from(plain != Plain::No)];
         let load_w = |ts: std::ops::Range<usize>, off: Option<Val>| {
+            let layer = fam.norm == Norm::Layer;
+            if let Some(rg) = &rg {
+                let (gl, bl) = (
+                    |i: Val, l: u32| gr.load(i, l, false),
+                    |i: Val, l: u32| br.load(i, l, false),
+                );
+                let mut loads: Vec<&dyn Fn(Val, u32) -> Val> = vec![&gl];
+                if layer {
+                    loads.push(&bl);
+                }
+                let ts: Vec<usize> = ts.collect();
+                let w = rg.weights(&ts, &loads, off);
+                return (0..ts.len())
+                    .map(|i| (w[0][i], layer.then(|| w[1][i])))
+                    .collect::<Vec<_>>();
+            }
             let at = |t: usize| off.map_or(idx[t], |o| idx[t] + o);
             let g: Vec<Val> = ts.clone().map(|t| gr.load(at(t), vec, false)).collect();
             let b: Vec<Option<Val>> = ts
-                .map(|t| (fam.norm == Norm::Layer).then(|| br.load(at(t), vec, false)))
+                .map(|t| layer.then(|| br.load(at(t), vec, false)))
                 .collect();
             g.into_iter().zip(b).collect::<Vec<_>>()
         };
-        // The plain forward reads its weights `chunk` tiles at a time (see
-        // `fwd_weight_chunk`), the quant forward all at once; the first chunk right away.
-        let chunk = match p.y {
-            Some(_) => fwd_weight_chunk(fam, path).min(tiles) as usize,
-            None => tiles as usize,
-        };
-        let mut w = load_w(0..chunk, None);
+        // The weights are read `chunk` tiles at a time (see `fwd_weight_chunk`), the first
+        // chunk right away.
+        let chunk = fwd_weight_chunk(fam, path).min(tiles) as usize;
+        let w = load_w(0..chunk, None);
         // `xhat = (x - mean) * rstd`, or with 2-byte inputs on the lean targets one fused
         // multiply-add an element, as accurate (`RowMath::xhat_fma`).
         let sig = if fam.dt == DType::BF16 { 8 } else { 11 };
@@ -484,9 +569,9 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
             }
             None => math.xhat(x, mean, rstd),
         };
-        // `y` of tile `t` in f32 from its weights.
-        let y_of = |t: usize, (g, b): (Val, Option<Val>)| {
-            let xh = xhat(xf[t]);
+        // `y` of tile `t` in f32 from its weights and its widened input `x`.
+        let y_of = |x: Val, (g, b): (Val, Option<Val>)| {
+            let xh = xhat(x);
             let bt = b.map(wide).unwrap_or(xh);
             math.y(xh, wide(g), bt)
         };
@@ -495,55 +580,93 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
             if_(write_stats & has_mean, || p.mean.store(cx.row, mean));
         }
         if_(write_stats & has_rstd, || p.rstd.store(cx.row, rstd));
-        match (p.y, p.q) {
-            (Some(y), _) => {
-                // Each chunk after the first adds a run-time zero taken from the previous
-                // chunk's output to its weight indices, so its loads issue only after that
-                // chunk's weights have arrived.
-                let mut yr = None;
-                for c0 in (0..tiles as usize).step_by(chunk) {
-                    let ts = c0..(c0 + chunk).min(tiles as usize);
-                    let ys: Vec<Val> = ts
-                        .clone()
-                        .zip(std::mem::take(&mut w))
-                        .map(|(t, w)| y_of(t, w))
-                        .collect();
-                    let yr = *yr.get_or_insert_with(|| access(y));
-                    for (t, &v) in ts.zip(&ys) {
-                        yr.store(idx[t], v.cast(dt), 16);
+        // One pass over the row's outputs, chunk by chunk, from the widened inputs `xs` and
+        // the first chunk's weights `w`: `f(tiles, ys)` for each chunk's `y` (smooth-scaled
+        // for quant). Each chunk after the first adds a run-time zero taken from the previous
+        // chunk's output to its weight indices, so its loads issue only after that chunk's
+        // weights have arrived.
+        type Wts = Vec<(Val, Option<Val>)>;
+        let pass = |xs: &[Val], mut w: Wts, f: &mut dyn FnMut(std::ops::Range<usize>, &[Val])| {
+            for c0 in (0..tiles as usize).step_by(chunk) {
+                let ts = c0..(c0 + chunk).min(tiles as usize);
+                let ys: Vec<Val> = ts
+                    .clone()
+                    .zip(std::mem::take(&mut w))
+                    .map(|(t, w)| y_of(xs[t], w))
+                    .collect();
+                let ys = match smooth {
+                    Some((sm, xsr)) => {
+                        // A ragged row's xscale realigned for it, chunk by chunk.
+                        let scales: Vec<Val> = match &rg {
+                            None if hoist_xs => xsv[ts.clone()].to_vec(),
+                            None => ts.clone().map(|t| load_vec(xsr, idx[t], vec)).collect(),
+                            Some(rg) => {
+                                let xl = |i: Val, l: u32| load_vec(xsr, i, l);
+                                let tl: Vec<usize> = ts.clone().collect();
+                                rg.weights(&tl, &[&xl], None).remove(0)
+                            }
+                        };
+                        ys.iter()
+                            .zip(&scales)
+                            .map(|(&y, &s)| select(sm, y * s, y))
+                            .collect()
                     }
-                    let next = c0 + chunk;
-                    if next < tiles as usize {
-                        let v = ys[ys.len() - 1];
-                        let off = v.bitcast(Type::vec(I32, v.lanes())).at(0) & (p.n >> 31);
-                        w = load_w(next..(next + chunk).min(tiles as usize), Some(off));
-                    }
+                    None => ys,
+                };
+                f(ts, &ys);
+                let next = c0 + chunk;
+                if next < tiles as usize {
+                    let v = ys[ys.len() - 1];
+                    let off = v.bitcast(Type::vec(I32, v.lanes())).at(0) & (p.n >> 31);
+                    w = load_w(next..(next + chunk).min(tiles as usize), Some(off));
                 }
             }
+        };
+        match (p.y, p.q) {
+            (Some(y), _) => {
+                let mut yr = None;
+                pass(&xf, w, &mut |ts, ys| {
+                    let yr = *yr.get_or_insert_with(|| access(y));
+                    for (t, &v) in ts.zip(ys) {
+                        store_of(yr, y, t, v.cast(dt), 16);
+                    }
+                });
+            }
             (None, Some((q, yscale, _))) => {
-                let ys: Vec<Val> = std::mem::take(&mut w)
-                    .into_iter()
-                    .enumerate()
-                    .map(|(t, w)| y_of(t, w))
-                    .collect();
-                let (sm, _) = smooth.expect("quant kernels have xscale");
-                let ys: Vec<Val> = ys
-                    .iter()
-                    .zip(&xsv)
-                    .map(|(&y, &s)| select(sm, y * s, y))
-                    .collect();
+                // The row's amax over the lane's `y` (and the non-finite detector).
                 let mut amax = c_f32(0.0);
-                for (&y, &ok) in ys.iter().zip(&inrange) {
-                    amax = amax.max(select(ok, hmax(y.abs()), c_f32(0.0)));
-                }
-                let amax = amax_or_inf(amax, nonfinite_acc(c_f32(0.0), &ys));
+                let mut nf = c_f32(0.0);
+                let mut kept: Vec<Val> = Vec::new();
+                let recompute = quant_recomputes(tiles);
+                pass(&xf, w, &mut |ts, ys| {
+                    for (t, &y) in ts.zip(ys) {
+                        amax = amax.max(select(inrange[t], hmax(y.abs()), c_f32(0.0)));
+                    }
+                    nf = nonfinite_acc(nf, ys);
+                    if !recompute {
+                        kept.extend_from_slice(ys);
+                    }
+                });
+                let amax = amax_or_inf(amax, nf);
                 // The row's last round (`fast_rounds`).
                 let amax = reduce(vec![(amax, Op::Max)], fast_rounds(fam) - 1)[0];
                 let (scale, inv) = quant_scale(amax);
                 if_(write_stats, || yscale.store(cx.row, scale));
                 let qr = access(q);
-                for (&i, &y) in idx.iter().zip(&ys) {
-                    qr.store(i, quantize(y, inv), vec);
+                let mut quantise = |ts: std::ops::Range<usize>, ys: &[Val]| {
+                    for (t, &y) in ts.zip(ys) {
+                        store_of(qr, q, t, quantize(y, inv), vec);
+                    }
+                };
+                if recompute {
+                    // A zero that depends on the reduction, so that the second pass's
+                    // widening (and the `y` from it) stays after it rather than shared
+                    // with the first pass.
+                    let zero2 = amax.bitcast(Type::s(I32)) & (p.n >> 31);
+                    let xs2 = rewiden(&xin, zero2);
+                    pass(&xs2, load_w(0..chunk, Some(zero2)), &mut quantise);
+                } else {
+                    quantise(0..tiles as usize, &kept);
                 }
             }
             _ => {}
@@ -585,8 +708,14 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
             // `(bdim * (tiles - 1) + j + 1) * vec <= bdim * tiles * vec` (at most
             // `MAX_BLOCK * 8 * 8`: no i32 overflow), `beta_ok` as above. AMD's buffer
             // accesses check for free: one loop.
+            // A ragged row's slots are in range by construction: only the weights (beta)
+            // decide.
             if lean {
-                let full = (bdim * (tiles * vec) as i32).le(p.n) & beta_ok;
+                let covered = match ragged {
+                    false => (bdim * (tiles * vec) as i32).le(p.n),
+                    true => c_i32(1).ne(0),
+                };
+                let full = covered & beta_ok;
                 if_else(full, || rows(Plain::All), || rows(Plain::No));
             } else {
                 rows(Plain::No);
@@ -617,7 +746,11 @@ fn vectorised(p: &Params, fam: Family, math: &RowMath, tiles: u32, shape: Shape,
             // As the fast path's, with `lanes` lanes a row; rows past `m` read row `m - 1`
             // (`rowc`), in range.
             if lean {
-                let full = (p.lanes * (tiles * vec) as i32).le(p.n) & beta_ok;
+                let covered = match ragged {
+                    false => (p.lanes * (tiles * vec) as i32).le(p.n),
+                    true => c_i32(1).ne(0),
+                };
+                let full = covered & beta_ok;
                 if_else(full, || rows(Plain::Loads), || rows(Plain::No));
             } else {
                 rows(Plain::No);

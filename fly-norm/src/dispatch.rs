@@ -1,8 +1,8 @@
 //! The dispatcher: which kernel path and launch geometry serve a shape on a device.
 
 use crate::config::{
-    bwd_fast_spill_free, fast_max_block, fast_tiles, DType, Kind, Norm, Path, FWD_ROWS_TILES,
-    GENERIC_THREADS, ROWS_BLOCK,
+    bwd_fast_spill_free, fast_max_block, fast_tiles, ragged_slots, DType, Kind, Norm, Path,
+    FWD_ROWS_TILES, GENERIC_THREADS, ROWS_BLOCK,
 };
 /// Activations of more than this many bytes are read with the keep-in-L2 hint (see
 /// [`plan_forward`] and [`flydsl_rt::hints`]).
@@ -20,8 +20,13 @@ const MAX_GRID: usize = crate::config::MAX_GRID as usize;
 /// let p = plan_forward(Norm::Rms, 4096, 8192, DType::BF16, false, 64, 304);
 /// assert_eq!(p.path, Path::Fast(4));
 /// assert_eq!(p.cfg.block, [256, 1, 1]);
-/// // Odd rows take the generic path.
-/// assert_eq!(plan_forward(Norm::Rms, 8, 1021, DType::F32, false, 32, 132).path, Path::Generic);
+/// // Odd rows take the ragged paths: 1021 f32 elements span up to 256 vectors, 2 tiles each
+/// // in 128 threads.
+/// let p = plan_forward(Norm::Rms, 8, 1021, DType::F32, false, 32, 132);
+/// assert_eq!((p.path, p.cfg.block), (Path::FastRagged(2), [128, 1, 1]));
+/// // Short odd rows: 125 f32 elements, up to 32 vectors: 32 lanes a row, 1 tile each.
+/// let p = plan_forward(Norm::Rms, 8, 125, DType::F32, false, 32, 132);
+/// assert_eq!((p.path, p.lanes), (Path::RowsRagged(1), 32));
 /// // 2-byte rows of 4096: 4 tiles in 128 threads, read with the keep-in-L2 hint (256 MiB).
 /// let p = plan_forward(Norm::Rms, 32768, 4096, DType::BF16, false, 32, 132);
 /// assert_eq!((p.path, p.cfg.block, p.keep_l2), (Path::Fast(4), [128, 1, 1], true));
@@ -78,8 +83,27 @@ fn rows_plan(m: usize, t: u32, lanes: usize, cap: usize, ws: usize) -> Plan {
 ///
 /// Rows of a multiple of the 128-bit vector width go to the multi-row path when a row fits in
 /// 4 vectors per lane of one wave, else to the fast path (one row per block, the smallest tile
-/// count that keeps the block at <= 256 threads, else within the tile count's block cap);
-/// everything else is generic.
+/// count that keeps the block at <= 256 threads, else within the tile count's block cap).
+/// Other rows take the same rule on the ragged paths ([`Path::RowsRagged`],
+/// [`Path::FastRagged`]) with the row's [`ragged_slots`](crate::ragged_slots) for its vectors
+/// (one more than an aligned row of the same length may need): they read each row once, in
+/// 128-bit vectors but for its partial first and last ones, where the generic path reads
+/// it two or three times by elements (31-60% of copy bandwidth on the H200,
+/// `bench/fly-norm-dispatch.md`). Rows too long for the fast paths are generic.
+///
+/// The quant forward takes its 8-tile kernels (which compute `y` twice rather than keep it
+/// across the amax reduction) only for rows that 4 tiles in 512 threads cannot hold: f32
+/// rows past 8192 and 2-byte rows past 16384 elements (up to 16384 and 32768), which
+/// otherwise went generic (35% of copy at f32 4096 x 14336 on the H200,
+/// `bench/h200-table.md`); shorter rows keep the measured 2- and 4-tile choices.
+///
+/// ```
+/// use fly_norm::{plan_forward, DType, Norm, Path};
+/// let p = plan_forward(Norm::Rms, 4096, 14336, DType::F32, true, 32, 132);
+/// assert_eq!((p.path, p.cfg.block[0]), (Path::Fast(8), 448));
+/// let p = plan_forward(Norm::Rms, 4096, 14336, DType::BF16, true, 32, 132);
+/// assert_eq!((p.path, p.cfg.block[0]), (Path::Fast(4), 448));
+/// ```
 ///
 /// Three choices of the plain forward (not the quant one) on wave32 devices come from the H200
 /// sweep (`examples/fwd_sweep.rs`, every plan timed on the same inputs; the measurements are in
@@ -107,9 +131,10 @@ fn rows_plan(m: usize, t: u32, lanes: usize, cap: usize, ws: usize) -> Plan {
 /// // f32 rows of 8192 on the H200 (wave32, 132 SMs): 8 tiles of 4 in 256 threads.
 /// let p = plan_forward(Norm::Rms, 4096, 8192, DType::F32, false, 32, 132);
 /// assert_eq!((p.path, p.cfg.block[0], p.keep_l2), (Path::Fast(8), 256, false));
-/// // Rows that are not a multiple of the vector width: the generic path.
+/// // Rows that are not a multiple of the vector width: the ragged paths, generic when too long.
 /// assert_eq!(plan_forward(Norm::Rms, 4, 4000, DType::BF16, true, 64, 304).path, Path::Fast(2));
-/// assert_eq!(plan_forward(Norm::Rms, 4, 4001, DType::BF16, true, 64, 304).path, Path::Generic);
+/// assert_eq!(plan_forward(Norm::Rms, 4, 4001, DType::BF16, true, 64, 304).path, Path::FastRagged(2));
+/// assert_eq!(plan_forward(Norm::Rms, 4, 32769, DType::BF16, true, 64, 304).path, Path::Generic);
 /// ```
 ///
 /// LayerNorm's plain forward of 2-byte rows on wave32 devices (NVIDIA) takes the most tiles
@@ -181,6 +206,20 @@ fn keeps_l2(m: usize, n: usize, dt: DType) -> bool {
     m.saturating_mul(n).saturating_mul(dt.bytes() as usize) > KEEP_L2_MIN_BYTES
 }
 
+/// A path constructor from a tile count (`Path::Fast`, ...).
+type PathOf = fn(u32) -> Path;
+
+/// The vectors a forward row of `n` elements needs and its (fast, multi-row) paths: the
+/// aligned ones for rows of a multiple of the vector width `vec`, else the ragged ones
+/// ([`ragged_slots`] vectors).
+fn row_shape(n: usize, vec: usize) -> (usize, PathOf, PathOf) {
+    if multiple_of(n, vec) {
+        (n / vec, Path::Fast, Path::Rows)
+    } else {
+        (ragged_slots(n, vec), Path::FastRagged, Path::RowsRagged)
+    }
+}
+
 /// [`plan_forward`]'s path and geometry.
 fn plan_forward_path(m: usize, n: usize, dt: DType, quant: bool, wave: u32, cus: u32) -> Plan {
     let kind = if quant {
@@ -190,47 +229,58 @@ fn plan_forward_path(m: usize, n: usize, dt: DType, quant: bool, wave: u32, cus:
     };
     let ws = wave as usize;
     let vec = dt.vec() as usize;
-    if multiple_of(n, vec) {
-        let v = n / vec;
-        if v <= FWD_ROWS_TILES[FWD_ROWS_TILES.len() - 1] as usize * ws {
-            let t = FWD_ROWS_TILES
-                .iter()
-                .copied()
-                .find(|&t| v <= t as usize * ws)
-                .unwrap_or(1);
-            let lanes = v.div_ceil(t as usize).next_power_of_two().min(ws);
-            let cap = if quant || ws != 32 {
-                ROWS_BLOCK as usize
-            } else {
-                2 * ws
-            };
-            return rows_plan(m, t, lanes, cap, ws);
-        }
-        let small_block = !quant && ws == 32 && dt.bytes() == 2 && (257..=512).contains(&v);
-        let caps = if small_block {
-            &[Some(128usize), Some(256), None][..]
+    let (v, fast, rows) = row_shape(n, vec);
+    if v <= FWD_ROWS_TILES[FWD_ROWS_TILES.len() - 1] as usize * ws {
+        let t = FWD_ROWS_TILES
+            .iter()
+            .copied()
+            .find(|&t| v <= t as usize * ws)
+            .unwrap_or(1);
+        let lanes = v.div_ceil(t as usize).next_power_of_two().min(ws);
+        let cap = if quant || ws != 32 {
+            ROWS_BLOCK as usize
         } else {
-            &[Some(256), None][..]
+            2 * ws
         };
-        for &cap in caps {
-            let fits = |t: u32| {
-                v.div_ceil(t as usize) <= cap.unwrap_or(fast_max_block(kind, dt, t) as usize)
+        return Plan {
+            path: rows(t),
+            ..rows_plan(m, t, lanes, cap, ws)
+        };
+    }
+    let small_block = !quant && ws == 32 && dt.bytes() == 2 && (257..=512).contains(&v);
+    let caps = if small_block {
+        &[Some(128usize), Some(256), None][..]
+    } else {
+        &[Some(256), None][..]
+    };
+    // The quant forward's 8 tiles (which compute `y` twice, `quant_recomputes`) only for the
+    // rows that its 2 and 4 tiles cannot hold: the tile counts in two tiers, each tier
+    // through every cap.
+    let tiles = fast_tiles(kind);
+    let tiers: [&[u32]; 2] = match quant {
+        true => [&tiles[..tiles.len() - 1], &tiles[tiles.len() - 1..]],
+        false => [tiles, &[]],
+    };
+    for (ts, &cap) in tiers
+        .into_iter()
+        .flat_map(|ts| caps.iter().map(move |c| (ts, c)))
+    {
+        let fits =
+            |t: u32| v.div_ceil(t as usize) <= cap.unwrap_or(fast_max_block(kind, dt, t) as usize);
+        if let Some(t) = ts.iter().copied().find(|&t| fits(t)) {
+            let block = round_up(v.div_ceil(t as usize), ws);
+            let cus = cus.max(1) as usize;
+            let blocks = if !quant && ws == 32 && m <= 64 * cus {
+                m.min(32 * cus)
+            } else {
+                m
             };
-            if let Some(t) = fast_tiles(kind).iter().copied().find(|&t| fits(t)) {
-                let block = round_up(v.div_ceil(t as usize), ws);
-                let cus = cus.max(1) as usize;
-                let blocks = if !quant && ws == 32 && m <= 64 * cus {
-                    m.min(32 * cus)
-                } else {
-                    m
-                };
-                return Plan {
-                    path: Path::Fast(t),
-                    cfg: LaunchConfig::linear(grid(blocks), block as u32),
-                    lanes: 0,
-                    keep_l2: false,
-                };
-            }
+            return Plan {
+                path: fast(t),
+                cfg: LaunchConfig::linear(grid(blocks), block as u32),
+                lanes: 0,
+                keep_l2: false,
+            };
         }
     }
     Plan {
@@ -357,14 +407,14 @@ pub fn forward_plans(m: usize, n: usize, dt: DType, quant: bool, wave: u32) -> V
     let ws = wave.max(1) as usize;
     let vec = dt.vec() as usize;
     let mut v = Vec::new();
-    if n > 0 && multiple_of(n, vec) {
-        let nv = n / vec;
+    if n > 0 {
+        let (nv, fast, rows) = row_shape(n, vec);
         for &t in fast_tiles(kind) {
             let cap = fast_max_block(kind, dt, t) as usize;
             let mut block = round_up(nv.div_ceil(t as usize), ws);
             while block <= cap {
                 v.push(Plan {
-                    path: Path::Fast(t),
+                    path: fast(t),
                     cfg: LaunchConfig::linear(grid(m), block as u32),
                     lanes: 0,
                     keep_l2: false,
@@ -379,7 +429,10 @@ pub fn forward_plans(m: usize, n: usize, dt: DType, quant: bool, wave: u32) -> V
                     let mut blocks = vec![ROWS_BLOCK as usize, 2 * ws];
                     blocks.dedup();
                     for cap in blocks {
-                        let p = rows_plan(m, t, lanes, cap, ws);
+                        let p = Plan {
+                            path: rows(t),
+                            ..rows_plan(m, t, lanes, cap, ws)
+                        };
                         if !v.contains(&p) {
                             v.push(p);
                         }
@@ -404,8 +457,9 @@ pub fn forward_plans(m: usize, n: usize, dt: DType, quant: bool, wave: u32) -> V
 /// family, the grid 1-D with 1..=2^20 blocks, the block 1-D and a multiple of the wave size
 /// within the path's launch bound; the fast path's block must cover a row
 /// (`n <= block * tiles * vec`), the multi-row path's lane groups (a power of two up to the
-/// wave size) must (`n <= lanes * tiles * vec`), and both need `n % vec == 0`; the generic
-/// path runs blocks of exactly its thread count.
+/// wave size) must (`n <= lanes * tiles * vec`), and both need `n % vec == 0`; their ragged
+/// forms take any `n` and must cover [`ragged_slots`] vectors; the generic path runs blocks
+/// of exactly its thread count.
 pub(crate) fn check_forward_plan(
     plan: &Plan,
     n: usize,
@@ -432,14 +486,22 @@ pub(crate) fn check_forward_plan(
     let b = block[0];
     let vector_rows = |what: &str| {
         (!multiple_of(n, vec))
-            .then(|| format!("{what} needs n % {vec} == 0 for {dt:?} (n = {n}); use Path::Generic"))
+            .then(|| format!("{what} needs n % {vec} == 0 for {dt:?} (n = {n}); use Path::FastRagged, Path::RowsRagged or Path::Generic"))
     };
     let in_block = |cap: u32| {
         (b == 0 || !multiple_of(b as usize, ws as usize) || b > cap)
             .then(|| format!("block {b} must be a multiple of the wave size {ws} in {ws}..={cap}"))
     };
+    // The vectors a row needs on `path`, or why the path cannot take the row.
+    let need = |path: Path| match path.is_ragged() {
+        true => Ok(ragged_slots(n, vec)),
+        false => match vector_rows(&format!("Path::{path:?}")) {
+            Some(why) => Err(why),
+            None => Ok(n / vec),
+        },
+    };
     match plan.path {
-        Path::Fast(t) => {
+        Path::Fast(t) | Path::FastRagged(t) => {
             if !fast_tiles(kind).contains(&t) {
                 return Some(format!(
                     "no fast-path kernel with {t} tiles; built: {:?}",
@@ -449,16 +511,18 @@ pub(crate) fn check_forward_plan(
             if plan.lanes != 0 {
                 return Some(format!("lanes {} must be 0 off Path::Rows", plan.lanes));
             }
-            vector_rows("Path::Fast")
-                .or_else(|| in_block(fast_max_block(kind, dt, t)))
-                .or_else(|| {
-                    let need = (n / vec).div_ceil(t as usize);
-                    (need > b as usize).then(|| {
-                        format!("block {b} does not cover a row: {need} threads x {t} tiles needed")
-                    })
+            let nv = match need(plan.path) {
+                Ok(nv) => nv,
+                Err(why) => return Some(why),
+            };
+            in_block(fast_max_block(kind, dt, t)).or_else(|| {
+                let need = nv.div_ceil(t as usize);
+                (need > b as usize).then(|| {
+                    format!("block {b} does not cover a row: {need} threads x {t} tiles needed")
                 })
+            })
         }
-        Path::Rows(t) => {
+        Path::Rows(t) | Path::RowsRagged(t) => {
             if !FWD_ROWS_TILES.contains(&t) {
                 return Some(format!(
                     "no multi-row kernel with {t} tiles; built: {FWD_ROWS_TILES:?}"
@@ -470,17 +534,18 @@ pub(crate) fn check_forward_plan(
                     "lanes {l} must be a power of two in 1..={ws} (the wave size)"
                 ));
             }
-            vector_rows("Path::Rows")
-                .or_else(|| in_block(ROWS_BLOCK))
-                .or_else(|| {
-                    let nv = n / vec;
-                    (nv > (l * t) as usize).then(|| {
-                        format!(
-                            "{l} lanes x {t} tiles hold {} vectors, a row has {nv}",
-                            l * t
-                        )
-                    })
+            let nv = match need(plan.path) {
+                Ok(nv) => nv,
+                Err(why) => return Some(why),
+            };
+            in_block(ROWS_BLOCK).or_else(|| {
+                (nv > (l * t) as usize).then(|| {
+                    format!(
+                        "{l} lanes x {t} tiles hold {} vectors, a row has {nv}",
+                        l * t
+                    )
                 })
+            })
         }
         Path::Generic => (b != GENERIC_THREADS || plan.lanes != 0).then(|| {
             format!(

@@ -11,8 +11,10 @@
 //! Shapes are run-time values: any `m >= 0` rows of any `n >= 1` elements. A dispatcher
 //! ([`plan_forward`], [`plan_backward`]) picks a kernel path from the shape, dtype and the
 //! device's wave size: a register-resident 128-bit vectorised path with one row per block
-//! for common hidden sizes, a multi-row path without LDS for short rows, and a generic path
-//! for rows that are not a multiple of the vector width.
+//! for common hidden sizes, a multi-row path without LDS for short rows, their ragged forms
+//! for rows that are not a multiple of the vector width (vectors aligned to memory, the
+//! partial first and last ones of a row masked), and a generic looped path for rows too long
+//! for those.
 //!
 //! ```
 //! use flydsl_rt::{Device, DeviceBuffer};
@@ -42,7 +44,7 @@ mod rmsnorm;
 mod validate;
 
 pub use bwd::{norm_bwd, norm_bwd_unchecked, BwdBuffers, BwdStrategy, NormBwdArgs};
-pub use config::{Norm, Path, MAX_COLS, MAX_GRID, MAX_ROWS};
+pub use config::{ragged_slots, Norm, Path, MAX_COLS, MAX_GRID, MAX_ROWS};
 pub use dispatch::{forward_plans, plan_backward, plan_forward, Plan, KEEP_L2_MIN_BYTES};
 /// The element types and dtype enum of every kernel crate.
 pub use flydsl_rt::{DType, Element};

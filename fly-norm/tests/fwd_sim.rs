@@ -24,14 +24,20 @@ fn all_paths_one<T: Element + NormDtype, W: Element + Storage>(t: Target, norm: 
         Path::Fast(2),
         Path::Fast(4),
         Path::Fast(8),
+        Path::RowsRagged(1),
+        Path::RowsRagged(4),
+        Path::FastRagged(2),
+        Path::FastRagged(4),
+        Path::FastRagged(8),
         Path::Generic,
     ];
     for (pi, path) in paths.into_iter().enumerate() {
         let n = n_for_fwd(path, T::DTYPE, ws);
-        // Multi-row blocks hold several rows: use enough rows for a partial last block.
+        // Multi-row blocks hold several rows: use enough rows for a partial last block (and
+        // ragged rows of several phases).
         let m = match path {
-            Path::Rows(_) => 11,
-            Path::Generic => 5,
+            Path::Rows(_) | Path::RowsRagged(_) => 11,
+            Path::FastRagged(_) => 3,
             _ => 2,
         };
         assert_eq!(
@@ -40,10 +46,10 @@ fn all_paths_one<T: Element + NormDtype, W: Element + Storage>(t: Target, norm: 
             "n = {n}"
         );
         // Quant has no 8-tile kernel: its 4-tile one (blocks up to 512) takes these rows.
-        let qpath = if path == Path::Fast(8) {
-            Path::Fast(4)
-        } else {
-            path
+        let qpath = match path {
+            Path::Fast(8) => Path::Fast(4),
+            Path::FastRagged(8) => Path::FastRagged(4),
+            p => p,
         };
         assert_eq!(
             plan_forward(Norm::Rms, m, n, T::DTYPE, true, ws as u32, 64).path,
@@ -133,10 +139,9 @@ fn odd_shapes() {
 
 /// The fast paths at common hidden sizes (one wave64 and one wave32 target, M = 2).
 /// The generic path's 128-bit branch: rows of a multiple of the vector width one vector past
-/// what the quant fast paths hold (f32: 8196, 2-byte: 16392) take it with both quant options
-/// (with and without the residual add); the plain options of `OPTS` run the same rows on the
-/// fast paths. On a wave64 and a wave32 target. (`every_plan` runs the generic plan's 128-bit
-/// branch for the plain forward.)
+/// what the fast paths hold (f32: 16388, 2-byte: 32776) take it with every option set. On a
+/// wave64 and a wave32 target. (`every_plan` runs the generic plan's 128-bit branch for the
+/// plain forward.)
 #[test]
 fn generic_vector_rows() {
     for t in [Target::Gfx942, Target::Sm90] {
@@ -144,17 +149,18 @@ fn generic_vector_rows() {
         let ws = t.wave_size();
         for (ci, &o) in OPTS.iter().enumerate() {
             let quant = o.quant.is_some();
-            for (n, dt) in [(8196, fly_norm::DType::F32), (16392, fly_norm::DType::BF16)] {
-                if quant {
-                    assert_eq!(
-                        plan_forward(Norm::Rms, 2, n, dt, true, ws, 64).path,
-                        Path::Generic
-                    );
-                }
+            for (n, dt) in [
+                (16388, fly_norm::DType::F32),
+                (32776, fly_norm::DType::BF16),
+            ] {
+                assert_eq!(
+                    plan_forward(Norm::Rms, 2, n, dt, quant, ws, 64).path,
+                    Path::Generic
+                );
             }
-            case::<f32, f32>(&s, Norm::Rms, 2, 8196, o, ci as u64);
-            case::<bf16, bf16>(&s, Norm::Layer, 2, 16392, o, 10 + ci as u64);
-            case::<bf16, f32>(&s, Norm::Rms, 2, 16392, o, 20 + ci as u64);
+            case::<f32, f32>(&s, Norm::Rms, 2, 16388, o, ci as u64);
+            case::<bf16, bf16>(&s, Norm::Layer, 2, 32776, o, 10 + ci as u64);
+            case::<bf16, f32>(&s, Norm::Rms, 2, 32776, o, 20 + ci as u64);
         }
     }
 }
@@ -309,5 +315,80 @@ fn every_plan() {
             every_plan_one::<f32, f32>(&s, Norm::Rms, m, n);
         }
         every_plan_one::<f16, f16>(&s, Norm::Layer, 3, 2048);
+    }
+}
+
+/// Ragged rows (`n % vec != 0`) on the ragged paths: lengths around every slot count that
+/// matters (rows within one vector, across two, the multi-row and fast thresholds), `m`
+/// odd and at least the vector width so that the rows start at every phase of a vector,
+/// every dtype, with the fused add, mean/rstd, and dynamic and smooth quant, on a wave64
+/// and a wave32 target (memcheck and racecheck on: nothing outside a row is read or
+/// written).
+#[test]
+fn ragged_rows() {
+    for t in [Target::Gfx942, Target::Sm90] {
+        let s = sim(t);
+        let ws = t.wave_size();
+        for (ni, n) in [1usize, 3, 7, 9, 127, 129, 1021, 4001, 8191]
+            .into_iter()
+            .enumerate()
+        {
+            let m = if n > 1024 { 9 } else { 17 };
+            for dt in [fly_norm::DType::F32, fly_norm::DType::BF16] {
+                for quant in [false, true] {
+                    let path = plan_forward(Norm::Rms, m, n, dt, quant, ws, 64).path;
+                    assert!(path.is_ragged(), "n = {n} {dt:?} quant {quant}: {path:?}");
+                }
+            }
+            for (oi, o) in OPTS.iter().enumerate() {
+                let seed = (ni * 10 + oi) as u64;
+                case::<f32, f32>(&s, Norm::Layer, m, n, *o, seed);
+                case::<bf16, bf16>(&s, Norm::Rms, m, n, *o, seed);
+                case::<f16, f16>(&s, Norm::Layer, m, n, *o, seed);
+                case::<bf16, f32>(&s, Norm::Rms, m, n, *o, seed);
+            }
+        }
+    }
+}
+
+/// Every ragged plan the sweep may time, persistent grids included, on both wave sizes.
+#[test]
+fn every_ragged_plan() {
+    for t in [Target::Sm90, Target::Gfx942] {
+        let s = sim(t);
+        for (m, n) in [(5, 1021), (9, 255)] {
+            every_plan_one::<bf16, bf16>(&s, Norm::Layer, m, n);
+            every_plan_one::<f32, f32>(&s, Norm::Rms, m, n);
+        }
+        every_plan_one::<f16, f16>(&s, Norm::Layer, 3, 2047);
+    }
+}
+
+/// The quant forward's 8-tile kernels (aligned and ragged), which compute `y` twice: rows one
+/// vector past what 4 tiles in 512 threads hold, and the longest rows 8 tiles hold, with
+/// dynamic and smooth quant, with and without the fused add, on a wave64 and a wave32 target.
+#[test]
+fn quant_eight_tiles() {
+    for t in [Target::Gfx942, Target::Sm90] {
+        let s = sim(t);
+        let ws = t.wave_size();
+        for (ci, &o) in OPTS[2..].iter().enumerate() {
+            let seed = 30 + ci as u64;
+            for (n, dt, path) in [
+                (8196, fly_norm::DType::F32, Path::Fast(8)),
+                (8195, fly_norm::DType::F32, Path::FastRagged(8)),
+                (16384, fly_norm::DType::F32, Path::Fast(8)),
+                (16392, fly_norm::DType::BF16, Path::Fast(8)),
+                (16391, fly_norm::DType::BF16, Path::FastRagged(8)),
+            ] {
+                assert_eq!(plan_forward(Norm::Rms, 3, n, dt, true, ws, 64).path, path);
+            }
+            case::<f32, f32>(&s, Norm::Layer, 3, 8196, o, seed);
+            case::<f32, f32>(&s, Norm::Rms, 3, 8195, o, seed);
+            case::<f32, f32>(&s, Norm::Rms, 2, 16384, o, seed);
+            case::<bf16, bf16>(&s, Norm::Layer, 3, 16392, o, seed);
+            case::<f16, f16>(&s, Norm::Rms, 3, 16391, o, seed);
+            case::<bf16, f32>(&s, Norm::Rms, 3, 16391, o, seed);
+        }
     }
 }

@@ -1,8 +1,9 @@
 //! Numerics at the edges, on the Sim of a wave64 (gfx942), a wave32 (gfx1201) and the sm_90
 //! target (whose forward uses its own instruction forms), on every forward plan the
-//! dispatcher may pick (fast, multi-row, generic with vector and scalar accesses):
+//! dispatcher may pick (fast, multi-row, their ragged forms, generic with vector and scalar
+//! accesses):
 //!
-//! - LayerNorm rows with |mean| / std of 1e2, 1e3, 1e4 (and constant rows) against the f64
+//! - LayerNorm rows with |mean| / std of 1e2, 1e3, 1e4, 1e6 (and constant rows) against the f64
 //!   two-pass reference, to within a few roundings of the f32 mean (what torch achieves);
 //!   `E[x^2] - mean^2` in f32 misses this by orders of magnitude;
 //! - rows of magnitude 1e30 (squares past f32's range) for RMSNorm and LayerNorm, forward
@@ -27,8 +28,9 @@ use half::bf16;
 /// The targets: wave64, wave32, and sm_90's lean forward.
 const TARGETS: [Target; 3] = [Target::Gfx942, Target::Gfx1201, Target::Sm90];
 
-/// Row lengths: one that every vectorised plan serves (and the generic path with vector
-/// accesses), and one that only the generic path with scalar accesses serves.
+/// Row lengths: one that every aligned vectorised plan serves (and the generic path with
+/// vector accesses), and one that the ragged plans and the generic path with scalar accesses
+/// serve.
 const NS: [usize; 2] = [256, 1021];
 
 const EPS: f32 = 1e-5;
@@ -41,6 +43,8 @@ fn plans<T: Element>(s: &Stream, m: usize, n: usize, quant: bool) -> Vec<Plan> {
     if n.is_multiple_of(T::DTYPE.vec() as usize) {
         assert!(has(|p| matches!(p, Path::Fast(_))), "{ps:?}");
         assert!(has(|p| matches!(p, Path::Rows(_))), "{ps:?}");
+    } else {
+        assert!(has(|p| p.is_ragged()), "{ps:?}");
     }
     assert!(has(|p| *p == Path::Generic), "{ps:?}");
     ps
@@ -160,7 +164,7 @@ fn large_mean<T: Element + Storage + NormDtype>() {
     for t in TARGETS {
         let s = sim(t);
         for n in NS {
-            for ratio in [1e2f32, 1e3, 1e4] {
+            for ratio in [1e2f32, 1e3, 1e4, 1e6] {
                 let mut rng = Rng::new(n as u64 + ratio as u64);
                 // (mean, std) of each row; the last is constant.
                 let rows: [(f32, f32); 4] = [

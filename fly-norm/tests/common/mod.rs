@@ -127,7 +127,12 @@ pub fn n_for_fwd(path: Path, dt: DType, ws: usize) -> usize {
         Path::Fast(2) => vec * (4 * ws + 3),
         Path::Fast(4) => vec * 600,
         Path::Fast(_) => vec * 1100,
-        Path::Generic => 1021,
+        // Past the plain (f32: 512 threads x 8 tiles x 4) and quant fast paths' rows.
+        Path::Generic => 8 * 512 * vec + 3,
+        // One element short of the aligned row: one more vector (`ragged_slots`), within the
+        // same path.
+        Path::FastRagged(t) => n_for_fwd(Path::Fast(t), dt, ws) - 1,
+        Path::RowsRagged(t) => n_for_fwd(Path::Rows(t), dt, ws) - 1,
     }
 }
 
