@@ -86,10 +86,11 @@ pub use flydsl_rt::Target;
 /// portable forward kernels (bf16, f16 x 3 head tiles), the combine kernels and the fp8
 /// forward kernels (e4m3fn inputs, bf16 out, x 3 head tiles:
 /// [`table::fwd_fp8_name`]), which exist on every target, then the Hopper kernels
-/// ([`hopper_variants`], sm90 only).
+/// ([`hopper_variants`], sm90 only), then the decode kernels ([`decode_variants`], every
+/// target).
 ///
 /// ```
-/// assert_eq!(fly_attn::kernel_variants().len(), 8 + 3 + 12);
+/// assert_eq!(fly_attn::kernel_variants().len(), 8 + 3 + 12 + 18);
 /// ```
 pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariants)> {
     use flydsl_rt::half::{bf16, f16};
@@ -109,6 +110,26 @@ pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariant
         )
         .map(|k| (k.name, k))
         .chain(hopper_variants())
+        .chain(decode_variants())
+        .collect()
+}
+
+/// The split-KV decode kernels with their names (`attn_decode_{bf16,f16}_d{64,128,256}_r{1,4,8}`,
+/// [`table::decode_name`]): every target.
+///
+/// ```
+/// let v = fly_attn::decode_variants();
+/// assert_eq!(v.len(), 2 * 3 * 3);
+/// assert!(v.iter().all(|(n, _)| n.starts_with("attn_decode_")));
+/// ```
+pub fn decode_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariants)> {
+    use flydsl_rt::half::{bf16, f16};
+    let t = &kernels::generated::DECODE;
+    t.get::<bf16>()
+        .iter()
+        .map(|l| l.kernel)
+        .chain(t.get::<f16>().iter().map(|l| l.kernel))
+        .map(|k| (k.name, k))
         .collect()
 }
 
