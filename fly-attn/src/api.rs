@@ -1039,6 +1039,30 @@ fn no_kernel<T: Element>(call: Call<'_>, stream: &Stream) -> flydsl_rt::Error {
     )
 }
 
+/// The kernel family and key split count a dense call with `args` on `stream` runs
+/// ([`flash_attn_fwd_with`] with `kernel`), for q, k and v at 16-byte aligned addresses
+/// (what every fresh [`DeviceBuffer`] is); the call's argument errors otherwise. Benches
+/// and logs use it to name what [`AttnKernel::Auto`] picked.
+///
+/// ```
+/// use flydsl_rt::{half::bf16, Device, Target};
+/// use fly_attn::{dense_family, dispatch::Family, AttnArgs, AttnKernel};
+/// let s = Device::sim(Target::Gfx942).stream()?;
+/// let a = AttnArgs { seqlen_q: 1, heads_kv: 2, ..AttnArgs::new(1, 4096, 8, 128) };
+/// let (f, _) = dense_family::<bf16>(&s, &a, AttnKernel::Auto)?;
+/// assert_eq!(f, Family::Decode { head_tile: 128, rows: 4, row_groups: 1 });
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+pub fn dense_family<T: Element>(
+    stream: &Stream,
+    args: &AttnArgs,
+    kernel: AttnKernel,
+) -> Result<(Family, usize)> {
+    let call = Call::new("fly_attn::dense_family");
+    let p = dense_plan::<T>(call, stream, args, kernel, false, true)?;
+    Ok((p.family, p.splits))
+}
+
 fn dense_plan<T: Element>(
     call: Call<'_>,
     stream: &Stream,

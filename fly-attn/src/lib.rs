@@ -70,10 +70,10 @@ mod kernels;
 pub mod table;
 
 pub use api::{
-    flash_attn_fp8_fwd, flash_attn_fp8_fwd_with, flash_attn_fwd, flash_attn_fwd_unchecked,
-    flash_attn_fwd_with, flash_attn_varlen_fp8_fwd, flash_attn_varlen_fp8_fwd_with,
-    flash_attn_varlen_fwd, flash_attn_varlen_fwd_unchecked, flash_attn_varlen_fwd_with, AttnArgs,
-    CuSeqlens, Fp8Descales, VarlenArgs, MAX_ROWS,
+    dense_family, flash_attn_fp8_fwd, flash_attn_fp8_fwd_with, flash_attn_fwd,
+    flash_attn_fwd_unchecked, flash_attn_fwd_with, flash_attn_varlen_fp8_fwd,
+    flash_attn_varlen_fp8_fwd_with, flash_attn_varlen_fwd, flash_attn_varlen_fwd_unchecked,
+    flash_attn_varlen_fwd_with, AttnArgs, CuSeqlens, Fp8Descales, VarlenArgs, MAX_ROWS,
 };
 pub use array::{flash_attn_array, AttnOptions};
 pub use dispatch::AttnKernel;

@@ -244,10 +244,10 @@ fn pinned_decode_errors_name_the_argument() {
     let dev = Device::sim(Target::Gfx942);
     let st = dev.stream().unwrap();
     let a = AttnArgs::new(1, 1, 1, 64);
-    let buf = DeviceBuffer::from_slice(&dev, &vec![bf16::ONE; 72]).unwrap();
+    let buf = DeviceBuffer::from_slice(&dev, &[bf16::ONE; 72]).unwrap();
     // A slice at element 1 is not 16-byte aligned.
     let q = buf.slice(1..65).unwrap();
-    let x = DeviceBuffer::from_slice(&dev, &vec![bf16::ONE; 64]).unwrap();
+    let x = DeviceBuffer::from_slice(&dev, &[bf16::ONE; 64]).unwrap();
     let mut out = DeviceBuffer::<bf16>::zeroed(&dev, 64).unwrap();
     let e = flash_attn_fwd_with(&st, &q, &x, &x, &mut out, None, &a, DEC)
         .unwrap_err()
