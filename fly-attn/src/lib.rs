@@ -30,17 +30,27 @@
 //!   converts q, k, v exactly to bf16 as it stages them into LDS, so its MMAs run at the
 //!   bf16 rate (native fp8 MMAs are future work); the Hopper kernel is 16-bit only.
 //!
-//! Two kernel families ([`dispatch::family`] picks one, [`AttnKernel`] pins one):
+//! Three kernel families ([`dispatch::family`] picks one, [`AttnKernel`] pins one,
+//! [`dense_family`] names the choice):
 //!
 //! - the portable kernel (`kernels/fwd.rs`), one tile-layer description with the target's
 //!   native 16-bit matrix atom, on every target, layout and split count;
+//! - the split-KV decode kernel (`kernels/decode.rs`), one description for every target
+//!   (wave64 and wave32), bf16/f16, dense and varlen: one workgroup per (row group, kv
+//!   head, sequence, key split) takes the query heads of its kv head together (so K and V
+//!   are read once per kv head), streams K and V with 128-bit loads, several keys per wave
+//!   in flight, row dot products reduced by lane shuffles, online softmax and O in f32
+//!   registers, and merges its waves through LDS; splits go through the workspace and the
+//!   combine kernel ([`dispatch::decode_auto_splits`] picks their number);
 //! - the Hopper kernel (`kernels/wgmma.rs`): TMA-fed multi-stage K/V mbarrier pipeline, SS
 //!   wgmma for `Q K^T`, online softmax in registers, register-A wgmma for `P V`; sm90 only,
 //!   dense BSHD, head dim 64, 128 or 256, one key split ([`dispatch::hopper_mismatch`]).
 //!
 //! [`flash_attn_fwd`] runs `AttnKernel::Auto`, which picks by the rule of
-//! [`dispatch::family`] (the one place that says when the Hopper kernel is the default);
-//! [`flash_attn_fwd_with`] and [`flash_attn_varlen_fwd_with`] pin a family. Both families
+//! [`dispatch::family`] (the one place that says when the decode and the Hopper kernels
+//! are the default: the decode kernel for one query per sequence or at most
+//! [`dispatch::DECODE_AUTO_ROWS`] query rows per kv head);
+//! [`flash_attn_fwd_with`] and [`flash_attn_varlen_fwd_with`] pin a family. All families
 //! have the semantics above; fp8 inputs always run the portable kernel.
 //!
 //! ```
