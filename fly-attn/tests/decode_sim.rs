@@ -26,6 +26,11 @@ fn key_lengths_around_every_step_gqa_32_8() {
     // Sq = 1, GQA 32/8 (4 rows per kv head), D 128: key counts around the slots, waves,
     // unrolled steps and the automatic split.
     on_both(|dev| {
+        // The automatic split count does split the longest one (4 splits of 258 keys).
+        let a = common::dense_args(&AttnShape::dense(1, 1, 1031, 32, 8, 128, false), None);
+        let st = dev.stream().unwrap();
+        let (f, n) = fly_attn::dense_family::<bf16>(&st, &a, AttnKernel::Auto).unwrap();
+        assert!(matches!(f, Family::Decode { .. }) && n == 4, "{f:?} {n}");
         for (i, skv) in [1usize, 17, 63, 65, 129, 1031].into_iter().enumerate() {
             let s = AttnShape::dense(1, 1, skv, 32, 8, 128, false);
             if i % 2 == 0 {
