@@ -25,9 +25,10 @@
 //!
 //! Loads never leave the tensors: key positions past the split are clamped to its last key
 //! (and masked), chunks past `D` read column 0 and are zeroed. Index arithmetic: element
-//! offsets are i64 (`(start + row) * heads * D + head * D + column`); positions are i32
-//! (sequence lengths below 2^31, checked by the API). q, k and v must start 16-byte aligned
-//! (the API routes other calls to the portable kernel).
+//! offsets and the first key row of a sequence are i64 (`(start + row) * heads * D +
+//! head * D + column`); positions inside a sequence are i32 (at most
+//! `dispatch::DECODE_MAX_INDEX`, checked by the dispatcher). q, k and v must start 16-byte
+//! aligned (the API routes other calls to the portable kernel).
 
 use crate::table::DECODE_WAVES;
 use crate::DType;
@@ -114,8 +115,10 @@ pub fn build(
         let vb = select(is_var, b, zero);
         let q_start = select(is_var, cu_q.load(vb), b * seqlen_q);
         let sq = select(is_var, cu_q.load(vb + 1) - q_start, seqlen_q);
-        let kv_start = select(is_var, cu_kv.load(vb), b * seqlen_kv);
-        let skv = select(is_var, cu_kv.load(vb + 1) - kv_start, seqlen_kv);
+        // The first key row in i64: `batch * seqlen_kv` may pass 2^31 in the dense layout.
+        let kv0 = cu_kv.load(vb);
+        let kv_start = select(is_var, kv0.cast(i64_), b.cast(i64_) * seqlen_kv.cast(i64_));
+        let skv = select(is_var, cu_kv.load(vb + 1) - kv0, seqlen_kv);
         let sqm = max_sq.max(1);
         let ldq = heads_q * d;
         let ldkv = heads_kv * d;
@@ -177,7 +180,7 @@ pub fn build(
                 .iter()
                 .map(|&j| {
                     let jc = j.min(k_end - 1);
-                    let i = (kv_start + jc).cast(i64_) * ldkv.cast(i64_) + kv_col;
+                    let i = (kv_start + jc.cast(i64_)) * ldkv.cast(i64_) + kv_col;
                     let z = splat(cnst(ir::Type::s(st), ir::Const::Float(0.0)), CHUNK as u32);
                     let kx = select(col_ok, kt.load_vec(i, CHUNK as u32, 16), z);
                     let vx = select(col_ok, vt.load_vec(i, CHUNK as u32, 16), z);

@@ -397,6 +397,11 @@ pub fn decode_applies(p: &Problem) -> bool {
 
 const DECODE_FIX: &str = "pass AttnKernel::Auto or AttnKernel::Portable";
 
+/// Longest key sequence and most query rows per kv head the decode kernel takes: its key
+/// positions (up to one unrolled step of at most 256 keys past the split) and row indices
+/// (up to one row block past the rows) are i32.
+pub const DECODE_MAX_INDEX: usize = (1 << 31) - (1 << 10);
+
 /// Why the decode kernel does not take `p` (`None`: it does, whatever the row count).
 ///
 /// ```
@@ -409,6 +414,7 @@ const DECODE_FIX: &str = "pass AttnKernel::Auto or AttnKernel::Portable";
 /// assert_eq!(decode_mismatch(&Problem { fp8: true, ..p }).unwrap().arg, "q");
 /// assert_eq!(decode_mismatch(&Problem { tma_aligned: false, ..p }).unwrap().arg, "q, k, v");
 /// assert_eq!(decode_mismatch(&Problem { heads_kv: 70000, heads_q: 70000, ..p }).unwrap().arg, "heads_kv");
+/// assert_eq!(decode_mismatch(&Problem { seqlen_kv: 1 << 31, ..p }).unwrap().arg, "seqlen_kv");
 /// ```
 pub fn decode_mismatch(p: &Problem) -> Option<Mismatch> {
     if p.fp8 {
@@ -446,6 +452,24 @@ pub fn decode_mismatch(p: &Problem) -> Option<Mismatch> {
                 arg,
                 v,
                 format_args!("the decode kernel's grid {what} must be at most 65535"),
+                format_args!("{DECODE_FIX}, or split the call"),
+            ));
+        }
+    }
+    // Key positions run up to one unrolled step (at most 256 keys) past the sequence, and
+    // row indices up to a row block past the rows: both i32 in the kernel.
+    for (arg, v) in [
+        ("seqlen_kv", p.seqlen_kv),
+        ("seqlen_q * heads_q / heads_kv", decode_rows_per_kv_head(p)),
+    ] {
+        if v > DECODE_MAX_INDEX {
+            return Some(Mismatch::new(
+                arg,
+                v,
+                format_args!(
+                    "the decode kernel's key and row positions are i32: at most \
+                     {DECODE_MAX_INDEX} (2^31 - 2^10)"
+                ),
                 format_args!("{DECODE_FIX}, or split the call"),
             ));
         }
