@@ -1,5 +1,6 @@
 //! The split-KV decode kernel (`AttnKernel::Decode`, and `Auto` where it takes it) on the
-//! Sim of a wave64 target (gfx942) and wave32 targets (gfx1201, sm90), memcheck, racecheck
+//! Sim of a wave64 target (gfx942) and wave32 targets (gfx1201, sm90; a spot check on every
+//! target), memcheck, racecheck
 //! and initcheck on, against the f64 reference with the kernels.md tolerances and against
 //! the portable kernel.
 
@@ -264,4 +265,33 @@ fn pinned_decode_errors_name_the_argument() {
     // Auto runs it on the portable kernel instead, correctly.
     flash_attn_fwd_with(&st, &q, &x, &x, &mut out, None, &a, AttnKernel::Auto).unwrap();
     assert!(out.to_vec().unwrap().iter().all(|v| v.to_f32() == 1.0));
+}
+
+#[test]
+fn every_target_spot_check() {
+    // gfx950 and gfx1250 too: one GQA causal call with splits, every row block.
+    for t in Target::ALL {
+        let dev = Device::sim(t);
+        check_with::<bf16>(
+            &dev,
+            &AttnShape::dense(1, 2, 300, 8, 2, 128, true),
+            Some(3),
+            190,
+            DEC,
+        );
+        check_with::<f16>(
+            &dev,
+            &AttnShape::dense(2, 1, 77, 8, 1, 256, false),
+            None,
+            191,
+            DEC,
+        );
+        check_with::<bf16>(
+            &dev,
+            &AttnShape::dense(1, 1, 65, 2, 2, 64, false),
+            Some(1),
+            192,
+            DEC,
+        );
+    }
 }
