@@ -1,8 +1,7 @@
 //! The split-KV decode kernel (`AttnKernel::Decode`, and `Auto` where it takes it) on the
 //! Sim of a wave64 target (gfx942) and wave32 targets (gfx1201, sm90; a spot check on every
-//! target), memcheck, racecheck
-//! and initcheck on, against the f64 reference with the kernels.md tolerances and against
-//! the portable kernel.
+//! target), memcheck, racecheck and initcheck on, against the f64 reference with the
+//! kernels.md tolerances and against the portable kernel.
 
 mod common;
 
