@@ -984,6 +984,7 @@ fn common<T: Element>(
         varlen,
         splits,
         auto_splits: dispatch::auto_splits_on(dev, batch, heads_q, max_sq, max_skv),
+        decode_splits: dispatch::decode_splits_on(dev, batch, heads_q, heads_kv, max_sq, max_skv),
         tma_aligned,
     };
     let (family, splits) = dispatch::family(&problem, kernel)
@@ -1013,6 +1014,17 @@ fn check_kernels<T: Element>(call: Call<'_>, stream: &Stream, p: &Plan) -> Resul
                 .ok_or_else(|| no_kernel::<T>(call, stream))?;
             call.kernel(stream, h.kernel)?;
         }
+        Family::Decode {
+            head_tile, rows, ..
+        } => {
+            let d = kernels::decode::<T>(head_tile, rows)
+                .ok_or_else(|| no_kernel::<T>(call, stream))?;
+            call.kernel(stream, d.kernel)?;
+            if p.splits > 1 {
+                let c = kernels::combine::<T>().ok_or_else(|| no_kernel::<T>(call, stream))?;
+                call.kernel(stream, c.kernel)?;
+            }
+        }
     }
     Ok(())
 }
@@ -1025,6 +1037,30 @@ fn no_kernel<T: Element>(call: Call<'_>, stream: &Stream) -> flydsl_rt::Error {
          bf16 out: flash_attn_fp8_fwd)",
         "convert q, k and v to bf16 or f16",
     )
+}
+
+/// The kernel family and key split count a dense call with `args` on `stream` runs
+/// ([`flash_attn_fwd_with`] with `kernel`), for q, k and v at 16-byte aligned addresses
+/// (what every fresh [`DeviceBuffer`] is); the call's argument errors otherwise. Benches
+/// and logs use it to name what [`AttnKernel::Auto`] picked.
+///
+/// ```
+/// use flydsl_rt::{half::bf16, Device, Target};
+/// use fly_attn::{dense_family, dispatch::Family, AttnArgs, AttnKernel};
+/// let s = Device::sim(Target::Gfx942).stream()?;
+/// let a = AttnArgs { seqlen_q: 1, heads_kv: 2, ..AttnArgs::new(1, 4096, 8, 128) };
+/// let (f, _) = dense_family::<bf16>(&s, &a, AttnKernel::Auto)?;
+/// assert_eq!(f, Family::Decode { head_tile: 128, rows: 4, row_groups: 1 });
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+pub fn dense_family<T: Element>(
+    stream: &Stream,
+    args: &AttnArgs,
+    kernel: AttnKernel,
+) -> Result<(Family, usize)> {
+    let call = Call::new("fly_attn::dense_family");
+    let p = dense_plan::<T>(call, stream, args, kernel, false, true)?;
+    Ok((p.family, p.splits))
 }
 
 fn dense_plan<T: Element>(
@@ -1166,7 +1202,6 @@ unsafe fn launch<T: Element>(
         return Ok(());
     }
     let head_tile = match p.family {
-        Family::Portable { head_tile } => head_tile,
         Family::Hopper { head_dim } => {
             let launcher = kernels::hopper::<T>(head_dim, p.causal);
             let tile = crate::table::HopperTile::of(head_dim);
@@ -1185,36 +1220,32 @@ unsafe fn launch<T: Element>(
             // SAFETY: forwarded from this function's contract (dense: `cu` is None).
             return unsafe { crate::hopper::launch(stream, launcher, q, k, v, out, lse, &shape) };
         }
+        Family::Decode {
+            head_tile,
+            rows,
+            row_groups,
+        } => {
+            let launcher = kernels::decode::<T>(head_tile, rows);
+            let (Some(launcher), Qkv::Half(..)) = (launcher, qkv) else {
+                return Err(no_kernel::<T>(call, stream));
+            };
+            let threads = crate::table::DECODE_WAVES * stream.device().wave_size();
+            let grid = decode_grid(call, p, row_groups)?;
+            (
+                Some(launcher),
+                0,
+                LaunchConfig {
+                    grid,
+                    ..LaunchConfig::linear(1, threads)
+                },
+            )
+        }
+        Family::Portable { head_tile } => {
+            (None, head_tile, portable_cfg(call, stream, p, head_tile)?)
+        }
     };
+    let (decode, head_tile, cfg) = head_tile;
     let dev = stream.device();
-    let threads = WAVES * dev.wave_size();
-    let q_tiles = p.max_sq.div_ceil(BM) * crate::table::o_passes(dev.target(), head_tile) as usize;
-    let z = p.batch * p.splits;
-    if p.heads_q > 65535 {
-        return Err(call.error(
-            "heads_q",
-            p.heads_q,
-            "the grid's y extent (one workgroup row per query head) must be at most 65535",
-            "split the heads over several calls",
-        ));
-    }
-    let (gx, gy, gz) = (
-        u32::try_from(q_tiles),
-        p.heads_q as u32,
-        u32::try_from(z).ok().filter(|&z| z <= 65535),
-    );
-    let (Ok(gx), Some(gz)) = (gx, gz) else {
-        return Err(call.error(
-            "batch * num_kv_splits",
-            z,
-            "the grid's z extent (batch x splits) must be at most 65535",
-            "split the batch or use fewer splits",
-        ));
-    };
-    let cfg = LaunchConfig {
-        grid: [gx, gy, gz],
-        ..LaunchConfig::linear(1, threads)
-    };
     let i = |x: usize| x as i32;
     let dummy_i = DeviceBuffer::<i32>::zeroed(dev, 2)?;
     let (cu_q, cu_kv) = cu.unwrap_or((&dummy_i, &dummy_i));
@@ -1238,10 +1269,40 @@ unsafe fn launch<T: Element>(
         )
     };
     // SAFETY: the caller guarantees the buffer sizes and offsets; the workspace holds
-    // splits * total_q * heads_q * (head_dim + 1) values; the kernel guards rows past each
-    // sequence, columns past head_dim and heads past heads_q (grid y is heads_q).
+    // splits * total_q * heads_q * (head_dim + 1) values; the kernels guard rows past each
+    // sequence, columns past head_dim and heads past heads_q (portable: grid y is heads_q;
+    // decode: grid y is heads_kv and the rows of a kv head are its heads_q / heads_kv query
+    // heads times max_seqlen_q, guarded per row).
     unsafe {
         match *qkv {
+            Qkv::Half(q, k, v) if decode.is_some() => {
+                let dec = decode.ok_or_else(|| no_kernel::<T>(call, stream))?;
+                (dec.launch)(
+                    stream,
+                    cfg,
+                    q,
+                    k,
+                    v,
+                    out,
+                    lse,
+                    &mut ws_o,
+                    &mut ws_lse,
+                    cu_q,
+                    cu_kv,
+                    i(p.seqlen_q),
+                    i(p.seqlen_kv),
+                    i(p.heads_q),
+                    i(p.heads_kv),
+                    i(p.head_dim),
+                    i(p.total_q),
+                    i32::from(p.varlen),
+                    i32::from(p.causal),
+                    i32::from(write_lse),
+                    i(p.splits),
+                    i(p.max_sq),
+                    scale_log2,
+                )
+            }
             Qkv::Half(q, k, v) => {
                 let fwd =
                     kernels::forward::<T>(head_tile).ok_or_else(|| no_kernel::<T>(call, stream))?;
@@ -1306,7 +1367,7 @@ unsafe fn launch<T: Element>(
     if p.splits > 1 {
         let c = kernels::combine::<T>().ok_or_else(|| no_kernel::<T>(call, stream))?;
         let cfg = LaunchConfig {
-            grid: [p.total_q as u32, gy, 1],
+            grid: [p.total_q as u32, p.heads_q as u32, 1],
             ..LaunchConfig::linear(1, COMBINE_THREADS)
         };
         // SAFETY: the workspace was written for every (split, row, head) by the forward
@@ -1330,4 +1391,62 @@ unsafe fn launch<T: Element>(
         }?;
     }
     Ok(())
+}
+
+/// The portable kernel's launch: grid `(q tiles * passes, heads_q, batch * splits)`.
+fn portable_cfg(
+    call: Call<'_>,
+    stream: &Stream,
+    p: &Plan,
+    head_tile: usize,
+) -> Result<LaunchConfig> {
+    let dev = stream.device();
+    let threads = WAVES * dev.wave_size();
+    let q_tiles = p.max_sq.div_ceil(BM) * crate::table::o_passes(dev.target(), head_tile) as usize;
+    let z = p.batch * p.splits;
+    if p.heads_q > 65535 {
+        return Err(call.error(
+            "heads_q",
+            p.heads_q,
+            "the grid's y extent (one workgroup row per query head) must be at most 65535",
+            "split the heads over several calls",
+        ));
+    }
+    let (gx, gy, gz) = (
+        u32::try_from(q_tiles),
+        p.heads_q as u32,
+        u32::try_from(z).ok().filter(|&z| z <= 65535),
+    );
+    let (Ok(gx), Some(gz)) = (gx, gz) else {
+        return Err(call.error(
+            "batch * num_kv_splits",
+            z,
+            "the grid's z extent (batch x splits) must be at most 65535",
+            "split the batch or use fewer splits",
+        ));
+    };
+    let cfg = LaunchConfig {
+        grid: [gx, gy, gz],
+        ..LaunchConfig::linear(1, threads)
+    };
+    Ok(cfg)
+}
+
+/// The decode kernel's grid `(splits * row_groups, heads_kv, batch)` (bounds checked by
+/// `dispatch::decode_mismatch`; checked again here for the error's sake).
+fn decode_grid(call: Call<'_>, p: &Plan, row_groups: usize) -> Result<[u32; 3]> {
+    let x = p.splits.saturating_mul(row_groups);
+    match (
+        u32::try_from(x).ok().filter(|&x| x <= i32::MAX as u32),
+        u32::try_from(p.heads_kv).ok().filter(|&y| y <= 65535),
+        u32::try_from(p.batch).ok().filter(|&z| z <= 65535),
+    ) {
+        (Some(x), Some(y), Some(z)) => Ok([x, y, z]),
+        _ => Err(call.error(
+            "batch, heads_kv, num_kv_splits",
+            format_args!("{}, {}, {}", p.batch, p.heads_kv, p.splits),
+            "the decode grid is (splits * row groups < 2^31, heads_kv <= 65535, batch <= 65535)",
+            "split the call",
+        )),
+    }
 }

@@ -1,8 +1,8 @@
 //! The kernels this crate's build script generated: variant tables, typed launchers and the
 //! typed dispatch tables `FORWARD` (per dtype, keyed by head tile), `FORWARD_FP8` (fp8
 //! e4m3fn inputs, per output dtype (bf16), keyed by head tile), `COMBINE` (per
-//! dtype, one entry keyed 0) and `HOPPER` (per dtype, keyed by `table::hopper_key`; sm90
-//! only).
+//! dtype, one entry keyed 0), `HOPPER` (per dtype, keyed by `table::hopper_key`; sm90
+//! only) and `DECODE` (per dtype, keyed by `table::decode_key`).
 
 use flydsl_rt::{
     DeviceBuffer, Element, ElementMap, LaunchConfig, Launchers, Result, Stream, F8E4M3FN,
@@ -11,7 +11,9 @@ use flydsl_rt::{
 /// Generated variant tables, launchers and dispatch tables.
 #[allow(missing_docs, dead_code, clippy::all)]
 pub(crate) mod generated {
-    use super::{CombineLaunchers, ForwardLaunchers, Fp8ForwardLaunchers, HopperLaunchers};
+    use super::{
+        CombineLaunchers, DecodeLaunchers, ForwardLaunchers, Fp8ForwardLaunchers, HopperLaunchers,
+    };
     include!(concat!(env!("OUT_DIR"), "/flydsl_kernels.rs"));
 }
 
@@ -162,5 +164,51 @@ pub(crate) fn hopper<T: Element>(
     flydsl_rt::launcher(
         generated::HOPPER.get::<T>(),
         &crate::table::hopper_key(d, causal),
+    )
+}
+
+/// A decode launcher: `(stream, cfg, q, k, v, out, lse, ws_o, ws_lse, cu_q, cu_kv,
+/// seqlen_q, seqlen_kv, heads_q, heads_kv, head_dim, total_q, varlen, causal, write_lse,
+/// splits, max_seqlen_q, scale_log2)` (see `kernels/decode.rs`).
+pub(crate) type DecodeFn<T> = unsafe fn(
+    &Stream,
+    LaunchConfig,
+    &DeviceBuffer<T>,
+    &DeviceBuffer<T>,
+    &DeviceBuffer<T>,
+    &mut DeviceBuffer<T>,
+    &mut DeviceBuffer<f32>,
+    &mut DeviceBuffer<f32>,
+    &mut DeviceBuffer<f32>,
+    &DeviceBuffer<i32>,
+    &DeviceBuffer<i32>,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    f32,
+) -> Result<()>;
+
+/// Decode launchers of elements `T`, keyed by `table::decode_key`.
+pub(crate) struct DecodeLaunchers;
+impl ElementMap for DecodeLaunchers {
+    type Of<T: Element> = Launchers<usize, DecodeFn<T>>;
+}
+
+/// The decode launcher of head tile `dp` and row block `rb` for `T`, if this dtype has one.
+pub(crate) fn decode<T: Element>(
+    dp: usize,
+    rb: usize,
+) -> Option<&'static flydsl_rt::Launcher<usize, DecodeFn<T>>> {
+    flydsl_rt::launcher(
+        generated::DECODE.get::<T>(),
+        &crate::table::decode_key(dp, rb),
     )
 }

@@ -30,17 +30,27 @@
 //!   converts q, k, v exactly to bf16 as it stages them into LDS, so its MMAs run at the
 //!   bf16 rate (native fp8 MMAs are future work); the Hopper kernel is 16-bit only.
 //!
-//! Two kernel families ([`dispatch::family`] picks one, [`AttnKernel`] pins one):
+//! Three kernel families ([`dispatch::family`] picks one, [`AttnKernel`] pins one,
+//! [`dense_family`] names the choice):
 //!
 //! - the portable kernel (`kernels/fwd.rs`), one tile-layer description with the target's
 //!   native 16-bit matrix atom, on every target, layout and split count;
+//! - the split-KV decode kernel (`kernels/decode.rs`), one description for every target
+//!   (wave64 and wave32), bf16/f16, dense and varlen: one workgroup per (row group, kv
+//!   head, sequence, key split) takes the query heads of its kv head together (so K and V
+//!   are read once per kv head), streams K and V with 128-bit loads, several keys per wave
+//!   in flight, row dot products reduced by lane shuffles, online softmax and O in f32
+//!   registers, and merges its waves through LDS; splits go through the workspace and the
+//!   combine kernel ([`dispatch::decode_auto_splits`] picks their number);
 //! - the Hopper kernel (`kernels/wgmma.rs`): TMA-fed multi-stage K/V mbarrier pipeline, SS
 //!   wgmma for `Q K^T`, online softmax in registers, register-A wgmma for `P V`; sm90 only,
 //!   dense BSHD, head dim 64, 128 or 256, one key split ([`dispatch::hopper_mismatch`]).
 //!
 //! [`flash_attn_fwd`] runs `AttnKernel::Auto`, which picks by the rule of
-//! [`dispatch::family`] (the one place that says when the Hopper kernel is the default);
-//! [`flash_attn_fwd_with`] and [`flash_attn_varlen_fwd_with`] pin a family. Both families
+//! [`dispatch::family`] (the one place that says when the decode and the Hopper kernels
+//! are the default: the decode kernel for one query per sequence or at most
+//! [`dispatch::DECODE_AUTO_ROWS`] query rows per kv head);
+//! [`flash_attn_fwd_with`] and [`flash_attn_varlen_fwd_with`] pin a family. All families
 //! have the semantics above; fp8 inputs always run the portable kernel.
 //!
 //! ```
@@ -70,10 +80,10 @@ mod kernels;
 pub mod table;
 
 pub use api::{
-    flash_attn_fp8_fwd, flash_attn_fp8_fwd_with, flash_attn_fwd, flash_attn_fwd_unchecked,
-    flash_attn_fwd_with, flash_attn_varlen_fp8_fwd, flash_attn_varlen_fp8_fwd_with,
-    flash_attn_varlen_fwd, flash_attn_varlen_fwd_unchecked, flash_attn_varlen_fwd_with, AttnArgs,
-    CuSeqlens, Fp8Descales, VarlenArgs, MAX_ROWS,
+    dense_family, flash_attn_fp8_fwd, flash_attn_fp8_fwd_with, flash_attn_fwd,
+    flash_attn_fwd_unchecked, flash_attn_fwd_with, flash_attn_varlen_fp8_fwd,
+    flash_attn_varlen_fp8_fwd_with, flash_attn_varlen_fwd, flash_attn_varlen_fwd_unchecked,
+    flash_attn_varlen_fwd_with, AttnArgs, CuSeqlens, Fp8Descales, VarlenArgs, MAX_ROWS,
 };
 pub use array::{flash_attn_array, AttnOptions};
 pub use dispatch::AttnKernel;
@@ -86,10 +96,11 @@ pub use flydsl_rt::Target;
 /// portable forward kernels (bf16, f16 x 3 head tiles), the combine kernels and the fp8
 /// forward kernels (e4m3fn inputs, bf16 out, x 3 head tiles:
 /// [`table::fwd_fp8_name`]), which exist on every target, then the Hopper kernels
-/// ([`hopper_variants`], sm90 only).
+/// ([`hopper_variants`], sm90 only), then the decode kernels ([`decode_variants`], every
+/// target).
 ///
 /// ```
-/// assert_eq!(fly_attn::kernel_variants().len(), 8 + 3 + 12);
+/// assert_eq!(fly_attn::kernel_variants().len(), 8 + 3 + 12 + 18);
 /// ```
 pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariants)> {
     use flydsl_rt::half::{bf16, f16};
@@ -109,6 +120,26 @@ pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariant
         )
         .map(|k| (k.name, k))
         .chain(hopper_variants())
+        .chain(decode_variants())
+        .collect()
+}
+
+/// The split-KV decode kernels with their names (`attn_decode_{bf16,f16}_d{64,128,256}_r{1,4,8}`,
+/// [`table::decode_name`]): every target.
+///
+/// ```
+/// let v = fly_attn::decode_variants();
+/// assert_eq!(v.len(), 2 * 3 * 3);
+/// assert!(v.iter().all(|(n, _)| n.starts_with("attn_decode_")));
+/// ```
+pub fn decode_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariants)> {
+    use flydsl_rt::half::{bf16, f16};
+    let t = &kernels::generated::DECODE;
+    t.get::<bf16>()
+        .iter()
+        .map(|l| l.kernel)
+        .chain(t.get::<f16>().iter().map(|l| l.kernel))
+        .map(|k| (k.name, k))
         .collect()
 }
 

@@ -214,3 +214,44 @@ pub fn hopper_name(dt: DType, d: usize, causal: bool) -> String {
 pub fn hopper_key(d: usize, causal: bool) -> usize {
     2 * d + usize::from(causal)
 }
+
+/// Waves per workgroup of the decode kernel (`kernels/decode.rs`).
+pub const DECODE_WAVES: u32 = 4;
+
+/// The decode kernel's compiled row blocks: query rows (query heads of one kv head times
+/// query positions) per workgroup. A call with `rows = seqlen_q * heads_q / heads_kv` runs
+/// the smallest block `>= rows`, or groups of 8 when more ([`decode_rows`]).
+pub const DECODE_ROW_BLOCKS: [usize; 3] = [1, 4, 8];
+
+/// The row block and the number of row groups (workgroups per kv head and split) of a
+/// decode call with `rows` query rows per kv head.
+///
+/// ```
+/// use fly_attn::table::decode_rows;
+/// assert_eq!(decode_rows(1), (1, 1));
+/// assert_eq!(decode_rows(3), (4, 1));
+/// assert_eq!(decode_rows(8), (8, 1));
+/// assert_eq!(decode_rows(17), (8, 3));
+/// ```
+pub fn decode_rows(rows: usize) -> (usize, usize) {
+    let big = DECODE_ROW_BLOCKS[DECODE_ROW_BLOCKS.len() - 1];
+    match DECODE_ROW_BLOCKS.iter().copied().find(|&b| b >= rows) {
+        Some(b) => (b, 1),
+        None => (big, rows.div_ceil(big)),
+    }
+}
+
+/// The decode kernel's name for `dt`, head tile `dp` and row block `rb`.
+///
+/// ```
+/// use fly_attn::{table::decode_name, DType};
+/// assert_eq!(decode_name(DType::BF16, 128, 4), "attn_decode_bf16_d128_r4");
+/// ```
+pub fn decode_name(dt: DType, dp: usize, rb: usize) -> String {
+    format!("attn_decode_{}_d{dp}_r{rb}", dt.name())
+}
+
+/// The decode dispatch table's key of head tile `dp` and row block `rb`.
+pub fn decode_key(dp: usize, rb: usize) -> usize {
+    16 * dp + rb
+}

@@ -25,8 +25,9 @@ fn every_kernel_has_ir_for_every_target_and_fits_lds() {
     let v = fly_attn::kernel_variants();
     assert_eq!(
         v.len(),
-        8 + 3 + 12,
-        "3 head tiles x 2 dtypes + 2 combine kernels + 3 fp8 head tiles + 12 Hopper kernels"
+        8 + 3 + 12 + 18,
+        "3 head tiles x 2 dtypes + 2 combine kernels + 3 fp8 head tiles + 12 Hopper kernels \
+         + 18 decode kernels"
     );
     for (name, k) in v {
         if let Some((_, d)) = hopper_kind(name) {
@@ -72,6 +73,10 @@ fn built_code_objects_have_the_matrix_atoms_and_no_scratch() {
                 hopper_ptx(name, std::str::from_utf8(code).unwrap(), dt, d);
                 continue;
             }
+            if name.starts_with("attn_decode_") {
+                decode_code(name, t, code);
+                continue;
+            }
             if !name.starts_with("attn_fwd") {
                 continue;
             }
@@ -112,6 +117,42 @@ fn built_code_objects_have_the_matrix_atoms_and_no_scratch() {
             "CI builds every target: run with --features all-targets"
         );
     }
+}
+
+/// A decode kernel's code: 128-bit global loads of K and V (`ld.global[.nc].v4` in the PTX,
+/// `global_load_dwordx4` on AMD), lane shuffles for the row dot products, no matrix
+/// instructions and no local memory.
+fn decode_code(name: &str, t: Target, code: &[u8]) {
+    if t == Target::Sm90 {
+        let text = std::str::from_utf8(code).unwrap();
+        let v4 = text
+            .lines()
+            .filter(|l| l.contains("ld.global") && l.contains(".v4."))
+            .count();
+        assert!(v4 >= 2, "{name}: {v4} 128-bit global loads");
+        assert!(
+            text.contains("shfl.sync.bfly"),
+            "{name}: no butterfly shuffles"
+        );
+        assert!(!text.contains("mma.sync"), "{name}: matrix instructions");
+        assert!(!text.contains(".local"), "{name}: local memory (spills)");
+        return;
+    }
+    let asm = match disassemble(code, t.mcpu()) {
+        Ok(a) => a,
+        Err(e) => {
+            println!("skipped disassembly of {name} ({t}): {e}");
+            return;
+        }
+    };
+    let n = count_instructions(&asm, "global_load_dwordx4")
+        + count_instructions(&asm, "global_load_b128");
+    assert!(n >= 2, "{name} ({t}): {n} 128-bit global loads");
+    assert_eq!(
+        count_instructions(&asm, "scratch_"),
+        0,
+        "{name} ({t}): scratch"
+    );
 }
 
 /// The Hopper kernel's PTX: per head dim the SS wgmma of `Q K^T` (N = block_n, K-major B)
@@ -165,7 +206,10 @@ fn sequence_and_head_bases_are_64_bit() {
             let ir = flydsl_ir::from_bytes(var.ir).unwrap();
             let llvm = flydsl_codegen::lower(&ir).expect("lowers");
             let n = llvm.matches("mul i64").count();
-            let want = if name.starts_with("attn_fwd") || hopper_kind(name).is_some() {
+            let want = if name.starts_with("attn_fwd")
+                || name.starts_with("attn_decode_")
+                || hopper_kind(name).is_some()
+            {
                 4
             } else {
                 2

@@ -14,8 +14,13 @@
 //! JSON rows (`impl` "fly-attn portable" / "fly-attn hopper") to `$OUT/attn_ours.json`.
 //!
 //! Last, decode-like calls (`DECODE`: one query row, long Skv, GQA; bf16 through
-//! `AttnKernel::Auto`, which splits the keys there), reported as GB/s of K and V read
-//! (`ATTN_DECODE=0` skips them; compare with the copy ceiling `bench/peers.py` measures).
+//! `AttnKernel::Auto`, which takes the split-KV decode kernel there with its automatic
+//! split count; a line per shape names the family and splits Auto took), reported as GB/s
+//! of K and V read (`ATTN_DECODE=0` skips them; compare with the copy ceiling
+//! `bench/peers.py` measures). `ATTN_DECODE_KERNELS=auto,decode,portable` also times the
+//! pinned kernels (default `auto`), and `ATTN_DECODE_SPLITS=n` pins the split count, so
+//! the H200 can settle the decode rule and its split count; `ATTN_DECODE_SQ=n` gives the
+//! decode shapes `n` query rows (no mask) to place the rule's row bound.
 //!
 //! `cargo run --release -p flydsl-tests --features sm90 --example attn_bench`
 //! (`ATTN_BENCH_QUICK=1` runs only the second shape; `ATTN_BENCH_KERNEL=portable|hopper`
@@ -214,8 +219,9 @@ fn decode<T: AttnElem>(
     wrong: &mut Vec<String>,
 ) -> Result<(), String> {
     let e = |x: flydsl_rt::Error| x.to_string();
+    let sq = decode_seqlen_q();
     for (b, skv, hq, hkv, d) in DECODE {
-        let (nq, nk) = (b * hq * d, b * skv * hkv * d);
+        let (nq, nk) = (b * sq * hq * d, b * skv * hkv * d);
         let q: Vec<T> = (0..nq as u64).map(|i| T::from_f32(value(1, i))).collect();
         let k: Vec<T> = (0..nk as u64).map(|i| T::from_f32(value(2, i))).collect();
         let v: Vec<T> = (0..nk as u64).map(|i| T::from_f32(value(3, i))).collect();
@@ -223,52 +229,98 @@ fn decode<T: AttnElem>(
         let dk = DeviceBuffer::from_slice(dev, &k).map_err(e)?;
         let dv = DeviceBuffer::from_slice(dev, &v).map_err(e)?;
         let args = AttnArgs {
-            seqlen_q: 1,
+            seqlen_q: sq,
             seqlen_kv: skv,
             heads_kv: hkv,
             ..AttnArgs::new(b, skv, hq, d)
         };
-        let mut dout = DeviceBuffer::<T>::zeroed(dev, nq).map_err(e)?;
-        let mut run =
-            || flash_attn_fwd_with(s, &dq, &dk, &dv, &mut dout, None, &args, AttnKernel::Auto);
-        let ms = timer.median(s, 3, 20, &mut run).map_err(e)?;
-        let out = dout.to_vec().map_err(e)?;
-        // Every (batch, head) row against f64.
-        let mut worst = 0.0f64;
-        for bi in 0..b {
-            for h in 0..hq {
-                let hk = h / (hq / hkv);
-                let row = (bi * hq + h) * d;
-                let want = reference_row(&q[row..][..d], &k, &v, skv, |j| {
-                    (bi * skv + j) * hkv * d + hk * d
-                });
-                for (x, w) in want.iter().enumerate() {
-                    worst = worst.max((out[row + x].to_f32() as f64 - w).abs());
+        let args = AttnArgs {
+            num_kv_splits: decode_splits(),
+            ..args
+        };
+        let (fam, splits) = fly_attn::dense_family::<T>(s, &args, AttnKernel::Auto).map_err(e)?;
+        println!(
+            "fly-attn decode   {:>4} B={b:>2} Sq={sq} Skv={skv:>5} H={hq:>2}/{hkv:>2} D={d:>3}: Auto \
+             takes {fam:?} with {splits} key split(s)",
+            T::NAME
+        );
+        for (kernel, label) in decode_kernels()? {
+            let mut dout = DeviceBuffer::<T>::zeroed(dev, nq).map_err(e)?;
+            let mut run = || flash_attn_fwd_with(s, &dq, &dk, &dv, &mut dout, None, &args, kernel);
+            let ms = timer.median(s, 3, 20, &mut run).map_err(e)?;
+            let out = dout.to_vec().map_err(e)?;
+            // Every (batch, query, head) row against f64 (no mask: every key visible).
+            let mut worst = 0.0f64;
+            for bi in 0..b {
+                for i in 0..sq {
+                    for h in 0..hq {
+                        let hk = h / (hq / hkv);
+                        let row = ((bi * sq + i) * hq + h) * d;
+                        let want = reference_row(&q[row..][..d], &k, &v, skv, |j| {
+                            (bi * skv + j) * hkv * d + hk * d
+                        });
+                        for (x, w) in want.iter().enumerate() {
+                            worst = worst.max((out[row + x].to_f32() as f64 - w).abs());
+                        }
+                    }
                 }
             }
-        }
-        let gbs = (2 * nk * std::mem::size_of::<T>()) as f64 / (ms * 1e-3) / 1e9;
-        let ok = worst < 1e-2;
-        println!(
-            "fly-attn decode   {:>4} B={b:>2} Sq=1 Skv={skv:>5} H={hq:>2}/{hkv:>2} D={d:>3} \
+            let gbs = (2 * nk * std::mem::size_of::<T>()) as f64 / (ms * 1e-3) / 1e9;
+            let ok = worst < 1e-2;
+            println!(
+                "fly-attn {label:<8} {:>4} B={b:>2} Sq={sq} Skv={skv:>5} H={hq:>2}/{hkv:>2} D={d:>3} \
              {ms:>9.4} ms {gbs:>7.0} GB/s of K+V  max|err| = {worst:.2e} {}",
-            T::NAME,
-            if ok { "ok" } else { "WRONG" }
-        );
-        if !ok {
-            wrong.push(format!(
-                "decode {} B={b} Skv={skv} H={hq}/{hkv} D={d}",
-                T::NAME
-            ));
-            continue;
-        }
-        rows.push(format!(
-            "{{\"op\": \"attention_decode\", \"impl\": \"fly-attn auto\", \"dtype\": \"{}\", \
-             \"shape\": [{b}, 1, {skv}, {hq}, {hkv}, {d}], \"median_ms\": {ms}, \"kv_gbs\": {gbs}}}",
+                T::NAME,
+                if ok { "ok" } else { "WRONG" }
+            );
+            if !ok {
+                wrong.push(format!(
+                    "decode {label} {} B={b} Skv={skv} H={hq}/{hkv} D={d}",
+                    T::NAME
+                ));
+                continue;
+            }
+            rows.push(format!(
+            "{{\"op\": \"attention_decode\", \"impl\": \"fly-attn {label}\", \"dtype\": \"{}\", \
+             \"shape\": [{b}, {sq}, {skv}, {hq}, {hkv}, {d}], \"median_ms\": {ms}, \"kv_gbs\": {gbs}}}",
             T::NAME
         ));
+        }
     }
     Ok(())
+}
+
+/// The kernels the decode section times (`ATTN_DECODE_KERNELS`, a comma list of `auto`,
+/// `decode`, `portable`; default `auto`), with their labels.
+fn decode_kernels() -> Result<Vec<(AttnKernel, &'static str)>, String> {
+    let list = std::env::var("ATTN_DECODE_KERNELS").unwrap_or_else(|_| "auto".into());
+    list.split(',')
+        .map(|k| match k.trim() {
+            "auto" => Ok((AttnKernel::Auto, "auto")),
+            "decode" => Ok((AttnKernel::Decode, "decode")),
+            "portable" => Ok((AttnKernel::Portable, "portable")),
+            other => Err(format!(
+                "ATTN_DECODE_KERNELS: `{other}`: expected auto, decode or portable"
+            )),
+        })
+        .collect()
+}
+
+/// Query rows per sequence of the decode section (`ATTN_DECODE_SQ`, default 1; no mask),
+/// to place `dispatch::DECODE_AUTO_ROWS` (rows per kv head = Sq * Hq / Hkv).
+fn decode_seqlen_q() -> usize {
+    std::env::var("ATTN_DECODE_SQ")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n >= 1)
+        .unwrap_or(1)
+}
+
+/// The pinned split count of the decode section (`ATTN_DECODE_SPLITS`), else automatic.
+fn decode_splits() -> Option<usize> {
+    std::env::var("ATTN_DECODE_SPLITS")
+        .ok()
+        .and_then(|v| v.parse().ok())
 }
 
 fn main() -> Result<(), String> {

@@ -1399,6 +1399,7 @@ fn fuzz_attn_dispatch() {
                         varlen: false,
                         splits: None,
                         auto_splits: n,
+                        decode_splits: n,
                         tma_aligned: true,
                     };
                     // The portable kernel serves every legal head dim, with the automatic
@@ -1410,7 +1411,13 @@ fn fuzz_attn_dispatch() {
                     }
                     let auto = family(&p, fly_attn::AttnKernel::Auto).ok();
                     let hopper = family(&p, fly_attn::AttnKernel::Hopper).ok();
-                    if auto != want_p && (auto.is_none() || auto != hopper) {
+                    // Decode shapes (few query rows per kv head): the decode kernel.
+                    let decode = family(&p, fly_attn::AttnKernel::Decode).ok();
+                    if fly_attn::dispatch::decode_applies(&p) && want.is_some() {
+                        if auto != decode || decode.is_none() {
+                            return Err(format!("Auto at a decode shape: {auto:?}"));
+                        }
+                    } else if auto != want_p && (auto.is_none() || auto != hopper) {
                         return Err(format!("Auto on {t:?}, {dt:?}, {d}: {auto:?}"));
                     }
                     let hopper_ok = t == flydsl_rt::Target::Sm90 && [64, 128, 256].contains(&d);

@@ -97,3 +97,30 @@ fn wgmma_attention_has_no_spills_and_at_most_255_registers() {
         assert!(r.registers <= 255, "{name}: {} registers", r.registers);
     }
 }
+
+#[test]
+fn decode_attention_has_no_spills_and_at_most_255_registers() {
+    let Some(dev) = sm90_device() else { return };
+    // fly-attn's split-KV decode family (`fly-attn/kernels/decode.rs`), every dtype, head
+    // tile and row block.
+    let ks = fly_attn::decode_variants();
+    assert_eq!(ks.len(), 18);
+    for (name, k) in ks {
+        if k.for_target(Target::Sm90).and_then(|v| v.code).is_none() {
+            flydsl_testutil::gpu::skip(&format!(
+                "{name} has no sm90 code: build with --features sm90"
+            ));
+            return;
+        }
+        let r = dev
+            .kernel_resources(k)
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .expect("the CUDA backend reports resources");
+        println!(
+            "{:<28} regs {:>3}  private {:>5} B  static lds {:>5} B  max threads {:>4}",
+            name, r.registers, r.private_bytes, r.static_lds_bytes, r.max_threads
+        );
+        assert_eq!(r.private_bytes, 0, "{name}: spills {} B", r.private_bytes);
+        assert!(r.registers <= 255, "{name}: {} registers", r.registers);
+    }
+}
