@@ -27,10 +27,9 @@ use flydsl_dsl::nv::{
 };
 use flydsl_dsl::*;
 
-/// The widest fp8 tile done as one column chunk per stage (see `build`).
+/// The widest column chunk of an fp8 stage (see `build`): the chunk's stage sum and the
+/// tile's f32 accumulators both live in registers.
 const PROMOTE_N: u32 = 128;
-/// The column chunk of wider fp8 tiles.
-const WIDE_CHUNK_N: u32 = 64;
 
 /// The IR element type of `q`'s inputs.
 pub fn input_scalar(q: Quant) -> ScalarType {
@@ -112,28 +111,21 @@ pub fn build(
         // 16% of sum |a b| at K = 8192). So each stage's four k32 wgmmas start from zero
         // and their sum is added into f32 accumulators once per 128-wide K stage, as
         // CUTLASS's two-level fp8 accumulation does; cuBLAS's `_scaled_mm` gives the same
-        // values. Tiles of at most `PROMOTE_N` columns do one chunk per stage and keep it in
-        // flight: a stage's group is issued, then the previous stage's is waited for and
-        // added in while the tensor cores run the new one (3 x bn/2 accumulator registers:
-        // 192 for 128 x 128). Wider tiles do chunks of `WIDE_CHUNK_N` columns, each waited
-        // for before its add (128 + 32 registers; ptxas 12.9 still spills 76 bytes for 128 x
-        // 256, which is the fastest fp8 config at M >= 512 all the same). int8 accumulates
-        // exactly in s32, one group per stage with the previous one in flight.
+        // values. A stage runs in chunks of at most `PROMOTE_N` columns, each waited for
+        // before its add (bn / 2 + PROMOTE_N / 2 accumulator registers: 192 for 128 x 256).
+        // Keeping the previous stage's group in flight during the add serialized the
+        // wgmmas instead (ptxas C7514: other instructions read the accumulators of a wgmma
+        // in flight), which cost 20-27% at M = 128 on the H200. int8 accumulates exactly in
+        // s32, one group per stage with the previous one in flight.
         let promote = q != Quant::Int8;
-        let cw = if promote && bn > PROMOTE_N {
-            WIDE_CHUNK_N
-        } else {
-            bn
-        };
+        let cw = if promote { bn.min(PROMOTE_N) } else { bn };
         let chunks = bn / cw;
         let zero = if promote {
             splat(c_f32(0.0), cw / 2)
         } else {
             splat(c_i32(0), bn / 2)
         };
-        // Carried: the accumulators of each chunk, then (`overlap`) the stage in flight.
-        let overlap = promote && chunks == 1;
-        let init = vec![zero; chunks as usize + overlap as usize];
+        let init = vec![zero; chunks as usize];
         let carried = for_range(c_i32(0), ktiles, c_i32(1), &init, |kt, carried| {
             let s = kt % stages;
             mbar_wait(bar(s), (kt / stages) & 1);
@@ -153,11 +145,7 @@ pub fn build(
                 wgmma_commit();
                 acc
             };
-            let out = if overlap {
-                let part = chunk(0, zero);
-                let prev = wgmma_wait(1, &[carried[1]])[0];
-                vec![carried[0] + prev, part]
-            } else if promote {
+            let out = if promote {
                 (0..chunks)
                     .map(|c| carried[c as usize] + wgmma_wait(0, &[chunk(c, zero)])[0])
                     .collect()
@@ -171,9 +159,7 @@ pub fn build(
             if_(leader & next.lt(ktiles), || issue(next));
             out
         });
-        let acc: Vec<Val> = if overlap {
-            vec![carried[0] + wgmma_wait(0, &[carried[1]])[0]]
-        } else if promote {
+        let acc: Vec<Val> = if promote {
             carried
         } else {
             wgmma_wait(0, &carried)

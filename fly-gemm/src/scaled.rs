@@ -21,7 +21,7 @@ use flydsl_rt::{
 /// applied in f32 and the result is rounded once.
 ///
 /// Dispatch: on sm90 with plain B and `k % 16 == 0` the Hopper wgmma kernel with the tile
-/// [`Tile::pick`] chooses ([`gemm_scaled_with`] pins one); everything
+/// [`Tile::pick_scaled`] chooses ([`gemm_scaled_with`] pins one); everything
 /// else (the AMD targets, preshuffled B, other `k` on sm90) takes the portable tile-layer
 /// kernel with [`default_config8`], or for preshuffled B where the target reads it global ->
 /// registers the reference's direct-B configs ([`gemm_scaled_with_config`] pins one). Any `k >= 1`
@@ -85,7 +85,7 @@ pub fn gemm_scaled<Q: QuantElement, T: Element>(
 ) -> Result<()> {
     let call = Call::new("fly_gemm::gemm_scaled");
     check(&call, stream, a, b, scale_a, scale_b, bias, c, args)?;
-    let tile = Tile::pick(args.m, args.n);
+    let tile = Tile::pick_scaled(Q::QUANT, args.m, args.n);
     let wgmma_takes = stream.device().target() == Target::Sm90
         && args.b_layout == BLayout::Plain
         && args.k.is_multiple_of(16)
@@ -118,7 +118,7 @@ pub fn default_config8(m: usize, n: usize, k: usize) -> TileConfig {
 }
 
 /// [`gemm_scaled`] on the Hopper wgmma kernel with a pinned tile config (one of [`TILES`])
-/// instead of the dispatcher's ([`Tile::pick`]): for benchmarks and callers who tune their
+/// instead of the dispatcher's ([`Tile::pick_scaled`]): for benchmarks and callers who tune their
 /// own shapes. Every config is correct at every shape it accepts.
 ///
 /// Errors: those of [`gemm_scaled`], a `tile` that is not in [`TILES`], and what only the

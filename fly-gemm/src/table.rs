@@ -160,9 +160,13 @@ pub const TILES: [Tile; 3] = [
 pub const FILL_TILES: usize = 132;
 
 impl Tile {
+    /// Warpgroups per workgroup: one per 64 rows.
+    pub fn warpgroups(self) -> u32 {
+        self.bm / 64
+    }
     /// Threads per workgroup: one warpgroup (128 threads) per 64 rows.
     pub fn threads(self) -> u32 {
-        self.bm / 64 * 128
+        self.warpgroups() * 128
     }
     /// Bytes of one pipeline stage (A and B tiles: 128 bytes of K per row).
     pub fn stage_bytes(self) -> u32 {
@@ -213,6 +217,24 @@ impl Tile {
             TILES[1]
         } else {
             TILES[2]
+        }
+    }
+    /// [`Tile::pick`] for the scaled kernel with inputs `q`: fp8 takes 128 x 128 where the
+    /// rule gives 128 x 256. Its stage sums are added into f32 in chunks of at most 128
+    /// columns, each waited for (`kernels/wgmma_scaled.rs`), so the wide tile serializes two
+    /// chunks per stage; on the H200 128 x 128 ran 12-14% faster at M = 512 and 1024 (N = K
+    /// = 8192; `bench/gemm-wgmma.md`, session 9). int8 keeps the rule.
+    ///
+    /// ```
+    /// use fly_gemm::table::{Quant, Tile, TILES};
+    /// assert_eq!(Tile::pick_scaled(Quant::Fp8, 4096, 8192), TILES[1]);
+    /// assert_eq!(Tile::pick_scaled(Quant::Int8, 4096, 8192), TILES[0]);
+    /// assert_eq!(Tile::pick_scaled(Quant::Fp8, 16, 8192), TILES[2]);
+    /// ```
+    pub fn pick_scaled(q: Quant, m: usize, n: usize) -> Tile {
+        match Tile::pick(m, n) {
+            t if t == TILES[0] && q != Quant::Int8 => TILES[1],
+            t => t,
         }
     }
     /// The kernel-name suffix (none for the first config).

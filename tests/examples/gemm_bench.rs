@@ -14,7 +14,7 @@
 //! Last, the tile sweep (`GEMM_TILES=0` skips it): every tile config of both kernels
 //! (`fly_gemm::table::TILES`, pinned with `gemm_with_tile` / `gemm_scaled_with`) at M = 16,
 //! 128, 512 and 1024 with (N, K) = (8192, 8192), next to the dispatcher's pick
-//! (`Tile::pick`), written to `$OUT/gemm_tiles.json`: the measurement behind the
+//! (`Tile::pick`, `Tile::pick_scaled` for fp8), written to `$OUT/gemm_tiles.json`: the measurement behind the
 //! dispatcher's rule.
 //!
 //! `cargo run --release -p flydsl-tests --features sm90 --example gemm_bench`
@@ -335,7 +335,7 @@ fn tile_sweep(
     s: &flydsl_rt::Stream,
     timer: &mut Timer,
 ) -> Result<Vec<String>, String> {
-    use fly_gemm::table::{Tile, TILES};
+    use fly_gemm::table::{Quant, Tile, TILES};
     use fly_gemm::{gemm_scaled_with, gemm_with_tile};
     use flydsl_rt::F8E4M3FN;
     let e = |x: flydsl_rt::Error| x.to_string();
@@ -364,7 +364,6 @@ fn tile_sweep(
             epilogue: Epilogue::None,
             ..Default::default()
         };
-        let pick = Tile::pick(m, n);
         for tile in TILES {
             for dtype in ["bf16", "fp8"] {
                 let mut run = || {
@@ -376,6 +375,11 @@ fn tile_sweep(
                 };
                 let ms = timer.median(s, 3, 20, &mut run).map_err(e)?;
                 let tflops = 2.0 * (m * n * k) as f64 / (ms * 1e-3) / 1e12;
+                let pick = if dtype == "bf16" {
+                    Tile::pick(m, n)
+                } else {
+                    Tile::pick_scaled(Quant::Fp8, m, n)
+                };
                 let picked = if tile == pick { " (picked)" } else { "" };
                 // 16 outputs against f64 dot products of the exact inputs.
                 let c = dc.to_vec().map_err(e)?;
