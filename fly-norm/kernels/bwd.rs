@@ -20,7 +20,7 @@
 //! `i < n <= MAX_COLS`; fast-path indices stay below the block's row capacity.
 
 use crate::common::*;
-use crate::config::{fast_max_block, Family, Norm, Path, GENERIC_THREADS};
+use crate::config::{bwd_fast_resident, fast_max_block, Family, Norm, Path, GENERIC_THREADS};
 use flydsl_dsl::ir::{Const, Kernel, ScalarType, Target, Type};
 use flydsl_dsl::*;
 
@@ -96,9 +96,76 @@ fn dx_of(fam: Family, wdy: Val, xhat: Val, c: &[Val], rstd: Val) -> Val {
     (wdy - t) * splat(rstd, l)
 }
 
+/// How the fast path reaches memory: 128-bit vectors when rows are a multiple of the vector
+/// width (every row then starts 16-byte aligned), else one element at a time into the same
+/// register layout (a ragged `n`: row `r` starts at element `r * n`, unaligned). Loads past
+/// the row's end read 0, stores there are dropped; so a thread's last, partly valid vector is
+/// masked element by element.
+#[derive(Clone, Copy)]
+struct Access {
+    vec: u32,
+    aligned: bool,
+}
+
+impl Access {
+    /// The `vec` elements of `r` at element `i` (a vector).
+    fn load(self, r: Rsrc, i: Val) -> Val {
+        if self.aligned {
+            load_vec(r, i, self.vec)
+        } else {
+            let e: Vec<Val> = (0..self.vec).map(|e| r.load(i + e as i32)).collect();
+            vec_of(&e)
+        }
+    }
+    /// Store the `vec` elements of `v` at element `i` of `r`.
+    fn store(self, r: Rsrc, i: Val, v: Val) {
+        if self.aligned {
+            store_vec(r, i, v);
+        } else {
+            for e in 0..self.vec {
+                r.store(i + e as i32, v.at(e));
+            }
+        }
+    }
+}
+
+/// The fast path, once for aligned rows and once for ragged ones (a uniform branch on
+/// `n % vec`; see [`Access`]).
 fn fast(p: &Params, fam: Family, tiles: u32, scratch: Lds) {
+    let vec = fam.dt.vec();
+    if_else(
+        (p.n % vec as i32).eq(0),
+        || {
+            fast_rows(p, fam, tiles, scratch, Access { vec, aligned: true });
+            vec![]
+        },
+        || {
+            fast_rows(
+                p,
+                fam,
+                tiles,
+                scratch,
+                Access {
+                    vec,
+                    aligned: false,
+                },
+            );
+            vec![]
+        },
+    );
+}
+
+/// The fast path's row loop and the hand-over of the block's column sums. A thread owns the
+/// same `tiles` vectors of columns in every row, so its weight-gradient partials stay in
+/// registers across all the rows of the block. Row-resident tile counts
+/// ([`bwd_fast_resident`]) keep the row's `xhat`, `dy * gamma` and `dy` in registers across
+/// the row reduction; the longer ones read the row (and gamma) a second time after it, from
+/// the L2 the first pass just filled, so that only the partials stay live (the first pass
+/// keeps nothing): no spills at 32 elements a thread.
+fn fast_rows(p: &Params, fam: Family, tiles: u32, scratch: Lds, acc_mode: Access) {
     let dt = fam.dt.scalar();
     let vec = fam.dt.vec();
+    let resident = bwd_fast_resident(fam.dt, tiles);
     let math = RowMath::new(fam.norm, p.n, c_f32(0.0));
     let tid = thread_id_x();
     let bdim = block_dim_x();
@@ -108,8 +175,12 @@ fn fast(p: &Params, fam: Family, tiles: u32, scratch: Lds) {
     let idx: Vec<Val> = (0..tiles)
         .map(|t| (bdim * t as i32 + tid) * vec as i32)
         .collect();
-    let gr = p.gamma.rsrc();
-    let g: Vec<Val> = idx.iter().map(|&i| load_vec(gr, i, vec)).collect();
+    let gr = p.gamma.rsrc_n(n64);
+    let g_res: Vec<Val> = if resident {
+        idx.iter().map(|&i| acc_mode.load(gr, i)).collect()
+    } else {
+        Vec::new()
+    };
     let has_dres = p.dres.len().gt(0i64);
     let nres = select(has_dres, n64, c_i64(0));
     let zero = cnst(Type::vec(F32, vec), Const::Float(0.0));
@@ -126,25 +197,32 @@ fn fast(p: &Params, fam: Family, tiles: u32, scratch: Lds) {
         let base = row.cast(I64) * n64;
         let xr = p.x.offset(base).rsrc_n(n64);
         let dyr = p.dy.offset(base).rsrc_n(n64);
-        let xs: Vec<Val> = idx.iter().map(|&i| xr.load_vec(i, vec, 16)).collect();
-        let dys: Vec<Val> = idx.iter().map(|&i| dyr.load_vec(i, vec, 16)).collect();
         let (mean, rstd) = row_stats(p, fam, row);
-        let mut xh = Vec::new();
-        let mut wdy = Vec::new();
-        let mut dyf = Vec::new();
+        // (xhat, dy * gamma, dy) in f32 of the tiles at `ix`, gamma from `g` or memory.
+        let terms = |ix: &[Val], g: &[Val]| -> Vec<(Val, Val, Val)> {
+            let xs: Vec<Val> = ix.iter().map(|&i| acc_mode.load(xr, i)).collect();
+            let dys: Vec<Val> = ix.iter().map(|&i| acc_mode.load(dyr, i)).collect();
+            let gs: Vec<Val> = if g.is_empty() {
+                ix.iter().map(|&i| acc_mode.load(gr, i)).collect()
+            } else {
+                g.to_vec()
+            };
+            (0..tiles as usize)
+                .map(|t| {
+                    let d = dys[t].cast(F32);
+                    let h = math.xhat(xs[t].cast(F32), mean, rstd);
+                    (h, d * gs[t].cast(F32), d)
+                })
+                .collect()
+        };
+        let first = terms(&idx, &g_res);
         let mut c1 = c_f32(0.0);
         let mut c2 = c_f32(0.0);
-        for t in 0..tiles as usize {
-            let d = dys[t].cast(F32);
-            let h = math.xhat(xs[t].cast(F32), mean, rstd);
-            let w = d * g[t].cast(F32);
+        for &(h, w, _) in &first {
             c1 = c1 + hsum(h * w);
             if layer {
                 c2 = c2 + hsum(w);
             }
-            xh.push(h);
-            wdy.push(w);
-            dyf.push(d);
         }
         let mut vals = vec![(c1, Op::Sum)];
         if layer {
@@ -154,17 +232,26 @@ fn fast(p: &Params, fam: Family, tiles: u32, scratch: Lds) {
             .iter()
             .map(|&v| v * math.inv_n)
             .collect();
+        let second = if resident {
+            first
+        } else {
+            // A run-time 0 the compilers cannot see through, taken from the reduction's
+            // result: the second reads happen after it and are not merged with the first.
+            let z = (p.n >> 31i32) & cs[0].bitcast(Type::s(I32));
+            let ix2: Vec<Val> = idx.iter().map(|&i| i + z).collect();
+            terms(&ix2, &[])
+        };
         let dxr = p.dx.offset(base).rsrc_n(n64);
         let drr = p.dres.offset(base).rsrc_n(nres);
         let mut next = vec![parity ^ 1];
         let mut accb = Vec::new();
-        for t in 0..tiles as usize {
-            let dr = drr.load_vec(idx[t], vec, 16).cast(F32);
-            let dx = dx_of(fam, wdy[t], xh[t], &cs, rstd) + dr;
-            dxr.store_aligned(idx[t], dx.cast(dt), 16, false);
-            next.push(c[1 + t] + dyf[t] * xh[t]);
+        for (t, &(h, w, d)) in second.iter().enumerate() {
+            let dr = acc_mode.load(drr, idx[t]).cast(F32);
+            let dx = dx_of(fam, w, h, &cs, rstd) + dr;
+            acc_mode.store(dxr, idx[t], dx.cast(dt));
+            next.push(c[1 + t] + d * h);
             if layer {
-                accb.push(c[1 + tiles as usize + t] + dyf[t]);
+                accb.push(c[1 + tiles as usize + t] + d);
             }
         }
         next.extend(accb);
@@ -180,13 +267,17 @@ fn fast(p: &Params, fam: Family, tiles: u32, scratch: Lds) {
     } else {
         vec![(p.dg, &fin[1..])]
     };
+    let part = Access {
+        vec,
+        aligned: acc_mode.aligned,
+    };
     if_else(
         p.mode.eq(0),
         || {
             for (t, acc) in &outs {
                 let r = t.offset(bid.cast(I64) * n64).rsrc_n(n64);
                 for (&i, &v) in idx.iter().zip(acc.iter()) {
-                    store_vec(r, i, v);
+                    part.store(r, i, v);
                 }
             }
             vec![]
@@ -194,11 +285,12 @@ fn fast(p: &Params, fam: Family, tiles: u32, scratch: Lds) {
         || {
             for (t, acc) in &outs {
                 for (&i, &v) in idx.iter().zip(acc.iter()) {
-                    if_(i.lt(p.n), || {
-                        for e in 0..vec {
-                            t.atomic_add(i + e as i32, v.at(e));
-                        }
-                    });
+                    for e in 0..vec {
+                        let ie = i + e as i32;
+                        if_(ie.lt(p.n), || {
+                            t.atomic_add(ie, v.at(e));
+                        });
+                    }
                 }
             }
             vec![]

@@ -31,6 +31,7 @@
 #![warn(missing_docs)]
 
 mod bwd;
+mod bwd_plans;
 #[path = "../kernels/config.rs"]
 mod config;
 mod dispatch;
@@ -41,7 +42,10 @@ mod layernorm;
 mod rmsnorm;
 mod validate;
 
-pub use bwd::{norm_bwd, norm_bwd_unchecked, BwdBuffers, BwdStrategy, NormBwdArgs};
+pub use bwd::{
+    norm_bwd, norm_bwd_unchecked, norm_bwd_with_plan, BwdBuffers, BwdStrategy, NormBwdArgs,
+};
+pub use bwd_plans::backward_plans;
 pub use config::{Norm, Path, MAX_COLS, MAX_GRID, MAX_ROWS};
 pub use dispatch::{forward_plans, plan_backward, plan_forward, Plan, KEEP_L2_MIN_BYTES};
 /// The element types and dtype enum of every kernel crate.

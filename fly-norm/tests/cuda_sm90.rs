@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{bwd_case, cuda_stream, fwd_case, n_for_bwd, n_for_fwd};
+use common::{bwd_case, bwd_paths, cuda_stream, fwd_case, n_for_bwd, n_for_fwd};
 use fly_norm::{kernels, BwdStrategy, Element, Norm, Path};
 use flydsl_rt::Stream;
 use flydsl_testutil::compare::Storage;
@@ -34,11 +34,18 @@ fn fwd_family<T: Element + NormDtype, W: Element + Storage>(s: &Stream, norm: No
 }
 
 fn bwd_family<T: Element + NormDtype, W: Element + Storage>(s: &Stream, norm: Norm) {
-    for path in [Path::Fast(1), Path::Fast(2), Path::Fast(4), Path::Generic] {
-        let n = n_for_bwd(path, T::DTYPE);
+    for path in bwd_paths(norm, T::DTYPE) {
+        let n = n_for_bwd(norm, path, T::DTYPE);
         for strategy in [BwdStrategy::Atomic, BwdStrategy::TwoStage] {
             bwd_case::case::<T, W>(s, norm, 300, n, strategy, norm == Norm::Rms, 11);
         }
+    }
+    // Ragged rows (the fast path's element-wise branch) and the common hidden sizes, under
+    // the automatic strategy.
+    for n in [
+        1, 7, 129, 1021, 4096, 8191, 8192, 14336, 16383, 16384, 16385,
+    ] {
+        bwd_case::case::<T, W>(s, norm, 37, n, BwdStrategy::Auto, false, n as u64);
     }
 }
 

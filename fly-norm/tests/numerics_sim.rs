@@ -272,7 +272,7 @@ fn huge_bwd<T: Element + Storage + NormDtype>(norm: Norm) {
             let mut rng = Rng::new(11 + n as u64);
             let x = huge_rows::<T>(&mut rng, n, 1e30);
             let m = x.len() / n;
-            let path = plan_backward(m, n, T::DTYPE, ws, 64).path;
+            let path = plan_backward(norm, m, n, T::DTYPE, ws, 64).path;
             let what = format!("{norm:?} bwd {:?} n={n} {path:?} on {t}", T::DTYPE);
             let (g, _) = weights::<T>(&mut rng, n);
             let dy: Vec<T> = rng
