@@ -20,7 +20,10 @@
 //! `i < n <= MAX_COLS`; fast-path indices stay below the block's row capacity.
 
 use crate::common::*;
-use crate::config::{bwd_fast_resident, fast_max_block, Family, Norm, Path, GENERIC_THREADS};
+use crate::config::{
+    bwd_fast_resident, bwd_kernel_name, bwd_stream_groups, fast_max_block, Family, Norm, Path,
+    GENERIC_THREADS,
+};
 use flydsl_dsl::ir::{Const, Kernel, ScalarType, Target, Type};
 use flydsl_dsl::*;
 
@@ -61,17 +64,26 @@ impl Params {
     }
 }
 
-/// Build the backward kernel of `fam` on `path` for `target`.
-pub fn build(fam: Family, path: Path, target: Target) -> Result<Kernel, BuildError> {
+/// Build the backward kernel of `fam` on `path` for `target`; `ragged`: the fast path's
+/// variant for rows that are not a multiple of the vector width ([`Access`]), a kernel of
+/// its own so that its element-wise loads do not raise the aligned kernel's registers.
+pub fn build(fam: Family, path: Path, ragged: bool, target: Target) -> Result<Kernel, BuildError> {
     let max_threads = match path {
         Path::Fast(t) => fast_max_block(fam.kind, fam.dt, t),
         _ => GENERIC_THREADS,
     };
-    KernelBuilder::new(&fam.kernel_name(path), target, max_threads).build(|k| {
+    let name = bwd_kernel_name(fam, path, ragged);
+    KernelBuilder::new(&name, target, max_threads).build(|k| {
         let p = Params::declare(k, fam);
         let scratch = k.lds("red", F32, scratch_len(2));
         match path {
-            Path::Fast(t) => fast(&p, fam, t, scratch),
+            Path::Fast(t) => {
+                let a = Access {
+                    vec: fam.dt.vec(),
+                    aligned: !ragged,
+                };
+                fast_rows(&p, fam, t, scratch, a)
+            }
             _ => generic(&p, fam, scratch),
         }
     })
@@ -129,43 +141,25 @@ impl Access {
     }
 }
 
-/// The fast path, once for aligned rows and once for ragged ones (a uniform branch on
-/// `n % vec`; see [`Access`]).
-fn fast(p: &Params, fam: Family, tiles: u32, scratch: Lds) {
-    let vec = fam.dt.vec();
-    if_else(
-        (p.n % vec as i32).eq(0),
-        || {
-            fast_rows(p, fam, tiles, scratch, Access { vec, aligned: true });
-            vec![]
-        },
-        || {
-            fast_rows(
-                p,
-                fam,
-                tiles,
-                scratch,
-                Access {
-                    vec,
-                    aligned: false,
-                },
-            );
-            vec![]
-        },
-    );
-}
-
 /// The fast path's row loop and the hand-over of the block's column sums. A thread owns the
 /// same `tiles` vectors of columns in every row, so its weight-gradient partials stay in
 /// registers across all the rows of the block. Row-resident tile counts
 /// ([`bwd_fast_resident`]) keep the row's `xhat`, `dy * gamma` and `dy` in registers across
 /// the row reduction; the longer ones read the row (and gamma) a second time after it, from
-/// the L2 the first pass just filled, so that only the partials stay live (the first pass
-/// keeps nothing): no spills at 32 elements a thread.
+/// the L2 the first pass just filled, so that only the partials stay live across it, and
+/// each pass takes its tiles [`bwd_stream_chunk`] at a time: a group's loads wait for a
+/// run-time zero from the previous group's results, so the compilers cannot hoist every
+/// load of the row above the first use (which is what spills: the partials already take
+/// 64 registers for LayerNorm's 32 columns a thread).
 fn fast_rows(p: &Params, fam: Family, tiles: u32, scratch: Lds, acc_mode: Access) {
     let dt = fam.dt.scalar();
     let vec = fam.dt.vec();
-    let resident = bwd_fast_resident(fam.dt, tiles);
+    let resident = bwd_fast_resident(fam.dt, tiles, acc_mode.aligned);
+    let chunk = if resident {
+        tiles as usize
+    } else {
+        tiles.div_ceil(bwd_stream_groups(acc_mode.aligned)) as usize
+    };
     let math = RowMath::new(fam.norm, p.n, c_f32(0.0));
     let tid = thread_id_x();
     let bdim = block_dim_x();
@@ -181,6 +175,9 @@ fn fast_rows(p: &Params, fam: Family, tiles: u32, scratch: Lds, acc_mode: Access
     } else {
         Vec::new()
     };
+    // A run-time 0 the compilers cannot prove 0 (`n >= 0`), and'ed with a value to order
+    // later loads after it.
+    let zero_after = |v: Val| (p.n >> 31i32) & v.at(0).bitcast(Type::s(I32));
     let has_dres = p.dres.len().gt(0i64);
     let nres = select(has_dres, n64, c_i64(0));
     let zero = cnst(Type::vec(F32, vec), Const::Float(0.0));
@@ -198,31 +195,40 @@ fn fast_rows(p: &Params, fam: Family, tiles: u32, scratch: Lds, acc_mode: Access
         let xr = p.x.offset(base).rsrc_n(n64);
         let dyr = p.dy.offset(base).rsrc_n(n64);
         let (mean, rstd) = row_stats(p, fam, row);
-        // (xhat, dy * gamma, dy) in f32 of the tiles at `ix`, gamma from `g` or memory.
-        let terms = |ix: &[Val], g: &[Val]| -> Vec<(Val, Val, Val)> {
-            let xs: Vec<Val> = ix.iter().map(|&i| acc_mode.load(xr, i)).collect();
-            let dys: Vec<Val> = ix.iter().map(|&i| acc_mode.load(dyr, i)).collect();
-            let gs: Vec<Val> = if g.is_empty() {
-                ix.iter().map(|&i| acc_mode.load(gr, i)).collect()
+        // (xhat, dy * gamma, dy) in f32 of tile `t`, read at column `idx[t] + z`, gamma from
+        // `g_res` (row-resident) or memory.
+        let terms = |t: usize, z: Val| -> (Val, Val, Val) {
+            let i = idx[t] + z;
+            let x = acc_mode.load(xr, i);
+            let dy = acc_mode.load(dyr, i);
+            let g = if resident {
+                g_res[t]
             } else {
-                g.to_vec()
+                acc_mode.load(gr, i)
             };
-            (0..tiles as usize)
-                .map(|t| {
-                    let d = dys[t].cast(F32);
-                    let h = math.xhat(xs[t].cast(F32), mean, rstd);
-                    (h, d * gs[t].cast(F32), d)
-                })
-                .collect()
+            let d = dy.cast(F32);
+            let h = math.xhat(x.cast(F32), mean, rstd);
+            (h, d * g.cast(F32), d)
         };
-        let first = terms(&idx, &g_res);
+        let mut first = Vec::new();
         let mut c1 = c_f32(0.0);
         let mut c2 = c_f32(0.0);
-        for &(h, w, _) in &first {
-            c1 = c1 + hsum(h * w);
-            if layer {
-                c2 = c2 + hsum(w);
+        let mut z = c_i32(0);
+        for t0 in (0..tiles as usize).step_by(chunk) {
+            let mut last = c1;
+            for t in t0..(t0 + chunk).min(tiles as usize) {
+                let (h, w, d) = terms(t, z);
+                let hw = hsum(h * w);
+                c1 = c1 + hw;
+                last = hw;
+                if layer {
+                    c2 = c2 + hsum(w);
+                }
+                if resident {
+                    first.push((h, w, d));
+                }
             }
+            z = zero_after(last);
         }
         let mut vals = vec![(c1, Op::Sum)];
         if layer {
@@ -232,26 +238,32 @@ fn fast_rows(p: &Params, fam: Family, tiles: u32, scratch: Lds, acc_mode: Access
             .iter()
             .map(|&v| v * math.inv_n)
             .collect();
-        let second = if resident {
-            first
-        } else {
-            // A run-time 0 the compilers cannot see through, taken from the reduction's
-            // result: the second reads happen after it and are not merged with the first.
-            let z = (p.n >> 31i32) & cs[0].bitcast(Type::s(I32));
-            let ix2: Vec<Val> = idx.iter().map(|&i| i + z).collect();
-            terms(&ix2, &[])
-        };
         let dxr = p.dx.offset(base).rsrc_n(n64);
         let drr = p.dres.offset(base).rsrc_n(nres);
         let mut next = vec![parity ^ 1];
         let mut accb = Vec::new();
-        for (t, &(h, w, d)) in second.iter().enumerate() {
-            let dr = acc_mode.load(drr, idx[t]).cast(F32);
-            let dx = dx_of(fam, w, h, &cs, rstd) + dr;
-            acc_mode.store(dxr, idx[t], dx.cast(dt));
-            next.push(c[1 + t] + d * h);
-            if layer {
-                accb.push(c[1 + tiles as usize + t] + d);
+        // The second reads wait for the reduction's result, then each group's for the
+        // previous group's; every tile's stores (and dresidual reads) wait for the previous
+        // tile's new partials, so that the compilers cannot sink the partials' adds to the
+        // end of the row (which keeps every tile's `dy * xhat` live until then).
+        let mut z = zero_after(cs[0]);
+        for t0 in (0..tiles as usize).step_by(chunk) {
+            let zl = z;
+            for t in t0..(t0 + chunk).min(tiles as usize) {
+                let (h, w, d) = if resident { first[t] } else { terms(t, zl) };
+                let i = idx[t] + z;
+                let dr = acc_mode.load(drr, i).cast(F32);
+                let dx = dx_of(fam, w, h, &cs, rstd) + dr;
+                acc_mode.store(dxr, i, dx.cast(dt));
+                let ng = c[1 + t] + d * h;
+                let mut used = hsum(ng);
+                next.push(ng);
+                if layer {
+                    let nb = c[1 + tiles as usize + t] + d;
+                    used = used + hsum(nb);
+                    accb.push(nb);
+                }
+                z = zero_after(used);
             }
         }
         next.extend(accb);
@@ -267,17 +279,13 @@ fn fast_rows(p: &Params, fam: Family, tiles: u32, scratch: Lds, acc_mode: Access
     } else {
         vec![(p.dg, &fin[1..])]
     };
-    let part = Access {
-        vec,
-        aligned: acc_mode.aligned,
-    };
     if_else(
         p.mode.eq(0),
         || {
             for (t, acc) in &outs {
                 let r = t.offset(bid.cast(I64) * n64).rsrc_n(n64);
                 for (&i, &v) in idx.iter().zip(acc.iter()) {
-                    part.store(r, i, v);
+                    acc_mode.store(r, i, v);
                 }
             }
             vec![]

@@ -167,7 +167,7 @@ pub const fn fast_tiles(kind: Kind) -> &'static [u32] {
 pub const fn fast_max_block(kind: Kind, dt: DType, tiles: u32) -> u32 {
     match kind {
         // The last tile count, or the largest one before the row-streaming ones.
-        Kind::Backward if tiles >= 4 || !bwd_fast_resident(dt, 2 * tiles) => 512,
+        Kind::Backward if tiles >= 4 || !bwd_fast_resident(dt, 2 * tiles, true) => 512,
         Kind::Backward => 256,
         Kind::ForwardQuant if tiles >= 4 => 512,
         _ if tiles >= 8 => 512,
@@ -175,26 +175,63 @@ pub const fn fast_max_block(kind: Kind, dt: DType, tiles: u32) -> u32 {
     }
 }
 /// Whether the backward fast path with `tiles` tiles of `dt` keeps the row in registers
-/// across the row reduction (at most 16 elements a thread): the LayerNorm backward keeps
-/// x-hat, dy * gamma, dy and two f32 partials per element live there, which at 32 elements
-/// a thread spilled about 1 KB a thread inside the row loop (RMSNorm's about 200 B; sizes in
+/// across the row reduction: at most 16 elements a thread (8 in the ragged kernels, whose
+/// element-wise loads and bounds take more registers). The LayerNorm backward keeps x-hat,
+/// dy * gamma, dy and two f32 partials per element live there, which at 32 elements a thread
+/// spilled about 1 KB a thread inside the row loop (RMSNorm's about 200 B; sizes in
 /// `bench/fly-norm-registers.md`). Longer tile counts read the row a second time after the
 /// reduction (from L2: the block's row was just read), so that only the per-column weight
 /// gradient partials stay live across it.
-pub const fn bwd_fast_resident(dt: DType, tiles: u32) -> bool {
-    tiles * dt.vec() <= 16
+pub const fn bwd_fast_resident(dt: DType, tiles: u32, aligned: bool) -> bool {
+    tiles * dt.vec() <= if aligned { 16 } else { 8 }
 }
-/// Whether the backward fast path of `norm` with `tiles` tiles of `dt` is built (and so runs
-/// without spills on sm_90, where the 512-thread bound leaves 128 registers): a thread keeps
-/// `tiles * vec` f32 weight-gradient partials per weight gradient across its rows. 8 tiles of
-/// 2-byte elements would be 128 partials for LayerNorm (dgamma and dbeta), the whole budget,
-/// so that kernel is not built (LayerNorm rows of more than 16384 2-byte elements take the
-/// generic path); RMSNorm's 64 (2-byte) and both norms' f32 ones (32 and 64) fit.
-pub const fn bwd_fast_spill_free(norm: Norm, dt: DType, tiles: u32) -> bool {
-    let per_grad = tiles * dt.vec();
-    match norm {
-        Norm::Layer => 2 * per_grad <= 64,
-        Norm::Rms => per_grad <= 64,
+/// Whether the backward fast path of `norm` with `tiles` tiles of `dt` is built, for aligned
+/// rows or (`ragged`) for rows that are not a multiple of the vector width, so that it runs
+/// without spills on sm_90 (the 512-thread bound leaves 128 registers): a thread keeps
+/// `tiles * vec` f32 weight-gradient partials per weight gradient across its rows.
+///
+/// - Aligned: at most 64 partials. 8 tiles of 2-byte elements would be 128 for LayerNorm
+///   (dgamma and dbeta), the whole budget, so LayerNorm rows of more than 16384 2-byte
+///   elements take the generic path; RMSNorm's 64 (2-byte) and both norms' f32 ones fit.
+/// - Ragged: at most 32 partials, or 64 with at most 4 tiles: the element-wise loads of 8
+///   tiles (their addresses and bounds) spilled 136..480 B a thread with 64 partials, so
+///   ragged 2-byte RMSNorm rows past 16384 and ragged f32 LayerNorm rows past 8192 take the
+///   generic path.
+pub const fn bwd_fast_spill_free(norm: Norm, dt: DType, tiles: u32, ragged: bool) -> bool {
+    let partials = tiles
+        * dt.vec()
+        * match norm {
+            Norm::Layer => 2,
+            Norm::Rms => 1,
+        };
+    if ragged {
+        partials <= 32 || (partials <= 64 && tiles <= 4)
+    } else {
+        partials <= 64
+    }
+}
+/// In how many groups a row-streaming backward kernel ([`bwd_fast_resident`] false) reads its
+/// tiles in each of its two passes over the row: a group's loads issue after the previous
+/// group's values arrived, so fewer registers hold loads, at the price of one more memory
+/// round trip per group and row (the block has one row in flight). 2 groups for 128-bit
+/// loads; 4 for the ragged kernels' element-wise ones (a 2-byte element takes a register of
+/// its own), which spill with 2 (sm_90 counts in `bench/fly-norm-registers.md`).
+pub const fn bwd_stream_groups(aligned: bool) -> u32 {
+    if aligned {
+        2
+    } else {
+        4
+    }
+}
+/// The name of the backward kernel of `fam` on `path`: [`Family::kernel_name`], with
+/// `_ragged` for the fast path's variant for rows that are not a multiple of the vector
+/// width (element-wise loads; built for every fast-path tile count).
+pub fn bwd_kernel_name(fam: Family, path: Path, ragged: bool) -> String {
+    let name = fam.kernel_name(path);
+    if ragged {
+        name + "_ragged"
+    } else {
+        name
     }
 }
 /// Register cap of the forward of `fam` on `path` on sm_90 (`.maxnreg`; AMD ignores it), or
@@ -279,7 +316,7 @@ impl Family {
             Kind::Backward => v.extend(
                 BWD_FAST_TILES
                     .iter()
-                    .filter(|&&t| bwd_fast_spill_free(self.norm, self.dt, t))
+                    .filter(|&&t| bwd_fast_spill_free(self.norm, self.dt, t, false))
                     .map(|&t| Path::Fast(t)),
             ),
         }

@@ -368,7 +368,13 @@ unsafe fn run<T: Element, W: Element>(
             plan.path
         ))
     };
-    let f = kernels::backward::<T, W>(norm, plan.path).ok_or_else(missing)?;
+    let ragged = args.n % T::DTYPE.vec() as usize != 0 && plan.path != Path::Generic;
+    let f = if ragged {
+        kernels::backward_ragged::<T, W>(norm, plan.path)
+    } else {
+        kernels::backward::<T, W>(norm, plan.path)
+    };
+    let f = f.ok_or_else(missing)?;
     let sum = kernels::colsum::<W>().ok_or_else(missing)?;
     if args.m == 0 {
         dgamma.memset_zero()?;

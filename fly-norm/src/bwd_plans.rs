@@ -27,6 +27,7 @@ use crate::dispatch::{bwd_plan, plan_backward, Plan};
 pub fn backward_plans(norm: Norm, m: usize, n: usize, dt: DType, wave: u32, cus: u32) -> Vec<Plan> {
     let ws = wave.max(1) as usize;
     let nv = n.div_ceil(dt.vec() as usize);
+    let ragged = n % dt.vec() as usize != 0;
     let mut v = vec![plan_backward(norm, m, n, dt, wave, cus)];
     let mut push = |p: Plan| {
         if !v.contains(&p) {
@@ -34,7 +35,7 @@ pub fn backward_plans(norm: Norm, m: usize, n: usize, dt: DType, wave: u32, cus:
         }
     };
     for &t in fast_tiles(Kind::Backward) {
-        if !bwd_fast_spill_free(norm, dt, t) {
+        if !bwd_fast_spill_free(norm, dt, t, ragged) {
             continue;
         }
         let cap = fast_max_block(Kind::Backward, dt, t) as usize;
@@ -91,9 +92,12 @@ pub(crate) fn check_backward_plan(
     let b = block[0];
     match plan.path {
         Path::Fast(t) => {
-            if !fast_tiles(Kind::Backward).contains(&t) || !bwd_fast_spill_free(norm, dt, t) {
+            let ragged = n % dt.vec() as usize != 0;
+            if !fast_tiles(Kind::Backward).contains(&t) || !bwd_fast_spill_free(norm, dt, t, ragged)
+            {
+                let rows = if ragged { " for ragged rows" } else { "" };
                 return Some(format!(
-                    "no {} backward fast-path kernel with {t} tiles of {dt:?}",
+                    "no {} backward fast-path kernel with {t} tiles of {dt:?}{rows}",
                     norm.name()
                 ));
             }

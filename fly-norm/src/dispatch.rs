@@ -257,8 +257,11 @@ fn plan_forward_path(m: usize, n: usize, dt: DType, quant: bool, wave: u32, cus:
 ///    row-streaming one that is built (`bwd_fast_spill_free`): rows too long to stay in
 ///    registers are read twice, the second time from L2, so that only the partials stay
 ///    live. Fewer elements a thread in larger blocks keep more loads in flight per register.
-/// 3. **Generic** only for rows no built fast kernel holds: LayerNorm rows of more than 16384
-///    2-byte or f32 elements, RMSNorm rows of more than 32768 2-byte / 16384 f32 elements.
+/// 3. **Generic** only for rows no built fast kernel holds (`bwd_fast_spill_free`):
+///    LayerNorm rows of more than 16384 2-byte or f32 elements, RMSNorm rows of more than
+///    32768 2-byte / 16384 f32 elements; ragged rows: LayerNorm past 16384 2-byte / 8192 f32
+///    elements, RMSNorm past 16384 2-byte / 16384 f32 elements. Ragged rows take the same
+///    plan as aligned rows of the same vector count wherever their kernel is built.
 /// 4. **Persistent grid**: every block writes one f32 partial row per weight gradient, which
 ///    the column-sum kernel then reads; so the grid is kept small, just enough blocks per
 ///    compute unit to keep about 64 KiB of `x` and `dy` loads in flight per unit (at least
@@ -292,18 +295,20 @@ fn plan_forward_path(m: usize, n: usize, dt: DType, quant: bool, wave: u32, cus:
 /// // Ragged rows take the fast path too; only rows longer than every built kernel are generic.
 /// assert_eq!(plan_backward(Norm::Rms, 8, 1021, DType::BF16, 32, 132).path, Path::Fast(1));
 /// assert_eq!(plan_backward(Norm::Layer, 8, 16385, DType::BF16, 32, 132).path, Path::Generic);
-/// assert_eq!(plan_backward(Norm::Rms, 8, 16385, DType::BF16, 32, 132).path, Path::Fast(8));
+/// assert_eq!(plan_backward(Norm::Rms, 8, 16392, DType::BF16, 32, 132).path, Path::Fast(8));
+/// assert_eq!(plan_backward(Norm::Rms, 8, 16385, DType::BF16, 32, 132).path, Path::Generic);
 /// ```
 pub fn plan_backward(norm: Norm, m: usize, n: usize, dt: DType, wave: u32, cus: u32) -> Plan {
     use crate::config::bwd_fast_resident;
     let ws = wave.max(1) as usize;
     let vec = dt.vec() as usize;
     let v = n.div_ceil(vec);
+    let ragged = !multiple_of(n, vec);
     // (block cap, row-resident tile counts only), in order of preference.
     for (cap, resident) in [(Some(256usize), true), (None, true), (None, false)] {
         let fits = |t: u32| {
-            bwd_fast_spill_free(norm, dt, t)
-                && (!resident || bwd_fast_resident(dt, t))
+            bwd_fast_spill_free(norm, dt, t, ragged)
+                && (!resident || bwd_fast_resident(dt, t, true))
                 && v.div_ceil(t as usize)
                     <= cap.unwrap_or(fast_max_block(Kind::Backward, dt, t) as usize)
         };
