@@ -219,44 +219,45 @@ fn run_shape<T: Element>(c: &mut Ctx, s: &Stream, dt: &str, (m, n): (usize, usiz
         let mut rows: Vec<Timed> = Vec::new();
         let mut reference: Option<(Vec<T>, Vec<T>)> = None;
         // Time `plan` under `strategy` and compare its outputs with the first timed plan's.
-        let mut timed = |c: &mut Ctx, rows: &mut Vec<Timed>, plan: Plan, strategy: BwdStrategy| {
-            let mut run = || {
-                let bufs = BwdBuffers {
-                    x: &x,
-                    gamma: &g,
-                    dy: &dy,
-                    mean: layer.then_some(&mean),
-                    rstd: &rstd,
-                    dresidual: None,
-                    dx: &mut dx,
-                    dgamma: &mut dg,
-                    dbeta: if layer { Some(&mut db) } else { None },
+        let mut timed =
+            |c: &mut Ctx, rows: &mut Vec<Timed>, plan: Plan, strategy: BwdStrategy| -> Result<()> {
+                let mut run = || {
+                    let bufs = BwdBuffers {
+                        x: &x,
+                        gamma: &g,
+                        dy: &dy,
+                        mean: layer.then_some(&mean),
+                        rstd: &rstd,
+                        dresidual: None,
+                        dx: &mut dx,
+                        dgamma: &mut dg,
+                        dbeta: if layer { Some(&mut db) } else { None },
+                    };
+                    norm_bwd_with_plan(s, norm, bufs, NormBwdArgs { m, n, strategy }, plan)
                 };
-                norm_bwd_with_plan(s, norm, bufs, NormBwdArgs { m, n, strategy }, plan)
-            };
-            let (ms, err) = match c.timer.median(s, c.opts.warmup, c.opts.reps, &mut run) {
-                Ok(ms) => (ms, None),
-                Err(e) => (f64::INFINITY, Some(e.to_string())),
-            };
-            let mut t = Timed {
-                plan,
-                strategy,
-                ms,
-                maxdiff: None,
-                err,
-            };
-            if m * n <= CHECK_MAX && t.err.is_none() {
-                let got = (dx.to_vec()?, dg.to_vec()?);
-                match &reference {
-                    None => reference = Some(got),
-                    Some((rx, rg)) => {
-                        t.maxdiff = Some(max_diff(&got.0, rx).max(max_diff(&got.1, rg)));
+                let (ms, err) = match c.timer.median(s, c.opts.warmup, c.opts.reps, &mut run) {
+                    Ok(ms) => (ms, None),
+                    Err(e) => (f64::INFINITY, Some(e.to_string())),
+                };
+                let mut t = Timed {
+                    plan,
+                    strategy,
+                    ms,
+                    maxdiff: None,
+                    err,
+                };
+                if m * n <= CHECK_MAX && t.err.is_none() {
+                    let got = (dx.to_vec()?, dg.to_vec()?);
+                    match &reference {
+                        None => reference = Some(got),
+                        Some((rx, rg)) => {
+                            t.maxdiff = Some(max_diff(&got.0, rx).max(max_diff(&got.1, rg)));
+                        }
                     }
                 }
-            }
-            rows.push(t);
-            Ok(())
-        };
+                rows.push(t);
+                Ok(())
+            };
         // The dispatcher's choice first: its outputs are the reference of the check.
         let auto = if BwdStrategy::Auto.two_stage(m, n, default.path) {
             BwdStrategy::TwoStage

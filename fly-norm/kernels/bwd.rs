@@ -3,6 +3,13 @@
 //! block's f32 partial row (`mode == 0`, deterministic two-stage; a column-sum kernel
 //! finishes) or added with f32 atomics into one f32 row (`mode == 1`).
 //!
+//! The fast path holds a thread's columns' partials in registers across all its rows; up to
+//! 16 elements a thread it also holds the row across the row reduction, past that it reads
+//! the row again after it (from L2), so that only the partials stay live ([`fast_rows`]).
+//! Rows that are not a multiple of the vector width (unaligned row starts) run the fast
+//! path's ragged kernels: the same register layout, element-wise loads and stores
+//! ([`Access`]). The generic path takes any row.
+//!
 //! Parameters, in order: `x`, `gamma`, `dy`, `mean`, `rstd`, `dresidual`, `dx`,
 //! `dgamma_part`, `dbeta_part`, scalars `m`, `n`, `mode`. An empty `dresidual` means no
 //! fused-add gradient; RMSNorm ignores `mean` and `dbeta_part`. In two-stage mode every
@@ -242,11 +249,17 @@ fn fast_rows(p: &Params, fam: Family, tiles: u32, scratch: Lds, acc_mode: Access
         let drr = p.dres.offset(base).rsrc_n(nres);
         let mut next = vec![parity ^ 1];
         let mut accb = Vec::new();
-        // The second reads wait for the reduction's result, then each group's for the
-        // previous group's; every tile's stores (and dresidual reads) wait for the previous
-        // tile's new partials, so that the compilers cannot sink the partials' adds to the
-        // end of the row (which keeps every tile's `dy * xhat` live until then).
-        let mut z = zero_after(cs[0]);
+        // Row-streaming kernels: the second reads wait for the reduction's result, then each
+        // group's for the previous group's; every tile's stores (and dresidual reads) wait for
+        // the previous tile's new partials, so that the compilers cannot sink the partials'
+        // adds to the end of the row (which keeps every tile's `dy * xhat` live until then
+        // and spills). The row-resident kernels fit without (and the chain would cost them
+        // registers: 64 -> 77 for 2-byte LayerNorm with 1 tile).
+        let mut z = if resident {
+            c_i32(0)
+        } else {
+            zero_after(cs[0])
+        };
         for t0 in (0..tiles as usize).step_by(chunk) {
             let zl = z;
             for t in t0..(t0 + chunk).min(tiles as usize) {
@@ -256,14 +269,16 @@ fn fast_rows(p: &Params, fam: Family, tiles: u32, scratch: Lds, acc_mode: Access
                 let dx = dx_of(fam, w, h, &cs, rstd) + dr;
                 acc_mode.store(dxr, i, dx.cast(dt));
                 let ng = c[1 + t] + d * h;
-                let mut used = hsum(ng);
                 next.push(ng);
+                let mut used = ng;
                 if layer {
                     let nb = c[1 + tiles as usize + t] + d;
-                    used = used + hsum(nb);
+                    used = used + nb;
                     accb.push(nb);
                 }
-                z = zero_after(used);
+                if !resident {
+                    z = zero_after(hsum(used));
+                }
             }
         }
         next.extend(accb);

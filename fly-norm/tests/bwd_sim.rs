@@ -153,3 +153,89 @@ fn bwd_ragged_plans() {
         }
     }
 }
+
+/// Every plan of `backward_plans` (each built tile count with every block size that covers
+/// a row, the generic path, persistent grids) under both strategies, through
+/// `norm_bwd_with_plan`, against the reference: aligned and ragged rows, wave64 and wave32.
+#[test]
+fn bwd_every_plan() {
+    for t in [Target::Gfx942, Target::Sm90] {
+        let s = sim(t);
+        let ws = t.wave_size();
+        for (i, n) in [8 * 150, 8 * 150 + 5].into_iter().enumerate() {
+            for norm in [Norm::Layer, Norm::Rms] {
+                let plans = fly_norm::backward_plans(norm, 5, n, DType::BF16, ws, 2);
+                assert!(plans.len() > 10, "{norm:?} n={n}: {} plans", plans.len());
+                for (pi, &p) in plans.iter().enumerate() {
+                    let st = [BwdStrategy::TwoStage, BwdStrategy::Atomic][pi % 2];
+                    let seed = (i * 100 + pi) as u64;
+                    common::bwd_case::case_on::<bf16, bf16>(
+                        &s,
+                        norm,
+                        5,
+                        n,
+                        st,
+                        false,
+                        seed,
+                        Some(p),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The two-stage strategy is bitwise reproducible, on a row-resident, a row-streaming and a
+/// ragged kernel.
+#[test]
+fn two_stage_is_deterministic() {
+    for n in [256, 4 * 2100, 4 * 300 + 1] {
+        two_stage_repeats(n);
+    }
+}
+
+fn two_stage_repeats(n: usize) {
+    let s = sim(Target::Sm90);
+    let m = 24;
+    let mut rng = Rng::new(9);
+    let (x, _) = randn::<f32>(&mut rng, m * n);
+    let (dy, _) = randn::<f32>(&mut rng, m * n);
+    let g = vec![1.0f32; n];
+    let rstd = vec![1.0f32; m];
+    let (xd, dyd, gd, rd) = (up(&s, &x), up(&s, &dy), up(&s, &g), up(&s, &rstd));
+    let run = || {
+        let mut dx = zeros::<f32>(&s, m * n);
+        let mut dg = zeros::<f32>(&s, n);
+        let args = NormBwdArgs {
+            m,
+            n,
+            strategy: BwdStrategy::TwoStage,
+        };
+        fly_norm::rms_norm_bwd(&s, &xd, &gd, &dyd, &rd, None, &mut dx, &mut dg, args).unwrap();
+        dg.to_vec().unwrap()
+    };
+    let a = run();
+    assert_eq!(
+        a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        run().iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+}
+
+/// 2-byte rows of 4096 < n <= 8192 take the spill-free 2-tile kernel in blocks of more than
+/// 256 threads (up to its 512-thread bound), one block per compute unit.
+#[test]
+fn bwd_two_tiles_in_large_blocks() {
+    for t in [Target::Sm90, Target::Gfx942, Target::Gfx1250] {
+        let s = sim(t);
+        let ws = t.wave_size();
+        for (i, n) in [8 * 600, 8192].into_iter().enumerate() {
+            let p = plan_backward(Norm::Layer, 5, n, bf16::DTYPE, ws, 4);
+            assert_eq!(p.path, Path::Fast(2));
+            assert!(p.cfg.block[0] > 256 && p.cfg.block[0] <= 512);
+            assert_eq!(p.cfg.grid[0], 3); // 4 CUs x 1 block, 2 rows per block
+            let seed = 40 + i as u64;
+            case::<bf16, bf16>(&s, Norm::Layer, 5, n, BwdStrategy::TwoStage, false, seed);
+            case::<f16, f32>(&s, Norm::Rms, 5, n, BwdStrategy::Atomic, true, seed);
+        }
+    }
+}

@@ -55,7 +55,7 @@ fn thresholds() -> Vec<usize> {
     for wave in [32u32, 64] {
         for dt in [NormDtype::F32, NormDtype::F16, NormDtype::BF16] {
             let vec = dt.vec() as usize;
-            let keys: [&dyn Fn(usize) -> (fly_norm::Path, u32, bool); 4] = [
+            let keys: [&dyn Fn(usize) -> (fly_norm::Path, u32, bool); 5] = [
                 &|n| {
                     let p = fly_norm::plan_forward(fly_norm::Norm::Rms, 1, n, dt, false, wave, 64);
                     (p.path, p.lanes, p.cfg.block[0] > 256)
@@ -70,7 +70,11 @@ fn thresholds() -> Vec<usize> {
                     (p.path, p.lanes, p.cfg.block[0] > 256)
                 },
                 &|n| {
-                    let p = fly_norm::plan_backward(1, n, dt, wave, 64);
+                    let p = fly_norm::plan_backward(fly_norm::Norm::Rms, 1, n, dt, wave, 64);
+                    (p.path, 0, p.cfg.block[0] > 256)
+                },
+                &|n| {
+                    let p = fly_norm::plan_backward(fly_norm::Norm::Layer, 1, n, dt, wave, 64);
                     (p.path, 0, p.cfg.block[0] > 256)
                 },
             ];
