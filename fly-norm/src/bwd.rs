@@ -3,7 +3,7 @@
 
 use crate::bwd_plans::check_backward_plan;
 use crate::config::{Norm, Path};
-use crate::dispatch::{plan_backward, Plan};
+use crate::dispatch::{plan_backward, ragged_rows, Plan};
 use crate::fwd::check_weights;
 use crate::kernels;
 use crate::validate;
@@ -368,7 +368,7 @@ unsafe fn run<T: Element, W: Element>(
             plan.path
         ))
     };
-    let ragged = args.n % T::DTYPE.vec() as usize != 0 && plan.path != Path::Generic;
+    let ragged = ragged_rows(args.n, T::DTYPE) && plan.path != Path::Generic;
     let f = if ragged {
         kernels::backward_ragged::<T, W>(norm, plan.path)
     } else {

@@ -5,7 +5,7 @@ use crate::config::{
     bwd_fast_spill_free, fast_max_block, fast_tiles, DType, Kind, Norm, Path, GENERIC_THREADS,
     MAX_GRID,
 };
-use crate::dispatch::{bwd_plan, plan_backward, Plan};
+use crate::dispatch::{bwd_plan, plan_backward, ragged_rows, Plan};
 
 /// Every backward plan of `norm` for `m` rows of `n` elements of `dt` on a device with waves
 /// of `wave` lanes and `cus` compute units: each built fast-path tile count with every block
@@ -27,7 +27,7 @@ use crate::dispatch::{bwd_plan, plan_backward, Plan};
 pub fn backward_plans(norm: Norm, m: usize, n: usize, dt: DType, wave: u32, cus: u32) -> Vec<Plan> {
     let ws = wave.max(1) as usize;
     let nv = n.div_ceil(dt.vec() as usize);
-    let ragged = n % dt.vec() as usize != 0;
+    let ragged = ragged_rows(n, dt);
     let mut v = vec![plan_backward(norm, m, n, dt, wave, cus)];
     let mut push = |p: Plan| {
         if !v.contains(&p) {
@@ -92,7 +92,7 @@ pub(crate) fn check_backward_plan(
     let b = block[0];
     match plan.path {
         Path::Fast(t) => {
-            let ragged = n % dt.vec() as usize != 0;
+            let ragged = ragged_rows(n, dt);
             if !fast_tiles(Kind::Backward).contains(&t) || !bwd_fast_spill_free(norm, dt, t, ragged)
             {
                 let rows = if ragged { " for ragged rows" } else { "" };

@@ -303,7 +303,7 @@ pub fn plan_backward(norm: Norm, m: usize, n: usize, dt: DType, wave: u32, cus: 
     let ws = wave.max(1) as usize;
     let vec = dt.vec() as usize;
     let v = n.div_ceil(vec);
-    let ragged = !multiple_of(n, vec);
+    let ragged = ragged_rows(n, dt);
     // (block cap, row-resident tile counts only), in order of preference.
     for (cap, resident) in [(Some(256usize), true), (None, true), (None, false)] {
         let fits = |t: u32| {
@@ -323,6 +323,12 @@ pub fn plan_backward(norm: Norm, m: usize, n: usize, dt: DType, wave: u32, cus: 
     }
     let b = GENERIC_THREADS as usize;
     bwd_plan(m, Path::Generic, b, 2 * b * dt.bytes() as usize, cus)
+}
+
+/// Whether rows of `n` elements of `dt` are ragged: not a multiple of the vector width, so
+/// their starts are not 16-byte aligned (the backward's ragged kernels serve them).
+pub(crate) fn ragged_rows(n: usize, dt: DType) -> bool {
+    !multiple_of(n, dt.vec() as usize)
 }
 
 /// A backward plan on `path` with blocks of `block` threads, whose row step loads

@@ -87,11 +87,14 @@ fn bwd_odd_shapes() {
 }
 
 /// Ragged rows (not a multiple of the vector width, so unaligned row starts) on the fast
-/// path's element-wise branch, next to aligned ones, around each tile count's threshold and
+/// path's ragged kernels, next to aligned ones (4096, 8192 and 16384 are covered exactly by
+/// their blocks, no padding lanes), around each tile count's threshold and
 /// past the longest fast row, odd `m`, both strategies, wave64 and wave32, every dtype.
 fn ragged<T: Element + NormDtype, W: Element + Storage>(t: Target, norm: Norm) {
     let s = sim(t);
-    let ns = [1, 3, 7, 127, 129, 1021, 4097, 8191, 8192, 16383, 16385];
+    let ns = [
+        1, 3, 7, 127, 129, 1021, 4096, 4097, 8191, 8192, 16383, 16384, 16385,
+    ];
     for (i, n) in ns.into_iter().enumerate() {
         let m = if n > 4096 { 3 } else { 7 };
         for (si, strategy) in [BwdStrategy::TwoStage, BwdStrategy::Atomic]
@@ -156,13 +159,14 @@ fn bwd_ragged_plans() {
 
 /// Every plan of `backward_plans` (each built tile count with every block size that covers
 /// a row, the generic path, persistent grids) under both strategies, through
-/// `norm_bwd_with_plan`, against the reference: aligned and ragged rows, wave64 and wave32.
+/// `norm_bwd_with_plan`, against the reference: aligned rows (some blocks of 1, 2 and 4 tiles
+/// cover them exactly, others leave padding lanes) and ragged ones, wave64 and wave32.
 #[test]
 fn bwd_every_plan() {
     for t in [Target::Gfx942, Target::Sm90] {
         let s = sim(t);
         let ws = t.wave_size();
-        for (i, n) in [8 * 150, 8 * 150 + 5].into_iter().enumerate() {
+        for (i, n) in [1024, 8 * 150 + 5].into_iter().enumerate() {
             for norm in [Norm::Layer, Norm::Rms] {
                 let plans = fly_norm::backward_plans(norm, 5, n, DType::BF16, ws, 2);
                 assert!(plans.len() > 10, "{norm:?} n={n}: {} plans", plans.len());
