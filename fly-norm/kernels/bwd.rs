@@ -153,11 +153,13 @@ impl Access {
 /// registers across all the rows of the block. Row-resident tile counts
 /// ([`bwd_fast_resident`]) keep the row's `xhat`, `dy * gamma` and `dy` in registers across
 /// the row reduction; the longer ones read the row (and gamma) a second time after it, from
-/// the L2 the first pass just filled, so that only the partials stay live across it, and
-/// each pass takes its tiles [`bwd_stream_chunk`] at a time: a group's loads wait for a
-/// run-time zero from the previous group's results, so the compilers cannot hoist every
-/// load of the row above the first use (which is what spills: the partials already take
-/// 64 registers for LayerNorm's 32 columns a thread).
+/// the L2 the first pass just filled, so that only the partials stay live across it; each
+/// pass reads its tiles in [`bwd_stream_groups`] groups (a group's loads wait for a run-time
+/// zero from the previous group's results, so the compilers cannot hoist every load of the
+/// row above the first use), and each tile's stores wait for the previous tile's new
+/// partials (so that their adds are not sunk to the end of the row). Without these orders
+/// the kernels spill: the partials already take 64 registers for LayerNorm's 32 columns a
+/// thread.
 fn fast_rows(p: &Params, fam: Family, tiles: u32, scratch: Lds, acc_mode: Access) {
     let dt = fam.dt.scalar();
     let vec = fam.dt.vec();
