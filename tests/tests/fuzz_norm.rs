@@ -822,7 +822,7 @@ fn bwd_strategy() -> impl Strategy<Value = BwdCase> {
         prop_oneof![9 => Just(true), 1 => Just(false)],
         any::<bool>(),
     );
-    // The automatic strategy's threshold (m >= 512) with short rows.
+    // m around the generic path's automatic-strategy threshold (m >= 512), short rows.
     let shape = prop_oneof![
         9 => (m_strategy(), n_strategy()),
         1 => (select(vec![511usize, 512, 513]), 1usize..=8),
