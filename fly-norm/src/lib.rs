@@ -42,10 +42,7 @@ mod layernorm;
 mod rmsnorm;
 mod validate;
 
-pub use bwd::{
-    norm_bwd, norm_bwd_unchecked, norm_bwd_with_plan, BwdBuffers, BwdStrategy, NormBwdArgs,
-};
-pub use bwd_plans::backward_plans;
+pub use bwd::{norm_bwd, norm_bwd_unchecked, BwdBuffers, BwdStrategy, NormBwdArgs};
 pub use config::{Norm, Path, MAX_COLS, MAX_GRID, MAX_ROWS};
 pub use dispatch::{forward_plans, plan_backward, plan_forward, Plan, KEEP_L2_MIN_BYTES};
 /// The element types and dtype enum of every kernel crate.
@@ -60,6 +57,10 @@ pub use rmsnorm::{
     RmsNormArgs,
 };
 pub use validate::MIN_EPS;
+
+// The backward plan sweep's hooks (benchmarks and tuning, not a stable API).
+pub use bwd::norm_bwd_with_plan;
+pub use bwd_plans::backward_plans;
 
 /// Arguments of the LayerNorm forward functions (`m`, `n`, `eps`).
 ///
