@@ -115,6 +115,10 @@ pub(crate) fn check_backward_plan(
         Path::Generic => (b != GENERIC_THREADS).then(|| {
             format!("the generic path runs blocks of exactly {GENERIC_THREADS} threads (got {b})")
         }),
-        Path::Rows(_) => Some("the backward has no multi-row path".to_string()),
+        // The backward runs the fast path (its ragged kernels by `n`) and the generic one.
+        _ => Some(format!(
+            "the backward has no {:?} kernels; use Path::Fast or Path::Generic",
+            plan.path
+        )),
     }
 }

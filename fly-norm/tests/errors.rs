@@ -759,7 +759,11 @@ fn bad_backward_plans() {
         (1024, lin(Path::Fast(2), 4, 512), "in 32..=256"),
         (1024, lin(Path::Fast(2), 4, 96), "does not cover a row"),
         (1024, lin(Path::Fast(2), 0, 128), "grid 0"),
-        (1024, lin(Path::Rows(4), 1, 256), "no multi-row path"),
+        (
+            1024,
+            lin(Path::Rows(4), 1, 256),
+            "the backward has no Rows(4) kernels",
+        ),
         (1024, lin(Path::Generic, 4, 128), "exactly 256 threads"),
     ] {
         let e = msg(run(n, p));
