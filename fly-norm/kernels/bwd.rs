@@ -310,11 +310,20 @@ fn fast_rows(p: &Params, fam: Family, tiles: u32, scratch: Lds, acc_mode: Access
         || {
             for (t, acc) in &outs {
                 for (&i, &v) in idx.iter().zip(acc.iter()) {
-                    for e in 0..vec {
-                        let ie = i + e as i32;
-                        if_(ie.lt(p.n), || {
-                            t.atomic_add(ie, v.at(e));
+                    if acc_mode.aligned {
+                        // A vector is inside the row or past its end.
+                        if_(i.lt(p.n), || {
+                            for e in 0..vec {
+                                t.atomic_add(i + e as i32, v.at(e));
+                            }
                         });
+                    } else {
+                        for e in 0..vec {
+                            let ie = i + e as i32;
+                            if_(ie.lt(p.n), || {
+                                t.atomic_add(ie, v.at(e));
+                            });
+                        }
                     }
                 }
             }

@@ -50,9 +50,9 @@ fn bwd_family<T: Element + NormDtype, W: Element + Storage>(s: &Stream, norm: No
 }
 
 /// The private memory (spills) a kernel may use on sm_90, in bytes, as the H200's driver
-/// compiles it: the backward's 8-tile RMSNorm kernels of 2-byte rows (8 B with ptxas 12.9;
-/// every other backward kernel, the row-streaming 4- and 8-tile ones and the ragged ones
-/// included, none: see `bwd_fast_spill_free`), the 2-byte quant
+/// compiles it: none for the backward (every kernel, the row-streaming 4- and 8-tile ones
+/// and the ragged ones included, is spill-free with ptxas 12.9: see `bwd_fast_spill_free`
+/// and `bench/fly-norm-registers.md`), the 2-byte quant
 /// forward's generic kernel (a few bytes since its 128-bit branch), and the forwards' fast
 /// kernels since the register-resident overflow fallback (H200, session 8: LayerNorm t2
 /// 8-16 B, t4 80 B, t8 64-72 B, generic 8 B; RMSNorm t2 8-40 B, t4 8 B; their speed against
@@ -62,7 +62,6 @@ fn allowed_private_bytes(name: &str) -> u32 {
     let two_byte = !name.contains("_f32_w");
     let fwd = name.starts_with("layernorm_fwd_") || name.starts_with("rmsnorm_fwd_");
     match () {
-        _ if two_byte && name.starts_with("rmsnorm_bwd_") && name.ends_with("_fast_t8") => 16,
         _ if two_byte && name.contains("_fwdq_") && name.ends_with("_generic") => 32,
         _ if fwd && (name.ends_with("_fast_t4") || name.ends_with("_fast_t8")) => 80,
         _ if fwd && name.ends_with("_fast_t2") => 40,
