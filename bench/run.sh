@@ -92,9 +92,12 @@ if [ "${SKIP_COMM:-0}" != 1 ]; then
   fi
 fi
 
-# Every forward plan of fly-norm at the bench shapes (< 1 min; SKIP_SWEEP=1 skips it).
+# Every forward and backward plan of fly-norm at the bench shapes (a few minutes; SKIP_SWEEP=1
+# skips them).
 if [ "${SKIP_SWEEP:-0}" != 1 ]; then
   timeout 150 ./bin/fwd_sweep 2>&1 | tee "$OUT/sweep.log"
+  # Every backward plan under both weight-gradient strategies (--budget 100 s).
+  timeout 240 ./bin/bwd_sweep 2>&1 | tee "$OUT/bwd_sweep.log"
 fi
 # Host cost of dropping a buffer that queued kernels use (bench/rt-drop-cost.md).
 ./bin/drop_cost 2>&1 | tee "$OUT/drop_cost.log"

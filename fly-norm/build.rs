@@ -15,7 +15,9 @@ mod fwd;
 #[path = "kernels/ragged.rs"]
 mod ragged;
 
-use config::{families, reduce_name, Family, Kind, Norm, Path};
+use config::{
+    bwd_fast_spill_free, bwd_kernel_name, families, reduce_name, Family, Kind, Norm, Path,
+};
 use flydsl_build::glue::DispatchTable;
 /// The one dtype enum of the workspace (`config.rs` imports it from the crate root).
 pub use flydsl_build::ir::DType;
@@ -26,11 +28,12 @@ fn main() {
     let mut b = flydsl_build::Builder::from_env();
     // Typed launcher tables (see `src/kernels.rs`): per (activation, weight) dtype pair, the
     // (norm, path) -> launcher entries of each kind; per weight dtype, the column sum.
-    let mut tables = [
+    let mut tables = vec![
         DispatchTable::new("FORWARD", "ForwardLaunchers"),
         DispatchTable::new("FORWARD_QUANT", "ForwardQuantLaunchers"),
         DispatchTable::new("BACKWARD", "BackwardLaunchers"),
     ];
+    let mut ragged = DispatchTable::new("BACKWARD_RAGGED", "BackwardLaunchers");
     for fam in families() {
         let t = match fam.kind {
             Kind::Forward => 0,
@@ -40,14 +43,22 @@ fn main() {
         for path in fam.paths() {
             let name = fam.kernel_name(path);
             b = b.kernel(&name, move |t| match fam.kind {
-                Kind::Backward => bwd::build(fam, path, t),
+                Kind::Backward => bwd::build(fam, path, false, t),
                 _ => fwd::build(fam, path, t),
             });
             tables[t] = tables[t]
                 .clone()
                 .entry(&[fam.dt, fam.wdt], key(fam, path), &name);
+            // The backward fast path's kernels for ragged rows (see `kernels/bwd.rs`).
+            let ragged_built = |t| bwd_fast_spill_free(fam.norm, fam.dt, t, true);
+            if fam.kind == Kind::Backward && matches!(path, Path::Fast(t) if ragged_built(t)) {
+                let name = bwd_kernel_name(fam, path, true);
+                b = b.kernel(&name, move |t| bwd::build(fam, path, true, t));
+                ragged = ragged.entry(&[fam.dt, fam.wdt], key(fam, path), &name);
+            }
         }
     }
+    tables.push(ragged);
     let mut colsum = DispatchTable::new("COLSUM", "ColsumLaunchers");
     for w in DType::ALL {
         b = b.kernel(&reduce_name(w), move |t| colsum::build(w, t));

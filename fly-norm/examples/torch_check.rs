@@ -658,7 +658,7 @@ fn group<T: Element + NormDtype + Raw, W: Element + Raw>(
             });
         }
     }
-    let path = format!("{:?}", plan_backward(m, n, T::DTYPE, ws, cus).path);
+    let path = format!("{:?}", plan_backward(norm, m, n, T::DTYPE, ws, cus).path);
     for b in bwds {
         let strat = match b.strategy {
             BwdStrategy::TwoStage => "two_stage",

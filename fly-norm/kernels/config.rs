@@ -175,8 +175,9 @@ pub const fn quant_recomputes(tiles: u32) -> bool {
 pub const QUANT_T8_WEIGHT_CHUNK: u32 = 2;
 /// Tile counts of the forward multi-row path.
 pub const FWD_ROWS_TILES: [u32; 2] = [1, 4];
-/// Tile counts of the backward fast path.
-pub const BWD_FAST_TILES: [u32; 3] = [1, 2, 4];
+/// Tile counts of the backward fast path (8 is not built for LayerNorm of 2-byte elements:
+/// see [`bwd_fast_spill_free`]).
+pub const BWD_FAST_TILES: [u32; 4] = [1, 2, 4, 8];
 /// Threads per block of the generic path (and of the column-reduce kernel).
 pub const GENERIC_THREADS: u32 = 256;
 /// Columns summed by one block of the column-reduce kernel.
@@ -221,30 +222,80 @@ pub const fn fast_tiles(kind: Kind) -> &'static [u32] {
 /// VGPRs, 512 256): so each tile count gets the smallest cap that still covers the rows the
 /// dispatcher sends it (rows up to 256 threads x 8 tiles go to blocks of <= 256 threads; only
 /// the longest rows use the 512-thread caps). The backward sends rows of 257..512 threads to
-/// its largest tile count that runs without spills (see [`bwd_fast_spill_free`]) when the
-/// spilling 4 tiles are the alternative: 2 tiles of 2-byte elements (rows of
-/// 4096 < n <= 8192), which fit the 128 registers of the 512-thread bound; f32 keeps 2 tiles
-/// at 256 (its longer rows take 4 spill-free tiles). Register counts behind these choices:
-/// `bench/fly-norm-registers.md`.
+/// its largest row-resident tile count (see [`bwd_fast_resident`]) before a row-streaming
+/// one: 2 tiles of 2-byte elements (rows of 4096 < n <= 8192), which fit the 128 registers
+/// of the 512-thread bound; f32 keeps 2 tiles at 256 (its longer rows take 4 resident
+/// tiles). The row-streaming tile counts (4 and 8 of 2-byte elements, 8 of f32) take 512.
+/// Register counts behind these choices: `bench/fly-norm-registers.md`.
 pub const fn fast_max_block(kind: Kind, dt: DType, tiles: u32) -> u32 {
     match kind {
-        // The last tile count, or the largest one before the spilling ones.
-        Kind::Backward if tiles >= 4 || !bwd_fast_spill_free(dt, 2 * tiles) => 512,
+        // The last tile count, or the largest one before the row-streaming ones.
+        Kind::Backward if tiles >= 4 || !bwd_fast_resident(dt, 2 * tiles, true) => 512,
         Kind::Backward => 256,
         Kind::ForwardQuant if tiles >= 4 => 512,
         _ if tiles >= 8 => 512,
         _ => 256,
     }
 }
-/// Whether the backward fast path with `tiles` tiles of `dt` fits its register budget
-/// (128 registers at the 512-thread launch bound on sm_90) without spills: at most 16 elements
-/// per thread. The LayerNorm backward keeps x-hat, dy * gamma, dy and two f32 accumulators per
-/// element live across the row reduction, so 4 tiles of 2-byte elements (32 per thread) spill
-/// inside the row loop (so does RMSNorm's; sizes in `bench/fly-norm-registers.md`); 4 tiles
-/// of f32 (16) do not.
-/// The dispatcher prefers a spill-free tile count in a larger block to a spilling one.
-pub const fn bwd_fast_spill_free(dt: DType, tiles: u32) -> bool {
-    tiles * dt.vec() <= 16
+/// Whether the backward fast path with `tiles` tiles of `dt` keeps the row in registers
+/// across the row reduction: at most 16 elements a thread (8 in the ragged kernels, whose
+/// element-wise loads and bounds take more registers). The LayerNorm backward keeps x-hat,
+/// dy * gamma, dy and two f32 partials per element live there, which at 32 elements a thread
+/// spilled about 1 KB a thread inside the row loop (RMSNorm's about 200 B; sizes in
+/// `bench/fly-norm-registers.md`). Longer tile counts read the row a second time after the
+/// reduction (from L2: the block's row was just read), so that only the per-column weight
+/// gradient partials stay live across it.
+pub const fn bwd_fast_resident(dt: DType, tiles: u32, aligned: bool) -> bool {
+    tiles * dt.vec() <= if aligned { 16 } else { 8 }
+}
+/// Whether the backward fast path of `norm` with `tiles` tiles of `dt` is built, for aligned
+/// rows or (`ragged`) for rows that are not a multiple of the vector width, so that it runs
+/// without spills on sm_90 (the 512-thread bound leaves 128 registers): a thread keeps
+/// `tiles * vec` f32 weight-gradient partials per weight gradient across its rows.
+///
+/// - Aligned: at most 64 partials. 8 tiles of 2-byte elements would be 128 for LayerNorm
+///   (dgamma and dbeta), the whole budget, so LayerNorm rows of more than 16384 2-byte
+///   elements take the generic path; RMSNorm's 64 (2-byte) and both norms' f32 ones fit.
+/// - Ragged: at most 32 partials, or 64 with at most 4 tiles: the element-wise loads of 8
+///   tiles (their addresses and bounds) spilled 136..480 B a thread with 64 partials, so
+///   ragged 2-byte RMSNorm rows past 16384 and ragged f32 LayerNorm rows past 8192 take the
+///   generic path.
+pub const fn bwd_fast_spill_free(norm: Norm, dt: DType, tiles: u32, ragged: bool) -> bool {
+    let partials = tiles
+        * dt.vec()
+        * match norm {
+            Norm::Layer => 2,
+            Norm::Rms => 1,
+        };
+    if ragged {
+        partials <= 32 || (partials <= 64 && tiles <= 4)
+    } else {
+        partials <= 64
+    }
+}
+/// In how many groups a row-streaming backward kernel ([`bwd_fast_resident`] false) reads its
+/// tiles in each of its two passes over the row: a group's loads issue after the previous
+/// group's values arrived, so fewer registers hold loads, at the price of one more memory
+/// round trip per group and row (the block has one row in flight). 2 groups for 128-bit
+/// loads; 4 for the ragged kernels' element-wise ones (a 2-byte element takes a register of
+/// its own), which spill with 2 (sm_90 counts in `bench/fly-norm-registers.md`).
+pub const fn bwd_stream_groups(aligned: bool) -> u32 {
+    if aligned {
+        2
+    } else {
+        4
+    }
+}
+/// The name of the backward kernel of `fam` on `path`: [`Family::kernel_name`], with
+/// `_ragged` for the fast path's variant for rows that are not a multiple of the vector
+/// width (element-wise loads; built for every fast-path tile count).
+pub fn bwd_kernel_name(fam: Family, path: Path, ragged: bool) -> String {
+    let name = fam.kernel_name(path);
+    if ragged {
+        name + "_ragged"
+    } else {
+        name
+    }
 }
 /// Register cap of the forward of `fam` on `path` on sm_90 (`.maxnreg`; AMD ignores it), or
 /// none. The vectorised forward paths keep only the x loads of the resident blocks in flight,
@@ -335,7 +386,12 @@ impl Family {
                 v.extend(fast_tiles(self.kind).iter().map(|&t| Path::FastRagged(t)));
                 v.extend(FWD_ROWS_TILES.iter().map(|&t| Path::RowsRagged(t)));
             }
-            Kind::Backward => v.extend(BWD_FAST_TILES.iter().map(|&t| Path::Fast(t))),
+            Kind::Backward => v.extend(
+                BWD_FAST_TILES
+                    .iter()
+                    .filter(|&&t| bwd_fast_spill_free(self.norm, self.dt, t, false))
+                    .map(|&t| Path::Fast(t)),
+            ),
         }
         v.push(Path::Generic);
         v

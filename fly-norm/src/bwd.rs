@@ -1,8 +1,9 @@
 //! The general backward entry point of both norms: validation, strategy choice, the
 //! per-row kernel and the deterministic column sum.
 
-use crate::config::Norm;
-use crate::dispatch::plan_backward;
+use crate::bwd_plans::check_backward_plan;
+use crate::config::{Norm, Path};
+use crate::dispatch::{plan_backward, ragged_rows, Plan};
 use crate::fwd::check_weights;
 use crate::kernels;
 use crate::validate;
@@ -14,15 +15,16 @@ use std::sync::{Mutex, MutexGuard};
 /// How the weight gradients are summed over rows.
 ///
 /// ```
-/// use fly_norm::BwdStrategy;
+/// use fly_norm::{BwdStrategy, Path};
 /// assert_eq!(BwdStrategy::default(), BwdStrategy::Auto);
-/// assert!(BwdStrategy::Auto.two_stage(512, 8192));
-/// assert!(!BwdStrategy::Auto.two_stage(511, 8192));
-/// assert!(!BwdStrategy::Auto.two_stage(4096, 16384));
+/// assert!(BwdStrategy::Auto.two_stage(1, 16384, Path::Fast(4)));
+/// assert!(BwdStrategy::Auto.two_stage(512, 8192, Path::Generic));
+/// assert!(!BwdStrategy::Auto.two_stage(511, 8192, Path::Generic));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BwdStrategy {
-    /// Two-stage when `m >= 512 && n <= 8192` (the reference library's rule), else atomic.
+    /// Two-stage on the fast path (always); on the generic path two-stage when
+    /// `m >= 512 && n <= 8192` (the reference library's rule), else atomic.
     #[default]
     Auto,
     /// Each block adds its column sums into one f32 row with f32 atomics (the summation
@@ -34,18 +36,26 @@ pub enum BwdStrategy {
 }
 
 impl BwdStrategy {
-    /// Whether this strategy uses the two-stage reduction for `m` rows of `n`.
+    /// Whether this strategy uses the two-stage reduction for `m` rows of `n` on `path`.
+    ///
+    /// `Auto` takes it wherever it wins by construction: on the fast path a block's partials
+    /// are its registers, written once as a row of 128-bit stores (the column sum then reads
+    /// `grid * n` f32, coalesced along the row, a few percent of the backward's traffic at
+    /// most), while the atomics are `vec` scalar atomics a thread whose lanes are a vector
+    /// apart (they do not coalesce). On the generic path every row updates the partials
+    /// element by element, where coalesced atomics win when there are few rows or long ones.
     ///
     /// ```
-    /// use fly_norm::BwdStrategy;
-    /// assert!(BwdStrategy::Auto.two_stage(4096, 8192)); // many rows, short enough
-    /// assert!(!BwdStrategy::Auto.two_stage(64, 8192)); // few rows: atomics
-    /// assert!(!BwdStrategy::Auto.two_stage(4096, 16384)); // long rows: atomics
-    /// assert!(BwdStrategy::TwoStage.two_stage(1, 1));
+    /// use fly_norm::{BwdStrategy, Path};
+    /// assert!(BwdStrategy::Auto.two_stage(4096, 8192, Path::Fast(2)));
+    /// assert!(!BwdStrategy::Auto.two_stage(64, 8192, Path::Generic)); // few rows: atomics
+    /// assert!(!BwdStrategy::Auto.two_stage(4096, 65536, Path::Generic)); // long rows: atomics
+    /// assert!(BwdStrategy::TwoStage.two_stage(1, 1, Path::Generic));
+    /// assert!(!BwdStrategy::Atomic.two_stage(4096, 8192, Path::Fast(2)));
     /// ```
-    pub fn two_stage(self, m: usize, n: usize) -> bool {
+    pub fn two_stage(self, m: usize, n: usize, path: Path) -> bool {
         match self {
-            BwdStrategy::Auto => m >= 512 && n <= 8192,
+            BwdStrategy::Auto => path != Path::Generic || (m >= 512 && n <= 8192),
             BwdStrategy::Atomic => false,
             BwdStrategy::TwoStage => true,
         }
@@ -215,7 +225,7 @@ pub(crate) fn backward<T: Element, W: Element>(
 ) -> Result<()> {
     validate(call, stream, norm, &bufs, &args)?;
     // SAFETY: every buffer's device and length was checked against (m, n) above.
-    unsafe { run(call, stream, norm, bufs, args) }
+    unsafe { run(call, stream, norm, bufs, args, None) }
 }
 
 /// [`norm_bwd`] without validation.
@@ -255,21 +265,76 @@ pub unsafe fn norm_bwd_unchecked<T: Element, W: Element>(
             norm,
             bufs,
             args,
+            None,
         )
     }
 }
 
+/// [`norm_bwd`] on an explicit [`Plan`] instead of the dispatcher's, for benchmarks and tuning
+/// (`examples/bwd_sweep.rs` times every plan of [`backward_plans`](crate::backward_plans));
+/// not a stable API. Validates the buffers as [`norm_bwd`] does, and the plan against the
+/// shape, dtype and the device's wave size (see `check_backward_plan`: the path must be built
+/// for the family, the 1-D block a multiple of the wave size within the path's launch bound
+/// that covers a row, the grid 1..=2^20 blocks). An invalid plan is an error naming the fix,
+/// never a launch.
+///
+/// ```
+/// use fly_norm::{backward_plans, norm_bwd_with_plan, BwdBuffers, DType, Norm, NormBwdArgs, Path};
+/// use flydsl_rt::{Device, DeviceBuffer};
+/// let dev = Device::sim(flydsl_rt::Target::Gfx942); // or Device::best()?
+/// let s = dev.stream().unwrap();
+/// let (m, n) = (3, 256);
+/// let buf = |v: f32, len: usize| DeviceBuffer::from_slice(&dev, &vec![v; len]).unwrap();
+/// let (x, g, dy, rstd) = (buf(2.0, m * n), buf(1.0, n), buf(1.0, m * n), buf(0.5, m));
+/// let (mut dx, mut dg) = (buf(0.0, m * n), buf(0.0, n));
+/// let plan = backward_plans(Norm::Rms, m, n, DType::F32, dev.wave_size(), 4)
+///     .into_iter()
+///     .find(|p| p.path == Path::Fast(2))
+///     .unwrap();
+/// let bufs = BwdBuffers { x: &x, gamma: &g, dy: &dy, mean: None, rstd: &rstd, dresidual: None, dx: &mut dx, dgamma: &mut dg, dbeta: None };
+/// norm_bwd_with_plan(&s, Norm::Rms, bufs, NormBwdArgs::new(m, n), plan).unwrap();
+/// assert!(dg.to_vec().unwrap().iter().all(|&v| v == 3.0)); // 3 rows of dy * x * rstd = 1
+/// // A block that is not a whole number of waves is refused.
+/// let mut bad = plan;
+/// bad.cfg.block[0] = dev.wave_size() + 1;
+/// let bufs = BwdBuffers { x: &x, gamma: &g, dy: &dy, mean: None, rstd: &rstd, dresidual: None, dx: &mut dx, dgamma: &mut dg, dbeta: None };
+/// assert!(norm_bwd_with_plan(&s, Norm::Rms, bufs, NormBwdArgs::new(m, n), bad).is_err());
+/// ```
+#[doc(hidden)]
+pub fn norm_bwd_with_plan<T: Element, W: Element>(
+    stream: &Stream,
+    norm: Norm,
+    bufs: BwdBuffers<'_, T, W>,
+    args: NormBwdArgs,
+    plan: Plan,
+) -> Result<()> {
+    let call = Call::new("fly_norm::norm_bwd_with_plan");
+    validate(call, stream, norm, &bufs, &args)?;
+    let wave = stream.device().wave_size();
+    if let Some(why) = check_backward_plan(&plan, norm, args.n, T::DTYPE, wave) {
+        return Err(call.error(
+            "plan",
+            format_args!("{plan:?}"),
+            why,
+            "pass a plan of fly_norm::backward_plans for this shape, dtype and device",
+        ));
+    }
+    // SAFETY: the buffers were validated against (m, n) and the plan against the shape.
+    unsafe { run(call, stream, norm, bufs, args, Some(plan)) }
+}
+
 /// The backward of validated arguments: checks that the device can run both kernels, then
-/// zeroes or launches.
+/// zeroes or launches, on `plan` or the dispatcher's.
 ///
 /// # Safety
-/// As [`norm_bwd_unchecked`].
+/// As [`norm_bwd_unchecked`], and `plan` must fit the shape (see `check_backward_plan`).
 unsafe fn run<T: Element, W: Element>(
     call: Call<'_>,
     stream: &Stream,
     norm: Norm,
     bufs: BwdBuffers<'_, T, W>,
     args: NormBwdArgs,
+    plan: Option<Plan>,
 ) -> Result<()> {
     let dev = stream.device();
     let BwdBuffers {
@@ -283,13 +348,16 @@ unsafe fn run<T: Element, W: Element>(
         dgamma,
         dbeta,
     } = bufs;
-    let plan = plan_backward(
-        args.m.max(1),
-        args.n,
-        T::DTYPE,
-        dev.wave_size(),
-        dev.compute_units(),
-    );
+    let plan = plan.unwrap_or_else(|| {
+        plan_backward(
+            norm,
+            args.m.max(1),
+            args.n,
+            T::DTYPE,
+            dev.wave_size(),
+            dev.compute_units(),
+        )
+    });
     let missing = || {
         call.fail(format!(
             "no {} backward kernel for {} activations and {} weights on {:?}; this is a \
@@ -300,7 +368,13 @@ unsafe fn run<T: Element, W: Element>(
             plan.path
         ))
     };
-    let f = kernels::backward::<T, W>(norm, plan.path).ok_or_else(missing)?;
+    let ragged = ragged_rows(args.n, T::DTYPE) && plan.path != Path::Generic;
+    let f = if ragged {
+        kernels::backward_ragged::<T, W>(norm, plan.path)
+    } else {
+        kernels::backward::<T, W>(norm, plan.path)
+    };
+    let f = f.ok_or_else(missing)?;
     let sum = kernels::colsum::<W>().ok_or_else(missing)?;
     if args.m == 0 {
         dgamma.memset_zero()?;
@@ -312,7 +386,7 @@ unsafe fn run<T: Element, W: Element>(
     // Both kernels must run on this device before anything is written.
     call.kernel(stream, f.kernel)?;
     call.kernel(stream, sum.kernel)?;
-    let two = args.strategy.two_stage(args.m, args.n);
+    let two = args.strategy.two_stage(args.m, args.n, plan.path);
     let rows = if two { plan.cfg.grid[0] as usize } else { 1 };
     let part_len = rows * args.n;
     let layer = norm == Norm::Layer;

@@ -291,88 +291,110 @@ fn plan_forward_path(m: usize, n: usize, dt: DType, quant: bool, wave: u32, cus:
     }
 }
 
-/// The backward plan: the fast path for vector-width rows, else generic. The fast path takes
-/// the smallest tile count keeping the block at <= 256 threads, else within the tile count's
-/// block cap, among the tile counts that run without register spills (at most 16 elements a
-/// thread, see `bwd_fast_spill_free` in `kernels/config.rs`); only rows too long for those
-/// take a spilling one. So 2-byte rows of 4096 < n <= 8192 take 2 tiles in blocks of up
-/// to 512 threads rather than 4 tiles (32 elements a thread) in blocks of <= 256. (The
-/// generic path is slower still at those lengths, its weight-gradient atomics no longer
-/// coalescing: `bench/fly-norm-dispatch.md`.)
+/// The backward plan for `m` rows of `n` elements of `dt` on a device with waves of `wave`
+/// lanes and `cus` compute units (`m, n >= 1`). The rules, each with its reason:
 ///
-/// The grid is persistent (each block loops over rows, accumulating its weight-gradient
-/// columns in registers) and every block writes one f32 partial row per weight gradient, which
-/// the column-sum kernel then reads: so the grid is kept small, just enough blocks per compute
-/// unit to keep about 64 KiB of `x` and `dy` loads in flight per unit (at least 1, at most 4,
-/// and within 2048 threads per unit), and the rows are split evenly over it. A block of more
-/// than 256 threads counts as a whole unit: its kernel's 512-thread launch bound lets a thread
-/// take 128 registers (sm_90; 256 VGPRs on AMD), so a second such block need not fit, and the
-/// extra blocks would only run after the first ones, each adding a partial row.
+/// 1. **The fast path for every `n` it can hold**, ragged or not (a block keeps its columns'
+///    weight-gradient partials in registers over all its rows, so the weight-gradient
+///    reduction costs one partial row per block, whatever `m`). Rows that are not a
+///    multiple of the vector width run the same kernels with element-wise loads (their row
+///    starts are not 16-byte aligned; see `kernels/bwd.rs`): the generic path's per-element
+///    read-modify-write of the partials (or per-element atomics) is far slower.
+/// 2. **Tile count**: the smallest one keeping the block at <= 256 threads among the
+///    row-resident tile counts (at most 16 elements a thread, `bwd_fast_resident` in
+///    `kernels/config.rs`), else the smallest row-resident one within its block cap (2-byte
+///    rows of 4096 < n <= 8192: 2 tiles in blocks of up to 512 threads), else the smallest
+///    row-streaming one that is built (`bwd_fast_spill_free`): rows too long to stay in
+///    registers are read twice, the second time from L2, so that only the partials stay
+///    live. Fewer elements a thread in larger blocks keep more loads in flight per register.
+/// 3. **Generic** only for rows no built fast kernel holds (`bwd_fast_spill_free`):
+///    LayerNorm rows of more than 16384 2-byte or f32 elements, RMSNorm rows of more than
+///    32768 2-byte / 16384 f32 elements; ragged rows: LayerNorm past 16384 2-byte / 8192 f32
+///    elements, RMSNorm past 16384 2-byte / 16384 f32 elements. Ragged rows take the same
+///    plan as aligned rows of the same vector count wherever their kernel is built.
+/// 4. **Persistent grid**: every block writes one f32 partial row per weight gradient, which
+///    the column-sum kernel then reads; so the grid is kept small, just enough blocks per
+///    compute unit to keep about 64 KiB of `x` and `dy` loads in flight per unit (at least
+///    1, at most 4, and within 2048 threads per unit), and the rows are split evenly over it.
+///    A block of more than 256 threads counts as a whole unit: its kernel's 512-thread launch
+///    bound lets a thread take 128 registers (sm_90; 256 VGPRs on AMD), so a second such
+///    block need not fit, and the extra blocks would only run after the first ones, each
+///    adding a partial row.
+///
+/// (At (4096, 16384) bf16 the earlier spilling 4-tile kernel ran LayerNorm at 670 GB/s and a
+/// generic path with 128-bit loads at 213: `bench/fly-norm-dispatch.md`.)
 ///
 /// ```
-/// use fly_norm::{plan_backward, DType, Path};
-/// let p = plan_backward(32768, 8192, DType::BF16, 32, 132);
+/// use fly_norm::{plan_backward, DType, Norm, Path};
+/// let p = plan_backward(Norm::Rms, 32768, 8192, DType::BF16, 32, 132);
 /// assert_eq!(p.path, Path::Fast(2));
 /// assert_eq!(p.cfg.block, [512, 1, 1]);
 /// // 1 block per SM, the rows split evenly: 249 per block.
 /// assert_eq!(p.cfg.grid, [132, 1, 1]);
-/// let p = plan_backward(4096, 8192, DType::BF16, 32, 132);
+/// let p = plan_backward(Norm::Layer, 4096, 8192, DType::BF16, 32, 132);
 /// assert_eq!(p.cfg.grid, [128, 1, 1]); // 32 rows per block
-/// // f32 rows of 8192: 4 tiles of 4 elements (spill-free), 512 threads, 1 block per SM.
-/// let p = plan_backward(4096, 8192, DType::F32, 32, 132);
+/// // f32 rows of 8192: 4 tiles of 4 elements (row-resident), 512 threads, 1 block per SM.
+/// let p = plan_backward(Norm::Layer, 4096, 8192, DType::F32, 32, 132);
 /// assert_eq!((p.path, p.cfg.block, p.cfg.grid), (Path::Fast(4), [512, 1, 1], [128, 1, 1]));
 /// // 2 tiles in 256 threads: 4 blocks per SM (16 KiB of loads per block row).
-/// let p = plan_backward(32768, 4096, DType::BF16, 32, 132);
+/// let p = plan_backward(Norm::Rms, 32768, 4096, DType::BF16, 32, 132);
 /// assert_eq!((p.path, p.cfg.block, p.cfg.grid), (Path::Fast(2), [256, 1, 1], [521, 1, 1]));
-/// // 2-byte rows past 8192 take the (spilling) 4-tile kernel.
-/// assert_eq!(plan_backward(4096, 16384, DType::BF16, 32, 132).path, Path::Fast(4));
+/// // 2-byte rows past 8192 stream the row twice with 4 tiles; f32 ones with 8.
+/// assert_eq!(plan_backward(Norm::Layer, 4096, 16384, DType::BF16, 32, 132).path, Path::Fast(4));
+/// assert_eq!(plan_backward(Norm::Layer, 4096, 16384, DType::F32, 32, 132).path, Path::Fast(8));
+/// // Ragged rows take the fast path too; only rows longer than every built kernel are generic.
+/// assert_eq!(plan_backward(Norm::Rms, 8, 1021, DType::BF16, 32, 132).path, Path::Fast(1));
+/// assert_eq!(plan_backward(Norm::Layer, 8, 16385, DType::BF16, 32, 132).path, Path::Generic);
+/// assert_eq!(plan_backward(Norm::Rms, 8, 16392, DType::BF16, 32, 132).path, Path::Fast(8));
+/// assert_eq!(plan_backward(Norm::Rms, 8, 16385, DType::BF16, 32, 132).path, Path::Generic);
 /// ```
-pub fn plan_backward(m: usize, n: usize, dt: DType, wave: u32, cus: u32) -> Plan {
-    let ws = wave as usize;
+pub fn plan_backward(norm: Norm, m: usize, n: usize, dt: DType, wave: u32, cus: u32) -> Plan {
+    use crate::config::bwd_fast_resident;
+    let ws = wave.max(1) as usize;
     let vec = dt.vec() as usize;
-    let elem = dt.bytes() as usize;
-    // Blocks per compute unit for a block whose row step loads `row_bytes` (x and dy).
-    let persistent = |block: usize, row_bytes: usize| {
-        let per_cu = (64 * 1024usize)
-            .div_ceil(row_bytes.max(1))
-            .clamp(1, 4)
-            .min((2048 / block).max(1));
-        let per_cu = if block > 256 { 1 } else { per_cu };
-        let target = m.min(cus.max(1) as usize * per_cu).max(1);
-        // Even split: the fewest blocks that give every block the same number of rows.
-        grid(m.div_ceil(m.div_ceil(target)))
-    };
-    if multiple_of(n, vec) {
-        let v = n / vec;
-        // (block cap, spill-free tile counts only), in order of preference.
-        for (cap, spill_free) in [(Some(256usize), true), (None, true), (None, false)] {
-            let fits = |t: u32| {
-                (!spill_free || bwd_fast_spill_free(dt, t))
-                    && v.div_ceil(t as usize)
-                        <= cap.unwrap_or(fast_max_block(Kind::Backward, dt, t) as usize)
-            };
-            if let Some(t) = fast_tiles(Kind::Backward)
-                .iter()
-                .copied()
-                .find(|&t| fits(t))
-            {
-                let block = round_up(v.div_ceil(t as usize), ws);
-                return Plan {
-                    path: Path::Fast(t),
-                    cfg: LaunchConfig::linear(
-                        persistent(block, 2 * block * t as usize * 16),
-                        block as u32,
-                    ),
-                    lanes: 0,
-                    keep_l2: false,
-                };
-            }
+    let v = n.div_ceil(vec);
+    let ragged = ragged_rows(n, dt);
+    // (block cap, row-resident tile counts only), in order of preference.
+    for (cap, resident) in [(Some(256usize), true), (None, true), (None, false)] {
+        let fits = |t: u32| {
+            bwd_fast_spill_free(norm, dt, t, ragged)
+                && (!resident || bwd_fast_resident(dt, t, true))
+                && v.div_ceil(t as usize)
+                    <= cap.unwrap_or(fast_max_block(Kind::Backward, dt, t) as usize)
+        };
+        if let Some(t) = fast_tiles(Kind::Backward)
+            .iter()
+            .copied()
+            .find(|&t| fits(t))
+        {
+            let block = round_up(v.div_ceil(t as usize), ws);
+            return bwd_plan(m, Path::Fast(t), block, 2 * block * t as usize * 16, cus);
         }
     }
     let b = GENERIC_THREADS as usize;
+    bwd_plan(m, Path::Generic, b, 2 * b * dt.bytes() as usize, cus)
+}
+
+/// Whether rows of `n` elements of `dt` are ragged: not a multiple of the vector width, so
+/// their starts are not 16-byte aligned (the backward's ragged kernels serve them).
+pub(crate) fn ragged_rows(n: usize, dt: DType) -> bool {
+    !multiple_of(n, dt.vec() as usize)
+}
+
+/// A backward plan on `path` with blocks of `block` threads, whose row step loads
+/// `row_bytes` (x and dy), on the persistent grid of [`plan_backward`]'s rule 4.
+pub(crate) fn bwd_plan(m: usize, path: Path, block: usize, row_bytes: usize, cus: u32) -> Plan {
+    let per_cu = (64 * 1024usize)
+        .div_ceil(row_bytes.max(1))
+        .clamp(1, 4)
+        .min((2048 / block.max(1)).max(1));
+    let per_cu = if block > 256 { 1 } else { per_cu };
+    let target = m.min(cus.max(1) as usize * per_cu).max(1);
+    // Even split: the fewest blocks that give every block the same number of rows.
+    let blocks = m.max(1).div_ceil(m.max(1).div_ceil(target));
     Plan {
-        path: Path::Generic,
-        cfg: LaunchConfig::linear(persistent(b, 2 * b * elem), GENERIC_THREADS),
+        path,
+        cfg: LaunchConfig::linear(grid(blocks), block as u32),
         lanes: 0,
         keep_l2: false,
     }

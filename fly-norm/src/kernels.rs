@@ -104,7 +104,7 @@ impl ElementMap2 for ForwardQuantLaunchers {
     type Of<T: Element, W: Element> = Launchers<Key, NormForwardQuantFn<T, W>>;
 }
 
-/// Backward launchers (table `BACKWARD`).
+/// Backward launchers (tables `BACKWARD` and `BACKWARD_RAGGED`).
 pub(crate) struct BackwardLaunchers;
 impl ElementMap2 for BackwardLaunchers {
     type Of<T: Element, W: Element> = Launchers<Key, NormBackwardFn<T, W>>;
@@ -141,6 +141,15 @@ pub(crate) fn backward<T: Element, W: Element>(
     path: Path,
 ) -> Option<&'static Launcher<Key, NormBackwardFn<T, W>>> {
     flydsl_rt::launcher(BACKWARD.get2::<T, W>(), &(norm, path))
+}
+
+/// As [`backward`] for the fast path's kernels for rows that are not a multiple of the vector
+/// width (`None` off the fast path: the generic path takes any row).
+pub(crate) fn backward_ragged<T: Element, W: Element>(
+    norm: Norm,
+    path: Path,
+) -> Option<&'static Launcher<Key, NormBackwardFn<T, W>>> {
+    flydsl_rt::launcher(BACKWARD_RAGGED.get2::<T, W>(), &(norm, path))
 }
 
 /// The column-sum kernel writing `W`.

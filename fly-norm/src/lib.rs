@@ -33,6 +33,7 @@
 #![warn(missing_docs)]
 
 mod bwd;
+mod bwd_plans;
 #[path = "../kernels/config.rs"]
 mod config;
 mod dispatch;
@@ -58,6 +59,10 @@ pub use rmsnorm::{
     RmsNormArgs,
 };
 pub use validate::MIN_EPS;
+
+// The backward plan sweep's hooks (benchmarks and tuning, not a stable API).
+pub use bwd::norm_bwd_with_plan;
+pub use bwd_plans::backward_plans;
 
 /// Arguments of the LayerNorm forward functions (`m`, `n`, `eps`).
 ///

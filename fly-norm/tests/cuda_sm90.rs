@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{bwd_case, cuda_stream, fwd_case, n_for_bwd, n_for_fwd};
+use common::{bwd_case, bwd_paths, cuda_stream, fwd_case, n_for_bwd, n_for_fwd};
 use fly_norm::{kernels, BwdStrategy, Element, Norm, Path};
 use flydsl_rt::Stream;
 use flydsl_testutil::compare::Storage;
@@ -46,17 +46,25 @@ fn fwd_family<T: Element + NormDtype, W: Element + Storage>(s: &Stream, norm: No
 }
 
 fn bwd_family<T: Element + NormDtype, W: Element + Storage>(s: &Stream, norm: Norm) {
-    for path in [Path::Fast(1), Path::Fast(2), Path::Fast(4), Path::Generic] {
-        let n = n_for_bwd(path, T::DTYPE);
+    for path in bwd_paths(norm, T::DTYPE) {
+        let n = n_for_bwd(norm, path, T::DTYPE);
         for strategy in [BwdStrategy::Atomic, BwdStrategy::TwoStage] {
             bwd_case::case::<T, W>(s, norm, 300, n, strategy, norm == Norm::Rms, 11);
         }
     }
+    // Ragged rows (the fast path's element-wise branch) and the common hidden sizes, under
+    // the automatic strategy.
+    for n in [
+        1, 7, 129, 1021, 4096, 8191, 8192, 14336, 16383, 16384, 16385,
+    ] {
+        bwd_case::case::<T, W>(s, norm, 37, n, BwdStrategy::Auto, false, n as u64);
+    }
 }
 
 /// The private memory (spills) a kernel may use on sm_90, in bytes, as the H200's driver
-/// compiles it: the backward's 4-tile kernels of 2-byte rows (rows of 8192 < n <= 16384,
-/// where no spill-free tile count fits; see `bwd_fast_spill_free`), the 2-byte quant
+/// compiles it: none for the backward (every kernel, the row-streaming 4- and 8-tile ones
+/// and the ragged ones included, is spill-free with ptxas 12.9: see `bwd_fast_spill_free`
+/// and `bench/fly-norm-registers.md`), the 2-byte quant
 /// forward's generic kernel (a few bytes since its 128-bit branch), and the forwards' fast
 /// kernels since the register-resident overflow fallback (H200, session 8: LayerNorm t2
 /// 8-16 B, t4 80 B, t8 64-72 B, generic 8 B; RMSNorm t2 8-40 B, t4 8 B; their speed against
@@ -67,8 +75,6 @@ fn allowed_private_bytes(name: &str) -> u32 {
     let fwd = name.starts_with("layernorm_fwd_") || name.starts_with("rmsnorm_fwd_");
     let fwd_any = fwd || name.contains("_fwdq_");
     match () {
-        _ if two_byte && name.starts_with("layernorm_bwd_") && name.ends_with("_fast_t4") => 1024,
-        _ if two_byte && name.starts_with("rmsnorm_bwd_") && name.ends_with("_fast_t4") => 320,
         _ if two_byte && name.contains("_fwdq_") && name.ends_with("_generic") => 32,
         _ if fwd && (name.ends_with("_fast_t4") || name.ends_with("_fast_t8")) => 80,
         _ if fwd && name.ends_with("_fast_t2") => 40,

@@ -701,3 +701,79 @@ fn failed_backward_calls_leave_outputs_unchanged() {
         check_failure(&s, &io, name, "m = 0 and dx elsewhere", r, "`dx`");
     }
 }
+
+/// Backward plans that do not fit the shape, dtype or device are errors naming the function,
+/// the plan and the problem, before any write; every plan of `backward_plans` is accepted.
+#[test]
+fn bad_backward_plans() {
+    let s = sim(Target::Sm90); // wave 32
+    let run = |n: usize, p: Plan| {
+        let m = 4;
+        let (x, dy) = (zeros::<f32>(&s, m * n), zeros::<f32>(&s, m * n));
+        let (g, rstd) = (zeros::<f32>(&s, n), zeros::<f32>(&s, m));
+        let mut dx = zeros::<f32>(&s, m * n);
+        let mut dg = up(&s, &vec![7.0f32; n]);
+        let b = BwdBuffers {
+            x: &x,
+            gamma: &g,
+            dy: &dy,
+            mean: None,
+            rstd: &rstd,
+            dresidual: None,
+            dx: &mut dx,
+            dgamma: &mut dg,
+            dbeta: None,
+        };
+        let r = norm_bwd_with_plan(&s, Norm::Rms, b, NormBwdArgs::new(m, n), p);
+        if r.is_err() {
+            assert!(
+                dg.to_vec().unwrap().iter().all(|&v| v == 7.0),
+                "{p:?} wrote dgamma"
+            );
+        }
+        r
+    };
+    for n in [1024, 1023] {
+        for p in backward_plans(Norm::Rms, 4, n, DType::F32, 32, 4) {
+            run(n, p).unwrap_or_else(|e| panic!("n={n} {p:?}: {e}"));
+        }
+    }
+    let lin = |path, grid, block| Plan {
+        path,
+        cfg: flydsl_rt::LaunchConfig::linear(grid, block),
+        lanes: 0,
+        keep_l2: false,
+    };
+    // f32 rows of 1024: 256 vectors.
+    for (n, p, want) in [
+        (
+            1024,
+            lin(Path::Fast(3), 4, 128),
+            "no rmsnorm backward fast-path kernel with 3 tiles",
+        ),
+        (
+            1024,
+            lin(Path::Fast(2), 4, 100),
+            "multiple of the wave size 32",
+        ),
+        (1024, lin(Path::Fast(2), 4, 512), "in 32..=256"),
+        (1024, lin(Path::Fast(2), 4, 96), "does not cover a row"),
+        (1024, lin(Path::Fast(2), 0, 128), "grid 0"),
+        (
+            1024,
+            lin(Path::Rows(4), 1, 256),
+            "the backward has no Rows(4) kernels",
+        ),
+        (1024, lin(Path::Generic, 4, 128), "exactly 256 threads"),
+    ] {
+        let e = msg(run(n, p));
+        assert!(e.starts_with("fly_norm::norm_bwd_with_plan: `plan`"), "{e}");
+        assert!(e.contains(want), "{p:?}: {e}");
+    }
+    let mut p = lin(Path::Fast(2), 4, 128);
+    p.cfg.grid[1] = 2;
+    assert!(msg(run(1024, p)).contains("1-D"));
+    let mut p = lin(Path::Fast(2), 4, 128);
+    p.lanes = 8;
+    assert!(msg(run(1024, p)).contains("lanes 8 must be 0"));
+}

@@ -265,18 +265,24 @@ fn huge_rows_forward_bf16() {
 }
 
 /// Backward of rows of 1e30 with the reference forward's statistics (as f32), on the fast
-/// and the generic backward paths: dx (of the order of rstd, 1e-30) within the dtype's
+/// path's aligned and ragged kernels and the generic path (rows of 16385: past every
+/// family's ragged fast kernels): dx (of the order of rstd, 1e-30) within the dtype's
 /// tolerance scaled by the row's rstd, dgamma / dbeta as usual.
 fn huge_bwd<T: Element + Storage + NormDtype>(norm: Norm) {
     let layer = norm == Norm::Layer;
     for t in TARGETS {
         let s = sim(t);
         let ws = t.wave_size();
-        for n in [T::DTYPE.vec() as usize * 37, 127] {
+        for n in [T::DTYPE.vec() as usize * 37, 127, 16385] {
             let mut rng = Rng::new(11 + n as u64);
             let x = huge_rows::<T>(&mut rng, n, 1e30);
             let m = x.len() / n;
-            let path = plan_backward(m, n, T::DTYPE, ws, 64).path;
+            let path = plan_backward(norm, m, n, T::DTYPE, ws, 64).path;
+            assert_eq!(
+                path == fly_norm::Path::Generic,
+                n == 16385,
+                "n={n}: {path:?}"
+            );
             let what = format!("{norm:?} bwd {:?} n={n} {path:?} on {t}", T::DTYPE);
             let (g, _) = weights::<T>(&mut rng, n);
             let dy: Vec<T> = rng

@@ -55,7 +55,7 @@ fn thresholds() -> Vec<usize> {
     for wave in [32u32, 64] {
         for dt in [NormDtype::F32, NormDtype::F16, NormDtype::BF16] {
             let vec = dt.vec() as usize;
-            let keys: [&dyn Fn(usize) -> (fly_norm::Path, u32, bool); 4] = [
+            let keys: [&dyn Fn(usize) -> (fly_norm::Path, u32, bool); 5] = [
                 &|n| {
                     let p = fly_norm::plan_forward(fly_norm::Norm::Rms, 1, n, dt, false, wave, 64);
                     (p.path, p.lanes, p.cfg.block[0] > 256)
@@ -70,7 +70,11 @@ fn thresholds() -> Vec<usize> {
                     (p.path, p.lanes, p.cfg.block[0] > 256)
                 },
                 &|n| {
-                    let p = fly_norm::plan_backward(1, n, dt, wave, 64);
+                    let p = fly_norm::plan_backward(fly_norm::Norm::Rms, 1, n, dt, wave, 64);
+                    (p.path, 0, p.cfg.block[0] > 256)
+                },
+                &|n| {
+                    let p = fly_norm::plan_backward(fly_norm::Norm::Layer, 1, n, dt, wave, 64);
                     (p.path, 0, p.cfg.block[0] > 256)
                 },
             ];
@@ -818,7 +822,7 @@ fn bwd_strategy() -> impl Strategy<Value = BwdCase> {
         prop_oneof![9 => Just(true), 1 => Just(false)],
         any::<bool>(),
     );
-    // The automatic strategy's threshold (m >= 512) with short rows.
+    // m around the generic path's automatic-strategy threshold (m >= 512), short rows.
     let shape = prop_oneof![
         9 => (m_strategy(), n_strategy()),
         1 => (select(vec![511usize, 512, 513]), 1usize..=8),

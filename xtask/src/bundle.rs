@@ -1,6 +1,6 @@
 //! `cargo xtask device-bundle`: build the sm90 test binaries, the bench/verify binary
-//! (xtask itself), the launch-overhead and drop-cost examples, fly-norm's forward plan sweep
-//! (`fwd_sweep`) and its torch cross-check (`torch_check`), the GEMM proof bench and the
+//! (xtask itself), the launch-overhead and drop-cost examples, fly-norm's forward and backward
+//! plan sweeps (`fwd_sweep`, `bwd_sweep`) and its torch cross-check (`torch_check`), the GEMM proof bench and the
 //! fly-attn bench (`gemm_bench`, `attn_bench`: both fly-attn kernels on sm90) and fly-comm's
 //! `allreduce_bench` in release mode (stripped), and copy them with the torch peer and
 //! cross-check scripts, `py_check.py` and (`--wheel DIR`) a built `flydsl` wheel and an
@@ -143,6 +143,8 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             "sm90",
             "--example",
             "fwd_sweep",
+            "--example",
+            "bwd_sweep",
             "--example",
             "torch_check",
         ],

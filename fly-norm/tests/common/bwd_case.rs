@@ -2,7 +2,9 @@
 //! reference (statistics from the reference forward).
 
 use super::*;
-use fly_norm::{norm_bwd, BwdBuffers, BwdStrategy, DType, Element, Norm, NormBwdArgs};
+use fly_norm::{
+    norm_bwd, norm_bwd_with_plan, BwdBuffers, BwdStrategy, DType, Element, Norm, NormBwdArgs, Plan,
+};
 use flydsl_rt::Stream;
 use flydsl_testutil::compare::{widen, Storage};
 use flydsl_testutil::norm::{
@@ -20,8 +22,23 @@ pub fn case<T: Element + NormDtype, W: Element + Storage>(
     dres: bool,
     seed: u64,
 ) {
+    case_on::<T, W>(s, norm, m, n, strategy, dres, seed, None);
+}
+
+/// [`case`] on `plan` (through `norm_bwd_with_plan`), or the dispatcher's plan.
+#[allow(clippy::too_many_arguments)]
+pub fn case_on<T: Element + NormDtype, W: Element + Storage>(
+    s: &Stream,
+    norm: Norm,
+    m: usize,
+    n: usize,
+    strategy: BwdStrategy,
+    dres: bool,
+    seed: u64,
+    plan: Option<Plan>,
+) {
     let what = format!(
-        "{norm:?} bwd {:?}/{:?} m={m} n={n} {strategy:?} dres={dres} on {}",
+        "{norm:?} bwd {:?}/{:?} m={m} n={n} {strategy:?} dres={dres} plan={plan:?} on {}",
         T::DTYPE,
         W::DTYPE,
         s.device().target()
@@ -79,8 +96,12 @@ pub fn case<T: Element + NormDtype, W: Element + Storage>(
         dgamma: &mut dg,
         dbeta: layer.then_some(&mut db),
     };
-    norm_bwd(s, norm, bufs, NormBwdArgs { m, n, strategy })
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let args = NormBwdArgs { m, n, strategy };
+    match plan {
+        Some(p) => norm_bwd_with_plan(s, norm, bufs, args, p),
+        None => norm_bwd(s, norm, bufs, args),
+    }
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
     check(
         &format!("{what}: dx"),
         &down(&dx),

@@ -6,7 +6,7 @@
 pub mod bwd_case;
 pub mod fwd_case;
 
-use fly_norm::{DType, Element, Path};
+use fly_norm::{DType, Element, Norm, Path};
 use flydsl_rt::{Device, DeviceBuffer, Stream, Target};
 use flydsl_testutil::compare::{max_abs_err, widen, Storage};
 use flydsl_testutil::rng::Rng;
@@ -137,14 +137,27 @@ pub fn n_for_fwd(path: Path, dt: DType, ws: usize) -> usize {
 }
 
 /// A row length that the backward dispatcher sends to `path`.
-pub fn n_for_bwd(path: Path, dt: DType) -> usize {
+pub fn n_for_bwd(norm: Norm, path: Path, dt: DType) -> usize {
     let vec = dt.vec() as usize;
     match path {
         Path::Fast(1) => vec * 37,
         Path::Fast(2) => vec * 300,
-        Path::Fast(_) => vec * 1100,
-        _ => 127,
+        Path::Fast(4) => vec * 1100,
+        Path::Fast(_) => vec * 2100,
+        // One element past the longest fast-path row of the family.
+        _ if norm == Norm::Rms && dt.bytes() == 2 => 32769,
+        _ => 16385,
     }
+}
+
+/// The backward paths built for `norm` and `dt`, fast ones first (see `Family::paths`).
+pub fn bwd_paths(norm: Norm, dt: DType) -> Vec<Path> {
+    let mut v: Vec<Path> = [1, 2, 4].into_iter().map(Path::Fast).collect();
+    if norm == Norm::Rms || dt == DType::F32 {
+        v.push(Path::Fast(8));
+    }
+    v.push(Path::Generic);
+    v
 }
 
 /// Every target.
