@@ -22,13 +22,16 @@
 //! `--budget S` (default 100) stops starting new cases after S seconds. `--sim` runs on the
 //! Sim anyway, a smoke test of the harness (use small `--shape`s; the times mean nothing).
 
+#[path = "sweep_harness/mod.rs"]
+mod harness;
 use fly_norm::{
     backward_plans, norm_bwd_with_plan, plan_backward, BwdBuffers, BwdStrategy, Element, Norm,
     NormBwdArgs, Path, Plan,
 };
 use flydsl_rt::timing::Timer;
-use flydsl_rt::{Backend, Device, DeviceBuffer, LaunchConfig, Result, Stream};
+use flydsl_rt::{Device, DeviceBuffer, LaunchConfig, Result, Stream};
 use half::bf16;
+use harness::Summary;
 use std::time::Instant;
 
 const SHAPES: [(usize, usize); 7] = [
@@ -149,13 +152,6 @@ struct Timed {
     ms: f64,
     maxdiff: Option<f64>,
     err: Option<String>,
-}
-
-struct Summary {
-    what: String,
-    default: Option<(String, f64)>,
-    best: Option<(String, f64)>,
-    bytes: f64,
 }
 
 fn max_diff<T: Element>(a: &[T], b: &[T]) -> f64 {
@@ -345,31 +341,9 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let dev = match Device::best() {
-        Ok(d) => d,
-        Err(e) => {
-            println!("bwd_sweep: skipped: no usable device: {e}");
-            return;
-        }
+    let Some(dev) = harness::device_or_skip("bwd_sweep", opts.sim) else {
+        return;
     };
-    if dev.backend() == Backend::Sim && !opts.sim {
-        println!(
-            "bwd_sweep: skipped: the best device is the Sim ({}): there is no GPU to time",
-            dev.target()
-        );
-        return;
-    }
-    let target = dev.target();
-    if let Some(k) = fly_norm::kernels::ALL_KERNELS.iter().find(|k| {
-        dev.backend() != Backend::Sim && k.for_target(target).and_then(|v| v.code).is_none()
-    }) {
-        println!(
-            "bwd_sweep: skipped: kernel {} has no {target} code object; build with the \
-             target's feature (e.g. --features sm90)",
-            k.name
-        );
-        return;
-    }
     if let Err(e) = sweep(dev, opts) {
         eprintln!("bwd_sweep: {e}");
         std::process::exit(1);
@@ -377,18 +351,8 @@ fn main() {
 }
 
 fn sweep(dev: Device, opts: Opts) -> Result<()> {
-    println!(
-        "bwd_sweep on {} ({}, {}, {} compute units, wave {}): median of {} reps after {} \
-         warm-up, L2 flushed; %copy of {} GB/s",
-        dev.name(),
-        dev.backend(),
-        dev.target(),
-        dev.compute_units(),
-        dev.wave_size(),
-        opts.reps,
-        opts.warmup,
-        opts.ceil
-    );
+    let o = &opts;
+    harness::print_header("bwd_sweep", &dev, o.reps, o.warmup, o.ceil);
     let stream = dev.stream()?;
     let mut c = Ctx {
         timer: Timer::new(&dev, 256 << 20)?,
@@ -408,29 +372,7 @@ fn sweep(dev: Device, opts: Opts) -> Result<()> {
             }
         }
     }
-    println!("== summary: dispatcher's choice against the fastest");
-    println!(
-        "{:<30} {:<30} {:>9} {:>6} | {:<30} {:>9} {:>6} {:>6}",
-        "case", "default", "ms", "%copy", "best", "ms", "%copy", "gain"
-    );
-    for s in &c.summary {
-        let pct = |ms: f64| 100.0 * s.bytes / (ms * 1e-3) / 1e9 / c.opts.ceil;
-        let cell = |p: &Option<(String, f64)>| match p {
-            Some((l, ms)) => (l.clone(), *ms, pct(*ms)),
-            None => ("-".into(), f64::NAN, f64::NAN),
-        };
-        let (dl, dms, dp) = cell(&s.default);
-        let (bl, bms, bp) = cell(&s.best);
-        println!(
-            "{:<30} {dl:<30} {dms:>9.4} {dp:>6.1} | {bl:<30} {bms:>9.4} {bp:>6.1} {:>5.1}%",
-            s.what,
-            100.0 * (dms / bms - 1.0)
-        );
-    }
-    println!(
-        "bwd_sweep: {} cases in {:.1} s",
-        c.summary.len(),
-        c.t0.elapsed().as_secs_f64()
-    );
+    let secs = c.t0.elapsed().as_secs_f64();
+    harness::print_summary("bwd_sweep", "choice", &c.summary, c.opts.ceil, secs);
     Ok(())
 }

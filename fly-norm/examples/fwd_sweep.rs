@@ -27,13 +27,16 @@
 //! `--sim` runs on the Sim anyway, a smoke test of the harness (use small `--shape`s; the
 //! times mean nothing).
 
+#[path = "sweep_harness/mod.rs"]
+mod harness;
 use fly_norm::{
     forward_plans, norm_fwd_with_plan, plan_forward, Element, FwdBuffers, FwdOut, Norm, NormArgs,
     Path, Plan,
 };
 use flydsl_rt::timing::Timer;
-use flydsl_rt::{Backend, Device, DeviceBuffer, LaunchConfig, Result, Stream};
+use flydsl_rt::{Device, DeviceBuffer, LaunchConfig, Result, Stream};
 use half::bf16;
+use harness::Summary;
 use std::time::Instant;
 
 const SHAPES: [(usize, usize); 5] = [
@@ -156,13 +159,6 @@ struct Timed {
     ms: f64,
     maxdiff: Option<f64>,
     err: Option<String>,
-}
-
-struct Summary {
-    what: String,
-    default: Option<(Plan, f64)>,
-    best: Option<(Plan, f64)>,
-    bytes: f64,
 }
 
 struct Ctx {
@@ -383,10 +379,11 @@ fn run_shape<T: Element>(c: &mut Ctx, s: &Stream, dt: &str, (m, n): (usize, usiz
             .iter()
             .find(|t| t.plan == default && t.err.is_none())
             .map(|t| (t.plan, t.ms));
+        let labelled = |p: Option<(Plan, f64)>| p.map(|(p, ms)| (label(&p), ms));
         c.summary.push(Summary {
             what,
-            default: dflt,
-            best,
+            default: labelled(dflt),
+            best: labelled(best),
             bytes,
         });
     }
@@ -401,31 +398,9 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let dev = match Device::best() {
-        Ok(d) => d,
-        Err(e) => {
-            println!("fwd_sweep: skipped: no usable device: {e}");
-            return;
-        }
+    let Some(dev) = harness::device_or_skip("fwd_sweep", opts.sim) else {
+        return;
     };
-    if dev.backend() == Backend::Sim && !opts.sim {
-        println!(
-            "fwd_sweep: skipped: the best device is the Sim ({}): there is no GPU to time",
-            dev.target()
-        );
-        return;
-    }
-    let target = dev.target();
-    if let Some(k) = fly_norm::kernels::ALL_KERNELS.iter().find(|k| {
-        dev.backend() != Backend::Sim && k.for_target(target).and_then(|v| v.code).is_none()
-    }) {
-        println!(
-            "fwd_sweep: skipped: kernel {} has no {target} code object; build with the \
-             target's feature (e.g. --features sm90)",
-            k.name
-        );
-        return;
-    }
     if let Err(e) = sweep(dev, opts) {
         eprintln!("fwd_sweep: {e}");
         std::process::exit(1);
@@ -433,18 +408,8 @@ fn main() {
 }
 
 fn sweep(dev: Device, opts: Opts) -> Result<()> {
-    println!(
-        "fwd_sweep on {} ({}, {}, {} compute units, wave {}): median of {} reps after {} \
-         warm-up, L2 flushed; %copy of {} GB/s",
-        dev.name(),
-        dev.backend(),
-        dev.target(),
-        dev.compute_units(),
-        dev.wave_size(),
-        opts.reps,
-        opts.warmup,
-        opts.ceil
-    );
+    let o = &opts;
+    harness::print_header("fwd_sweep", &dev, o.reps, o.warmup, o.ceil);
     let stream = dev.stream()?;
     let mut c = Ctx {
         timer: Timer::new(&dev, 256 << 20)?,
@@ -464,28 +429,7 @@ fn sweep(dev: Device, opts: Opts) -> Result<()> {
             }
         }
     }
-    println!("== summary: dispatcher's plan against the fastest");
-    println!(
-        "{:<30} {:<32} {:>9} {:>6} | {:<32} {:>9} {:>6} {:>6}",
-        "case", "default", "ms", "%copy", "best", "ms", "%copy", "gain"
-    );
-    for s in &c.summary {
-        let cell = |p: Option<(Plan, f64)>| match p {
-            Some((p, ms)) => (label(&p), ms, c.gbps(s.bytes, ms).1),
-            None => ("-".into(), f64::NAN, f64::NAN),
-        };
-        let (dl, dms, dp) = cell(s.default);
-        let (bl, bms, bp) = cell(s.best);
-        println!(
-            "{:<30} {dl:<32} {dms:>9.4} {dp:>6.1} | {bl:<32} {bms:>9.4} {bp:>6.1} {:>5.1}%",
-            s.what,
-            100.0 * (dms / bms - 1.0)
-        );
-    }
-    println!(
-        "fwd_sweep: {} cases in {:.1} s",
-        c.summary.len(),
-        c.t0.elapsed().as_secs_f64()
-    );
+    let secs = c.t0.elapsed().as_secs_f64();
+    harness::print_summary("fwd_sweep", "plan", &c.summary, c.opts.ceil, secs);
     Ok(())
 }

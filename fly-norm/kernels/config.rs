@@ -216,6 +216,28 @@ pub const fn fast_tiles(kind: Kind) -> &'static [u32] {
     }
 }
 
+/// The tile counts of the forward fast path of `kind` for `dt` rows, ragged (the
+/// [`Path::FastRagged`] kernels) or not: every count of [`fast_tiles`], except that ragged
+/// 2-byte rows stop at 4 tiles. Their 8-tile kernels (the element-wise loads of the partial
+/// vectors on top of 64 values per thread) spilled on every AMD target (172-640 bytes of
+/// scratch on gfx942, gfx950, gfx1201, gfx1250) and on sm_90 (up to 256 bytes with ptxas
+/// 12.9); those rows take the generic path, as they did before the ragged kernels.
+pub const fn fwd_fast_tiles(kind: Kind, dt: DType, ragged: bool) -> &'static [u32] {
+    let all = fast_tiles(kind);
+    if ragged && dt.bytes() == 2 {
+        match kind {
+            Kind::Forward => &FWD_FAST_TILES_RAGGED16,
+            _ => &FWD_QUANT_FAST_TILES_RAGGED16,
+        }
+    } else {
+        all
+    }
+}
+/// [`fwd_fast_tiles`] of ragged 2-byte rows (plain forward).
+const FWD_FAST_TILES_RAGGED16: [u32; 2] = [2, 4];
+/// [`fwd_fast_tiles`] of ragged 2-byte rows (quant forward).
+const FWD_QUANT_FAST_TILES_RAGGED16: [u32; 2] = [2, 4];
+
 /// Largest block of the fast path with `tiles` tiles (forward or backward). The cap is also
 /// the kernel's launch bound, which sets the register budget per thread (on sm_90 a bound of
 /// 1024 threads leaves 64 registers, 512 leaves 128, 256 leaves 255; on AMD 1024 leaves 128
@@ -255,7 +277,9 @@ pub const fn bwd_fast_resident(dt: DType, tiles: u32, aligned: bool) -> bool {
 ///
 /// - Aligned: at most 64 partials. 8 tiles of 2-byte elements would be 128 for LayerNorm
 ///   (dgamma and dbeta), the whole budget, so LayerNorm rows of more than 16384 2-byte
-///   elements take the generic path; RMSNorm's 64 (2-byte) and both norms' f32 ones fit.
+///   elements take the generic path; RMSNorm's 64 (2-byte) and f32 ones fit. LayerNorm's
+///   f32 8 tiles (64 partials) spilled 44 bytes on gfx942 and gfx950, so LayerNorm has no
+///   8-tile backward.
 /// - Ragged: at most 32 partials, or 64 with at most 4 tiles: the element-wise loads of 8
 ///   tiles (their addresses and bounds) spilled 136..480 B a thread with 64 partials, so
 ///   ragged 2-byte RMSNorm rows past 16384 and ragged f32 LayerNorm rows past 8192 take the
@@ -270,7 +294,7 @@ pub const fn bwd_fast_spill_free(norm: Norm, dt: DType, tiles: u32, ragged: bool
     if ragged {
         partials <= 32 || (partials <= 64 && tiles <= 4)
     } else {
-        partials <= 64
+        partials <= 64 && !(tiles == 8 && matches!(norm, Norm::Layer))
     }
 }
 /// In how many groups a row-streaming backward kernel ([`bwd_fast_resident`] false) reads its
@@ -383,7 +407,8 @@ impl Family {
             Kind::Forward | Kind::ForwardQuant => {
                 v.extend(fast_tiles(self.kind).iter().map(|&t| Path::Fast(t)));
                 v.extend(FWD_ROWS_TILES.iter().map(|&t| Path::Rows(t)));
-                v.extend(fast_tiles(self.kind).iter().map(|&t| Path::FastRagged(t)));
+                let ragged = fwd_fast_tiles(self.kind, self.dt, true);
+                v.extend(ragged.iter().map(|&t| Path::FastRagged(t)));
                 v.extend(FWD_ROWS_TILES.iter().map(|&t| Path::RowsRagged(t)));
             }
             Kind::Backward => v.extend(

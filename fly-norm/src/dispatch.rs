@@ -1,8 +1,8 @@
 //! The dispatcher: which kernel path and launch geometry serve a shape on a device.
 
 use crate::config::{
-    bwd_fast_spill_free, fast_max_block, fast_tiles, ragged_slots, DType, Kind, Norm, Path,
-    FWD_ROWS_TILES, GENERIC_THREADS, ROWS_BLOCK,
+    bwd_fast_spill_free, fast_max_block, fast_tiles, fwd_fast_tiles, ragged_slots, DType, Kind,
+    Norm, Path, FWD_ROWS_TILES, GENERIC_THREADS, ROWS_BLOCK,
 };
 /// Activations of more than this many bytes are read with the keep-in-L2 hint (see
 /// [`plan_forward`] and [`flydsl_rt::hints`]).
@@ -256,9 +256,10 @@ fn plan_forward_path(m: usize, n: usize, dt: DType, quant: bool, wave: u32, cus:
     // The quant forward's 8 tiles (which compute `y` twice, `quant_recomputes`) only for the
     // rows that its 2 and 4 tiles cannot hold: the tile counts in two tiers, each tier
     // through every cap.
-    let tiles = fast_tiles(kind);
+    let tiles = fwd_fast_tiles(kind, dt, !multiple_of(n, vec));
+    let split = tiles.iter().position(|&t| t == 8).unwrap_or(tiles.len());
     let tiers: [&[u32]; 2] = match quant {
-        true => [&tiles[..tiles.len() - 1], &tiles[tiles.len() - 1..]],
+        true => [&tiles[..split], &tiles[split..]],
         false => [tiles, &[]],
     };
     for (ts, &cap) in tiers
@@ -339,9 +340,11 @@ fn plan_forward_path(m: usize, n: usize, dt: DType, quant: bool, wave: u32, cus:
 /// // 2 tiles in 256 threads: 4 blocks per SM (16 KiB of loads per block row).
 /// let p = plan_backward(Norm::Rms, 32768, 4096, DType::BF16, 32, 132);
 /// assert_eq!((p.path, p.cfg.block, p.cfg.grid), (Path::Fast(2), [256, 1, 1], [521, 1, 1]));
-/// // 2-byte rows past 8192 stream the row twice with 4 tiles; f32 ones with 8.
+/// // 2-byte rows past 8192 stream the row twice with 4 tiles; RMSNorm's f32 ones with 8
+/// // (LayerNorm has no 8-tile backward: its f32 rows past 8192 are generic).
 /// assert_eq!(plan_backward(Norm::Layer, 4096, 16384, DType::BF16, 32, 132).path, Path::Fast(4));
-/// assert_eq!(plan_backward(Norm::Layer, 4096, 16384, DType::F32, 32, 132).path, Path::Fast(8));
+/// assert_eq!(plan_backward(Norm::Rms, 4096, 16384, DType::F32, 32, 132).path, Path::Fast(8));
+/// assert_eq!(plan_backward(Norm::Layer, 4096, 16384, DType::F32, 32, 132).path, Path::Generic);
 /// // Ragged rows take the fast path too; only rows longer than every built kernel are generic.
 /// assert_eq!(plan_backward(Norm::Rms, 8, 1021, DType::BF16, 32, 132).path, Path::Fast(1));
 /// assert_eq!(plan_backward(Norm::Layer, 8, 16385, DType::BF16, 32, 132).path, Path::Generic);
@@ -431,7 +434,7 @@ pub fn forward_plans(m: usize, n: usize, dt: DType, quant: bool, wave: u32) -> V
     let mut v = Vec::new();
     if n > 0 {
         let (nv, fast, rows) = row_shape(n, vec);
-        for &t in fast_tiles(kind) {
+        for &t in fwd_fast_tiles(kind, dt, !multiple_of(n, vec)) {
             let cap = fast_max_block(kind, dt, t) as usize;
             let mut block = round_up(nv.div_ceil(t as usize), ws);
             while block <= cap {
@@ -524,10 +527,10 @@ pub(crate) fn check_forward_plan(
     };
     match plan.path {
         Path::Fast(t) | Path::FastRagged(t) => {
-            if !fast_tiles(kind).contains(&t) {
+            let built = fwd_fast_tiles(kind, dt, plan.path.is_ragged());
+            if !built.contains(&t) {
                 return Some(format!(
-                    "no fast-path kernel with {t} tiles; built: {:?}",
-                    fast_tiles(kind)
+                    "no fast-path kernel with {t} tiles for {dt:?} here; built: {built:?}"
                 ));
             }
             if plan.lanes != 0 {

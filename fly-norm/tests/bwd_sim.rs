@@ -16,7 +16,7 @@ use half::{bf16, f16};
 fn family<T: Element + NormDtype, W: Element + Storage>(t: Target, norm: Norm) {
     let s = sim(t);
     let ws = t.wave_size();
-    for (pi, path) in bwd_paths(norm, T::DTYPE).into_iter().enumerate() {
+    for (pi, path) in bwd_paths(norm).into_iter().enumerate() {
         let n = n_for_bwd(norm, path, T::DTYPE);
         let m = if path == Path::Generic { 3 } else { 5 };
         assert_eq!(plan_backward(norm, m, n, T::DTYPE, ws, 4).path, path);

@@ -46,7 +46,7 @@ fn fwd_family<T: Element + NormDtype, W: Element + Storage>(s: &Stream, norm: No
 }
 
 fn bwd_family<T: Element + NormDtype, W: Element + Storage>(s: &Stream, norm: Norm) {
-    for path in bwd_paths(norm, T::DTYPE) {
+    for path in bwd_paths(norm) {
         let n = n_for_bwd(norm, path, T::DTYPE);
         for strategy in [BwdStrategy::Atomic, BwdStrategy::TwoStage] {
             bwd_case::case::<T, W>(s, norm, 300, n, strategy, norm == Norm::Rms, 11);

@@ -150,10 +150,11 @@ pub fn n_for_bwd(norm: Norm, path: Path, dt: DType) -> usize {
     }
 }
 
-/// The backward paths built for `norm` and `dt`, fast ones first (see `Family::paths`).
-pub fn bwd_paths(norm: Norm, dt: DType) -> Vec<Path> {
+/// The backward paths built for `norm` (every dtype), fast ones first (see `Family::paths`).
+pub fn bwd_paths(norm: Norm) -> Vec<Path> {
     let mut v: Vec<Path> = [1, 2, 4].into_iter().map(Path::Fast).collect();
-    if norm == Norm::Rms || dt == DType::F32 {
+    // LayerNorm has no 8-tile backward (`bwd_fast_spill_free`); RMSNorm's 2-byte and f32.
+    if norm == Norm::Rms {
         v.push(Path::Fast(8));
     }
     v.push(Path::Generic);
