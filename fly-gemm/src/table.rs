@@ -222,8 +222,9 @@ impl Tile {
     /// [`Tile::pick`] for the scaled kernel with inputs `q`: fp8 takes 128 x 128 where the
     /// rule gives 128 x 256. Its stage sums are added into f32 in chunks of at most 128
     /// columns, each waited for (`kernels/wgmma_scaled.rs`), so the wide tile serializes two
-    /// chunks per stage; on the H200 128 x 128 ran 12-14% faster at M = 512 and 1024 (N = K
-    /// = 8192; `bench/gemm-wgmma.md`, session 9). int8 keeps the rule.
+    /// chunks per stage; on the H200 128 x 128 ran 7-8% faster at M = 512 and 1024 (780
+    /// against 721 and 810 against 759 TFLOP/s, N = K = 8192; `bench/gemm-wgmma.md`,
+    /// session 9). int8 keeps the rule.
     ///
     /// ```
     /// use fly_gemm::table::{Quant, Tile, TILES};
