@@ -218,25 +218,19 @@ pub const fn fast_tiles(kind: Kind) -> &'static [u32] {
 
 /// The tile counts of the forward fast path of `kind` for `dt` rows, ragged (the
 /// [`Path::FastRagged`] kernels) or not: every count of [`fast_tiles`], except that ragged
-/// 2-byte rows stop at 4 tiles. Their 8-tile kernels (the element-wise loads of the partial
-/// vectors on top of 64 values per thread) spilled on every AMD target (172-640 bytes of
-/// scratch on gfx942, gfx950, gfx1201, gfx1250) and on sm_90 (up to 256 bytes with ptxas
-/// 12.9); those rows take the generic path, as they did before the ragged kernels.
-pub const fn fwd_fast_tiles(kind: Kind, dt: DType, ragged: bool) -> &'static [u32] {
-    let all = fast_tiles(kind);
-    if ragged && dt.bytes() == 2 {
-        match kind {
-            Kind::Forward => &FWD_FAST_TILES_RAGGED16,
-            _ => &FWD_QUANT_FAST_TILES_RAGGED16,
-        }
+/// rows stop at 4 tiles. The ragged 8-tile kernels (the element-wise loads of the partial
+/// vectors on top of 32-64 values per thread) spilled on AMD: 172-640 bytes of scratch for
+/// 2-byte rows on gfx942, gfx950, gfx1201 and gfx1250, and SGPR spills for f32 rows on
+/// gfx942; such rows take the generic path, as they did before the ragged kernels.
+pub const fn fwd_fast_tiles(kind: Kind, _dt: DType, ragged: bool) -> &'static [u32] {
+    if ragged {
+        &FWD_FAST_TILES_RAGGED
     } else {
-        all
+        fast_tiles(kind)
     }
 }
-/// [`fwd_fast_tiles`] of ragged 2-byte rows (plain forward).
-const FWD_FAST_TILES_RAGGED16: [u32; 2] = [2, 4];
-/// [`fwd_fast_tiles`] of ragged 2-byte rows (quant forward).
-const FWD_QUANT_FAST_TILES_RAGGED16: [u32; 2] = [2, 4];
+/// [`fwd_fast_tiles`] of ragged rows (plain and quant forward).
+const FWD_FAST_TILES_RAGGED: [u32; 2] = [2, 4];
 
 /// Largest block of the fast path with `tiles` tiles (forward or backward). The cap is also
 /// the kernel's launch bound, which sets the register budget per thread (on sm_90 a bound of

@@ -40,11 +40,14 @@ fn all_paths_one<T: Element + NormDtype, W: Element + Storage>(t: Target, norm: 
             Path::FastRagged(_) => 3,
             _ => 2,
         };
-        // Ragged 2-byte rows have no 8-tile kernel (`fwd_fast_tiles`): past the 4-tile
+        // Ragged rows have no 8-tile kernel (`fwd_fast_tiles`): past the 4-tile
         // kernel's 256-thread blocks they are generic (the quant forward's 4 tiles take
         // blocks up to 512 and still hold them, below).
-        let ragged16 = T::DTYPE.bytes() == 2 && path == Path::FastRagged(8);
-        let want = if ragged16 { Path::Generic } else { path };
+        let want = if path == Path::FastRagged(8) {
+            Path::Generic
+        } else {
+            path
+        };
         assert_eq!(
             plan_forward(Norm::Rms, m, n, T::DTYPE, false, ws as u32, 64).path,
             want,
@@ -342,9 +345,10 @@ fn ragged_rows() {
             for dt in [fly_norm::DType::F32, fly_norm::DType::BF16] {
                 for quant in [false, true] {
                     let path = plan_forward(Norm::Rms, m, n, dt, quant, ws, 64).path;
-                    // Ragged 2-byte rows stop at 4 tiles (`fwd_fast_tiles`): the plain
-                    // forward's 256-thread blocks hold 1024 vectors of them.
-                    let past_4_tiles = dt.bytes() == 2 && !quant && ragged_slots(n, 8) > 1024;
+                    // Ragged rows stop at 4 tiles (`fwd_fast_tiles`): the plain forward's
+                    // 256-thread blocks hold 1024 vectors of them, the quant's 512 2048.
+                    let held = if quant { 2048 } else { 1024 };
+                    let past_4_tiles = ragged_slots(n, dt.vec() as usize) > held;
                     let ok = match past_4_tiles {
                         true => path == Path::Generic,
                         false => path.is_ragged(),
@@ -388,10 +392,10 @@ fn quant_eight_tiles() {
             let seed = 30 + ci as u64;
             for (n, dt, path) in [
                 (8196, fly_norm::DType::F32, Path::Fast(8)),
-                (8195, fly_norm::DType::F32, Path::FastRagged(8)),
+                (8195, fly_norm::DType::F32, Path::Generic),
                 (16384, fly_norm::DType::F32, Path::Fast(8)),
                 (16392, fly_norm::DType::BF16, Path::Fast(8)),
-                // Ragged 2-byte rows stop at 4 tiles (`fwd_fast_tiles`): generic past them.
+                // Ragged rows stop at 4 tiles (`fwd_fast_tiles`): generic past them.
                 (16391, fly_norm::DType::BF16, Path::Generic),
             ] {
                 assert_eq!(plan_forward(Norm::Rms, 3, n, dt, true, ws, 64).path, path);
