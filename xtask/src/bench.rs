@@ -10,13 +10,11 @@
 //! cargo xtask bench --family gemm --shape 4096x4096x4096
 //! ```
 
-use crate::bench_ctx::{add, e, report, Ctx, FWD_SHAPES, R, SMX_BWD_SHAPES};
+use crate::bench_ctx::{e, Ctx, R};
 use crate::devsel::{pick, DeviceArgs};
-use crate::elem::{inputs, parse_dtype, parse_shape, Dtype};
+use crate::elem::{parse_dtype, parse_shape};
 use crate::timing::Timer;
-use flydsl_rt::half::{bf16, f16};
-use flydsl_rt::{Backend, DeviceBuffer};
-use flydsl_testutil::compare::Storage;
+use flydsl_rt::Backend;
 use std::process::ExitCode;
 
 /// Arguments of `bench`.
@@ -47,54 +45,6 @@ pub struct Args {
     /// Scale every M down by this factor (for Sim smoke runs).
     #[arg(long, default_value_t = 1)]
     shrink: usize,
-}
-
-pub(crate) fn softmax_fwd<T: fly_softmax::Element + Storage>(
-    c: &mut Ctx,
-    dt: Dtype,
-    shape: (usize, usize),
-) -> R<()> {
-    let (m, n) = c.shape(shape);
-    let x = DeviceBuffer::from_slice(&c.dev, &inputs::<T>(1, m * n)).map_err(e)?;
-    let mut y = DeviceBuffer::<T>::zeroed(&c.dev, m * n).map_err(e)?;
-    let s = &c.stream;
-    let ms = c.timer.median(s, &mut || {
-        fly_softmax::softmax(s, &x, &mut y, fly_softmax::SoftmaxArgs { m, n }).map_err(e)
-    })?;
-    add(
-        &mut c.rows,
-        "softmax_fwd",
-        dt.name(),
-        (m, n),
-        ms,
-        (2 * m * n * dt.bytes() as usize) as f64,
-    );
-    Ok(())
-}
-
-pub(crate) fn softmax_bwd<T: fly_softmax::Element + Storage>(
-    c: &mut Ctx,
-    dt: Dtype,
-    shape: (usize, usize),
-) -> R<()> {
-    let (m, n) = c.shape(shape);
-    let y = DeviceBuffer::from_slice(&c.dev, &inputs::<T>(2, m * n)).map_err(e)?;
-    let dy = DeviceBuffer::from_slice(&c.dev, &inputs::<T>(3, m * n)).map_err(e)?;
-    let mut dx = DeviceBuffer::<T>::zeroed(&c.dev, m * n).map_err(e)?;
-    let s = &c.stream;
-    let ms = c.timer.median(s, &mut || {
-        fly_softmax::softmax_backward(s, &y, &dy, &mut dx, fly_softmax::SoftmaxArgs { m, n })
-            .map_err(e)
-    })?;
-    add(
-        &mut c.rows,
-        "softmax_bwd",
-        dt.name(),
-        (m, n),
-        ms,
-        (3 * m * n * dt.bytes() as usize) as f64,
-    );
-    Ok(())
 }
 
 pub fn run(a: Args) -> R<ExitCode> {
@@ -138,27 +88,7 @@ pub fn run(a: Args) -> R<ExitCode> {
         crate::bench_norm::run(&mut c)?;
     }
     if fam("softmax") {
-        let all = [Dtype::BF16, Dtype::F16, Dtype::F32];
-        for dt in c.dtypes(&[Dtype::BF16, Dtype::F32], &all) {
-            for sh in c.shapes2(&FWD_SHAPES) {
-                let r = match dt {
-                    Dtype::BF16 => softmax_fwd::<bf16>(&mut c, dt, sh),
-                    Dtype::F16 => softmax_fwd::<f16>(&mut c, dt, sh),
-                    _ => softmax_fwd::<f32>(&mut c, dt, sh),
-                };
-                report("softmax_fwd", sh, r);
-            }
-        }
-        for dt in c.dtypes(&[Dtype::BF16], &all) {
-            for sh in c.shapes2(&SMX_BWD_SHAPES) {
-                let r = match dt {
-                    Dtype::BF16 => softmax_bwd::<bf16>(&mut c, dt, sh),
-                    Dtype::F16 => softmax_bwd::<f16>(&mut c, dt, sh),
-                    _ => softmax_bwd::<f32>(&mut c, dt, sh),
-                };
-                report("softmax_bwd", sh, r);
-            }
-        }
+        crate::bench_softmax::run(&mut c)?;
     }
     if fam("gemm") {
         crate::bench_gemm::run(&mut c)?;

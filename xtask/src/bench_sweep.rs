@@ -66,8 +66,16 @@ fn norm<T: fly_norm::Element + Storage>(c: &mut Ctx, dt: Dtype, sh: (usize, usiz
 
 /// Softmax forward and backward at one shape.
 fn softmax<T: fly_softmax::Element + Storage>(c: &mut Ctx, dt: Dtype, sh: (usize, usize)) {
-    report("softmax_fwd", sh, crate::bench::softmax_fwd::<T>(c, dt, sh));
-    report("softmax_bwd", sh, crate::bench::softmax_bwd::<T>(c, dt, sh));
+    report(
+        "softmax_fwd",
+        sh,
+        crate::bench_softmax::softmax_fwd::<T>(c, dt, sh),
+    );
+    report(
+        "softmax_bwd",
+        sh,
+        crate::bench_softmax::softmax_bwd::<T>(c, dt, sh),
+    );
 }
 
 /// Time every op of the sweep file's family at each of its shapes.

@@ -10,6 +10,7 @@ mod bench;
 mod bench_ctx;
 mod bench_gemm;
 mod bench_norm;
+mod bench_softmax;
 mod bench_sweep;
 mod build_all;
 mod bundle;
