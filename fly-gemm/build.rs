@@ -13,6 +13,9 @@ mod wgmma;
 #[path = "kernels/wgmma_scaled.rs"]
 mod wgmma_scaled;
 
+#[path = "kernels/splitk.rs"]
+mod splitk;
+
 // ---- portable GEMM (gemmport) ----
 #[path = "kernels/portable.rs"]
 mod portable;
@@ -23,7 +26,8 @@ use flydsl_build::glue::DispatchTable;
 /// crate root).
 pub use flydsl_build::ir::{DType, Target};
 use table::{
-    kernel_name, key16, scaled_kernel_name, scaled_key, Epilogue, Operands, Quant, DTYPES,
+    kernel_name, key16, partial_kernel_name, reduce_kernel_name, scaled_kernel_name, scaled_key,
+    scaled_partial_kernel_name, scaled_partial_key, Epilogue, Operands, Out, Quant, DTYPES,
     SCALED_OUT, TILES,
 };
 
@@ -38,10 +42,39 @@ fn main() {
             for epi in Epilogue::ALL {
                 let name = kernel_name(d, epi, tile);
                 b = b.kernel_on(&name, &[Target::Sm90], move |t| {
-                    wgmma::build(t, d, epi, tile)
+                    wgmma::build(t, d, Out::C(epi), tile)
                 });
                 wg = wg.entry(&[d], format!("{}usize", key16(epi, tile)), &name);
             }
+        }
+    }
+    // Split-K: the partial-sum kernels (16-bit per dtype, 8-bit under f32, the type they
+    // write) keyed by tile (and input type), and the reduce per output dtype and epilogue.
+    let mut part = DispatchTable::new("WGMMA_PARTIAL", "PartialLaunchers");
+    let mut part8 = DispatchTable::new("WGMMA_SCALED_PARTIAL", "PartialLaunchers");
+    for tile in TILES {
+        for d in DTYPES {
+            let name = partial_kernel_name(d, tile);
+            b = b.kernel_on(&name, &[Target::Sm90], move |t| {
+                wgmma::build(t, d, Out::Partial, tile)
+            });
+            part = part.entry(&[d], format!("{}usize", tile.index()), &name);
+        }
+        for q in Quant::WGMMA {
+            let name = scaled_partial_kernel_name(q, tile);
+            b = b.kernel_on(&name, &[Target::Sm90], move |t| {
+                wgmma_scaled::build(t, q, DType::BF16, Out::Partial, tile)
+            });
+            let key = scaled_partial_key(q, tile);
+            part8 = part8.entry(&[DType::F32], format!("{key}usize"), &name);
+        }
+    }
+    let mut red = DispatchTable::new("SPLITK_REDUCE", "ReduceLaunchers");
+    for out in SCALED_OUT {
+        for epi in Epilogue::ALL {
+            let name = reduce_kernel_name(out, epi);
+            b = b.kernel_on(&name, &[Target::Sm90], move |t| splitk::build(t, out, epi));
+            red = red.entry(&[out], format!("{}usize", epi.index()), &name);
         }
     }
     let mut sc = DispatchTable::new("WGMMA_SCALED", "ScaledLaunchers");
@@ -51,7 +84,7 @@ fn main() {
                 for epi in Epilogue::ALL {
                     let name = scaled_kernel_name(q, out, epi, tile);
                     b = b.kernel_on(&name, &[Target::Sm90], move |t| {
-                        wgmma_scaled::build(t, q, out, epi, tile)
+                        wgmma_scaled::build(t, q, out, Out::C(epi), tile)
                     });
                     let key = scaled_key(q, epi, tile);
                     sc = sc.entry(&[out], format!("{key}usize"), &name);
@@ -107,5 +140,10 @@ fn main() {
         b = b.table(table);
     }
     // ---- end portable GEMM ----
-    b.table(wg).table(sc).run_or_exit();
+    b.table(wg)
+        .table(sc)
+        .table(part)
+        .table(part8)
+        .table(red)
+        .run_or_exit();
 }

@@ -11,15 +11,19 @@
 //! `kt + stages - 1` once every warpgroup has finished reading it (a workgroup barrier
 //! after `wgmma.wait_group 1`).
 //!
+//! Built as [`Out::Partial`] (split-K), workgroup (x, y) sums only K stages
+//! `[y * kps, (y + 1) * kps)` of its tile into plane y of an f32 workspace instead, and
+//! `kernels/splitk.rs` finishes C.
+//!
 //! Host side (`src/lib.rs`): tensor maps over A (`dims [K, M]`, `boxes [BK, bm]`) and B
 //! (`[K, N]`, `[BK, bn]`) with the 128-byte swizzle, `tile.threads()` threads,
 //! `tile.lds_bytes()` of dynamic LDS, one workgroup per tile. K must be a multiple of 8 (TMA row strides are
 //! 16-byte multiples); M and N are free (TMA zero-fills past the edges, the epilogue guards).
 //! The kernel's index arithmetic is i32 except C offsets (i64): M, N, K < 2^31 - 2^16.
 
-use crate::table::{kernel_name, Epilogue, Tile, BK, GROUP_M};
+use crate::table::{kernel_name, partial_kernel_name, Epilogue, Out, Tile, BK, GROUP_M};
 use crate::DType;
-use flydsl_dsl::ir::{Kernel, ScalarType::*, Target};
+use flydsl_dsl::ir::{Dim, Kernel, ScalarType::*, Target};
 use flydsl_dsl::nv::{
     fence_proxy_async, mbar_arrive_expect_tx, mbar_init, mbar_wait, tma_load, wgmma, wgmma_commit,
     wgmma_fence, wgmma_wait,
@@ -46,19 +50,122 @@ pub(crate) fn epilogue(epi: Epilogue, v: Val, bias: impl FnOnce() -> Val) -> Val
     }
 }
 
-/// The kernel for `dt` (bf16 or f16), `epi` and `tile` (sm_90 only).
-pub fn build(target: Target, dt: DType, epi: Epilogue, tile: Tile) -> Result<Kernel, BuildError> {
+/// The first (grouped) tile order of a Hopper GEMM: the origin `(m0, n0)` of workgroup x's
+/// `bm` x `bn` tile of an `m` x `n` C, walking the tiles in groups of `GROUP_M` tile rows
+/// so that neighbours share A and B in L2.
+pub(crate) fn tile_origin(m: Val, n: Val, bm: u32, bn: u32) -> (Val, Val) {
+    let pid = block_id_x();
+    let tiles_m = (m + (bm as i32 - 1)) / bm as i32;
+    let tiles_n = (n + (bn as i32 - 1)) / bn as i32;
+    let group = tiles_n * GROUP_M as i32;
+    let first_m = (pid / group) * GROUP_M as i32;
+    let gsize = (tiles_m - first_m).min(GROUP_M as i32);
+    let tm = first_m + (pid % group) % gsize;
+    let tn = (pid % group) / gsize;
+    (tm * bm as i32, tn * bn as i32)
+}
+
+/// This workgroup's K stages of `bk` elements: `(first, count)`. All of K, or for a
+/// partial-sum kernel split y's `kps` stages (`kps` is the kernel argument; the host makes
+/// every split non-empty).
+pub(crate) fn k_stages(kd: Val, bk: u32, kps: Option<Val>) -> (Val, Val) {
+    let ktiles = (kd + (bk as i32 - 1)) / bk as i32;
+    match kps {
+        None => (c_i32(0), ktiles),
+        Some(kps) => {
+            let first = block_id(Dim::Y) * kps;
+            (first, kps.min(ktiles - first))
+        }
+    }
+}
+
+/// Visit the accumulators of this warpgroup's 64 x `bn` block of the tile at `(m0, n0)`
+/// that lie inside the `m` x `n` C: `row(r)` once per row in bounds (its values reach
+/// `elem`), then `elem(row values, column, accumulator index)` per column in bounds. Thread
+/// (warp w, lane l) holds rows 16w + l/4 (+8) and column pairs 8j + 2(l%4).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn for_each_acc(
+    tid: Val,
+    m0: Val,
+    n0: Val,
+    m: Val,
+    n: Val,
+    bn: u32,
+    row: impl Fn(Val) -> Vec<Val>,
+    elem: impl Fn(&[Val], Val, u32),
+) {
+    let wg = tid / 128;
+    let w = (tid % 128) / 32;
+    let l = tid % 32;
+    let row0 = m0 + wg * 64 + w * 16 + l / 4;
+    let col0 = n0 + (l % 4) * 2;
+    for h in 0..2i32 {
+        let r = row0 + h * 8;
+        if_(r.lt(m), || {
+            let rv = row(r);
+            for j in 0..(bn / 8) as i32 {
+                for e in 0..2i32 {
+                    let col = col0 + (j * 8 + e);
+                    if_(col.lt(n), || elem(&rv, col, (4 * j + 2 * h + e) as u32));
+                }
+            }
+        });
+    }
+}
+
+/// Store split y's f32 sums (`acc_at(i)`: accumulator register i) of this warpgroup's block
+/// into the workspace `ws[y][m][n]`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn store_partial(
+    ws: Tensor,
+    tid: Val,
+    m0: Val,
+    n0: Val,
+    m: Val,
+    n: Val,
+    bn: u32,
+    acc_at: impl Fn(u32) -> Val,
+) {
+    let n64 = n.cast(I64);
+    let split = block_id(Dim::Y);
+    for_each_acc(
+        tid,
+        m0,
+        n0,
+        m,
+        n,
+        bn,
+        |r| vec![(split * m + r).cast(I64) * n64],
+        |rv, col, i| ws.store(rv[0] + col.cast(I64), acc_at(i)),
+    );
+}
+
+/// Where the kernel writes: C (through the epilogue, with its bias) or a workspace.
+enum Sink {
+    C(Epilogue, Tensor, Tensor),
+    Partial(Tensor),
+}
+
+/// The kernel for `dt` (bf16 or f16), output `out` and `tile` (sm_90 only).
+pub fn build(target: Target, dt: DType, out: Out, tile: Tile) -> Result<Kernel, BuildError> {
     let st = dt.scalar();
     let (bm, bn) = (tile.bm, tile.bn);
     let stage_bytes = tile.stage_bytes();
-    KernelBuilder::new(&kernel_name(dt, epi, tile), target, tile.threads()).build(|k| {
+    let name = match out {
+        Out::C(epi) => kernel_name(dt, epi, tile),
+        Out::Partial => partial_kernel_name(dt, tile),
+    };
+    KernelBuilder::new(&name, target, tile.threads()).build(|k| {
         let a_map = k.tensor("a_map", I8);
         let b_map = k.tensor("b_map", I8);
-        let bias = k.tensor("bias", st);
-        let c = k.tensor_mut("c", st);
+        let sink = match out {
+            Out::C(epi) => Sink::C(epi, k.tensor("bias", st), k.tensor_mut("c", st)),
+            Out::Partial => Sink::Partial(k.tensor_mut("ws", F32)),
+        };
         let m = k.scalar("m", I32);
         let n = k.scalar("n", I32);
         let kd = k.scalar("k", I32);
+        let kps = matches!(sink, Sink::Partial(_)).then(|| k.scalar("kps", I32));
         let bars = k.lds("full", I64, tile.stages());
         let tiles = k
             .lds_dynamic("tiles")
@@ -66,18 +173,9 @@ pub fn build(target: Target, dt: DType, epi: Epilogue, tile: Tile) -> Result<Ker
         let (stages, bk) = (tile.stages() as i32, BK as i32);
         let tid = thread_id_x();
         let wg = tid / 128;
-
-        // Grouped tile order.
-        let pid = block_id_x();
-        let tiles_m = (m + (bm as i32 - 1)) / bm as i32;
-        let tiles_n = (n + (bn as i32 - 1)) / bn as i32;
-        let group = tiles_n * GROUP_M as i32;
-        let first_m = (pid / group) * GROUP_M as i32;
-        let gsize = (tiles_m - first_m).min(GROUP_M as i32);
-        let tm = first_m + (pid % group) % gsize;
-        let tn = (pid % group) / gsize;
-        let (m0, n0) = (tm * bm as i32, tn * bn as i32);
-        let ktiles = (kd + (bk - 1)) / bk;
+        let (m0, n0) = tile_origin(m, n, bm, bn);
+        // Stage j of this workgroup reads K tile `kt0 + j`.
+        let (kt0, ktiles) = k_stages(kd, BK, kps);
 
         let stage_elems = (stage_bytes / 2) as i32;
         let a_tile = move |s: Val| tiles.ptr_at(s * stage_elems);
@@ -94,8 +192,8 @@ pub fn build(target: Target, dt: DType, epi: Epilogue, tile: Tile) -> Result<Ker
         let issue = move |kt: Val| {
             let s = kt % stages;
             mbar_arrive_expect_tx(bar(s), c_i32(stage_bytes as i32));
-            tma_load(a_map.ptr(), a_tile(s), bar(s), &[kt * bk, m0]);
-            tma_load(b_map.ptr(), b_tile(s), bar(s), &[kt * bk, n0]);
+            tma_load(a_map.ptr(), a_tile(s), bar(s), &[(kt0 + kt) * bk, m0]);
+            tma_load(b_map.ptr(), b_tile(s), bar(s), &[(kt0 + kt) * bk, n0]);
         };
         if_(leader, || {
             for_range_(c_i32(0), ktiles.min(stages - 1), c_i32(1), issue);
@@ -126,28 +224,25 @@ pub fn build(target: Target, dt: DType, epi: Epilogue, tile: Tile) -> Result<Ker
         });
         let acc = wgmma_wait(0, &acc)[0];
 
-        // Epilogue: thread (warp w, lane l) holds rows 16w + l/4 (+8) and column pairs
-        // 8j + 2(l%4) of its warpgroup's 64 x bn block.
-        let w = (tid % 128) / 32;
-        let l = tid % 32;
-        let row0 = m0 + wg * 64 + w * 16 + l / 4;
-        let col0 = n0 + (l % 4) * 2;
-        let n64 = n.cast(I64);
-        for h in 0..2i32 {
-            let row = row0 + h * 8;
-            if_(row.lt(m), || {
-                let base = row.cast(I64) * n64;
-                for j in 0..(bn / 8) as i32 {
-                    for e in 0..2i32 {
-                        let col = col0 + (j * 8 + e);
-                        if_(col.lt(n), || {
-                            let v = acc.at((4 * j + 2 * h + e) as u32);
-                            let v = epilogue(epi, v, || bias.load(col).cast(F32));
-                            c.store(base + col.cast(I64), v.cast(st));
-                        });
-                    }
-                }
-            });
+        let acc_at = |i: u32| acc.at(i);
+        match sink {
+            Sink::Partial(ws) => store_partial(ws, tid, m0, n0, m, n, bn, acc_at),
+            Sink::C(epi, bias, c) => {
+                let n64 = n.cast(I64);
+                for_each_acc(
+                    tid,
+                    m0,
+                    n0,
+                    m,
+                    n,
+                    bn,
+                    |r| vec![r.cast(I64) * n64],
+                    |rv, col, i| {
+                        let v = epilogue(epi, acc_at(i), || bias.load(col).cast(F32));
+                        c.store(rv[0] + col.cast(I64), v.cast(st));
+                    },
+                );
+            }
         }
     })
 }

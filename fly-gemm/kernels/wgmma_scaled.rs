@@ -11,14 +11,19 @@
 //! wgmma sum; see `build`). The accumulator is scaled in f32 (int8: converted from s32
 //! first), then the bias and activation are applied and the result is rounded once.
 //!
+//! [`Out::Partial`] builds the split-K form as in `wgmma.rs` (f32 sums, int8 converted from
+//! its exact s32 slice sums; scales applied by the reduce).
+//!
 //! Host side (`src/scaled.rs`): tensor maps over A (`dims [K, M]`, `boxes [BK8, bm]`) and B
 //! (`[K, N]`, `[BK8, bn]`) with the 128-byte swizzle, `tile.threads()` threads,
 //! `tile.lds_bytes()` of dynamic LDS, one workgroup per tile. K must be a multiple of 16 (TMA row strides are
 //! 16-byte multiples); M and N are free (TMA zero-fills past the edges, the epilogue
 //! guards). Index arithmetic is i32 except C offsets (i64): M, N, K < 2^31 - 2^16.
 
-use crate::table::{scaled_kernel_name, Epilogue, Quant, Tile, BK8, GROUP_M};
-use crate::wgmma::epilogue;
+use crate::table::{
+    scaled_kernel_name, scaled_partial_kernel_name, Epilogue, Out, Quant, Tile, BK8,
+};
+use crate::wgmma::{epilogue, for_each_acc, k_stages, store_partial, tile_origin};
 use crate::DType;
 use flydsl_dsl::ir::{Kernel, ScalarType, ScalarType::*, Target};
 use flydsl_dsl::nv::{
@@ -31,6 +36,59 @@ use flydsl_dsl::*;
 /// tile's f32 accumulators both live in registers.
 const PROMOTE_N: u32 = 128;
 
+/// fp8's two-level accumulation for tiles of at most `PROMOTE_N` columns: `ktiles` stages
+/// of `n` columns, each summed from zero by `mma(kt, zero)` (its wgmmas committed as one
+/// group) and added into the f32 accumulators while the next stage's group runs; `refill(kt)`
+/// runs once stage kt - 1 is complete. Returns the accumulators, complete.
+///
+/// The stage sums alternate between two register sets (the loop is unrolled twice), so the
+/// add never reads the registers of a wgmma in flight: carrying one set around the loop would
+/// need a copy of the group in flight, and ptxas then serializes every wgmma (C7514).
+/// 3 n / 2 accumulator registers: 192 for 128 x 128.
+fn promote_overlapped(
+    n: u32,
+    ktiles: Val,
+    mma: impl Fn(Val, Val) -> Val + Copy,
+    refill: impl Fn(Val) + Copy,
+) -> Vec<Val> {
+    let zero = splat(c_f32(0.0), n / 2);
+    // Stage kt: start its sum, wait for the previous one (`prev`) and add it into `f`.
+    let step = move |kt: Val, f: Val, prev: Val| {
+        let t = mma(kt, zero);
+        let w = wgmma_wait(1, &[prev, t]);
+        refill(kt);
+        (f + w[0], w[1])
+    };
+    let pairs = ktiles / 2;
+    let carried = for_range(c_i32(0), pairs, c_i32(1), &[zero, zero], |i, c| {
+        let (f, t0) = step(i * 2, c[0], c[1]);
+        let (f, t1) = step(i * 2 + 1, f, t0);
+        vec![f, t1]
+    });
+    // An odd stage count ends with one more stage; either way the last sum is waited for
+    // inside the branch, so no value in flight crosses it.
+    if_else(
+        (ktiles % 2).eq(1),
+        || {
+            let (f, t) = step(ktiles - 1, carried[0], carried[1]);
+            vec![f + wgmma_wait(0, &[t])[0]]
+        },
+        || vec![carried[0] + wgmma_wait(0, &[carried[1]])[0]],
+    )
+}
+
+/// Where the kernel writes: C (scaled, through the epilogue) or a workspace.
+enum Sink {
+    C {
+        epi: Epilogue,
+        scale_a: Tensor,
+        scale_b: Tensor,
+        bias: Tensor,
+        c: Tensor,
+    },
+    Partial(Tensor),
+}
+
 /// The IR element type of `q`'s inputs.
 pub fn input_scalar(q: Quant) -> ScalarType {
     match q {
@@ -40,29 +98,40 @@ pub fn input_scalar(q: Quant) -> ScalarType {
     }
 }
 
-/// The kernel for inputs `q`, output `out` (bf16 or f16), `epi` and `tile` (sm_90 only).
+/// The kernel for inputs `q`, output dtype `ot` (bf16 or f16; unused by [`Out::Partial`]),
+/// output `out` and `tile` (sm_90 only).
 pub fn build(
     target: Target,
     q: Quant,
-    out: DType,
-    epi: Epilogue,
+    ot: DType,
+    out: Out,
     tile: Tile,
 ) -> Result<Kernel, BuildError> {
-    let ot = out.scalar();
     let it = input_scalar(q);
     let (bm, bn) = (tile.bm, tile.bn);
     let stage_bytes = tile.stage_bytes();
-    let name = scaled_kernel_name(q, out, epi, tile);
+    let name = match out {
+        Out::C(epi) => scaled_kernel_name(q, ot, epi, tile),
+        Out::Partial => scaled_partial_kernel_name(q, tile),
+    };
+    let ot = ot.scalar();
     KernelBuilder::new(&name, target, tile.threads()).build(|k| {
         let a_map = k.tensor("a_map", I8);
         let b_map = k.tensor("b_map", I8);
-        let scale_a = k.tensor("scale_a", F32);
-        let scale_b = k.tensor("scale_b", F32);
-        let bias = k.tensor("bias", ot);
-        let c = k.tensor_mut("c", ot);
+        let sink = match out {
+            Out::C(epi) => Sink::C {
+                epi,
+                scale_a: k.tensor("scale_a", F32),
+                scale_b: k.tensor("scale_b", F32),
+                bias: k.tensor("bias", ot),
+                c: k.tensor_mut("c", ot),
+            },
+            Out::Partial => Sink::Partial(k.tensor_mut("ws", F32)),
+        };
         let m = k.scalar("m", I32);
         let n = k.scalar("n", I32);
         let kd = k.scalar("k", I32);
+        let kps = matches!(sink, Sink::Partial(_)).then(|| k.scalar("kps", I32));
         let bars = k.lds("full", I64, tile.stages());
         let tiles = k
             .lds_dynamic("tiles")
@@ -71,17 +140,9 @@ pub fn build(
         let tid = thread_id_x();
         let wg = tid / 128;
 
-        // Grouped tile order.
-        let pid = block_id_x();
-        let tiles_m = (m + (bm as i32 - 1)) / bm as i32;
-        let tiles_n = (n + (bn as i32 - 1)) / bn as i32;
-        let group = tiles_n * GROUP_M as i32;
-        let first_m = (pid / group) * GROUP_M as i32;
-        let gsize = (tiles_m - first_m).min(GROUP_M as i32);
-        let tm = first_m + (pid % group) % gsize;
-        let tn = (pid % group) / gsize;
-        let (m0, n0) = (tm * bm as i32, tn * bn as i32);
-        let ktiles = (kd + (bk - 1)) / bk;
+        let (m0, n0) = tile_origin(m, n, bm, bn);
+        // Stage j of this workgroup reads K tile `kt0 + j`.
+        let (kt0, ktiles) = k_stages(kd, BK8, kps);
 
         // One byte per element: element offsets are byte offsets.
         let stage_elems = stage_bytes as i32;
@@ -99,101 +160,117 @@ pub fn build(
         let issue = move |kt: Val| {
             let s = kt % stages;
             mbar_arrive_expect_tx(bar(s), c_i32(stage_bytes as i32));
-            tma_load(a_map.ptr(), a_tile(s), bar(s), &[kt * bk, m0]);
-            tma_load(b_map.ptr(), b_tile(s), bar(s), &[kt * bk, n0]);
+            tma_load(a_map.ptr(), a_tile(s), bar(s), &[(kt0 + kt) * bk, m0]);
+            tma_load(b_map.ptr(), b_tile(s), bar(s), &[(kt0 + kt) * bk, n0]);
         };
         if_(leader, || {
             for_range_(c_i32(0), ktiles.min(stages - 1), c_i32(1), issue);
         });
+
+        // The wgmmas of stage `s` for one chunk of `cw` columns (the kk-th 32-wide K slice,
+        // 32 bytes, of both tiles, over this warpgroup's 64 rows of A), committed as one
+        // group.
+        let mma = move |s: Val, c: u32, cw: u32, acc: Val| {
+            wgmma_fence();
+            let a_rows = ptr_offset(a_tile(s), wg * (64 * BK8) as i32);
+            let b_rows = ptr_offset(b_tile(s), c_i32((c * cw * BK8) as i32));
+            let mut acc = acc;
+            for kk in 0..(BK8 / 32) as i32 {
+                let a = ptr_offset(a_rows, c_i32(kk * 32));
+                let b = ptr_offset(b_rows, c_i32(kk * 32));
+                acc = wgmma(cw, a, b, acc);
+            }
+            wgmma_commit();
+            acc
+        };
+        // Wait for stage `kt`'s bytes; its slot.
+        let ready = move |kt: Val| {
+            let s = kt % stages;
+            mbar_wait(bar(s), (kt / stages) & 1);
+            s
+        };
+        // Every warpgroup is done with stage kt - 1: refill it with tile kt + stages - 1.
+        let refill = move |kt: Val| {
+            barrier();
+            let next = kt + (stages - 1);
+            if_(leader & next.lt(ktiles), || issue(next));
+        };
 
         // fp8: Hopper's tensor cores keep only about 13 mantissa bits of an fp8 wgmma's
         // running sum (truncated), so a long K swamps the small products (seen on the H200:
         // 16% of sum |a b| at K = 8192). So each stage's four k32 wgmmas start from zero
         // and their sum is added into f32 accumulators once per 128-wide K stage, as
         // CUTLASS's two-level fp8 accumulation does; cuBLAS's `_scaled_mm` gives the same
-        // values. A stage runs in chunks of at most `PROMOTE_N` columns, each waited for
-        // before its add (bn / 2 + PROMOTE_N / 2 accumulator registers: 192 for 128 x 256).
-        // Keeping the previous stage's group in flight during the add serialized the
-        // wgmmas instead (ptxas C7514: other instructions read the accumulators of a wgmma
-        // in flight): without it fp8 ran about 20% faster at M = 128 on the H200 and 14-19%
-        // at M >= 1024 (with 128 x 128 tiles). int8 accumulates exactly in s32, one group per
-        // stage with the previous one in flight.
-        let promote = q != Quant::Int8;
-        let cw = if promote { bn.min(PROMOTE_N) } else { bn };
-        let chunks = bn / cw;
-        let zero = if promote {
-            splat(c_f32(0.0), cw / 2)
-        } else {
-            splat(c_i32(0), bn / 2)
+        // values. int8 accumulates exactly in s32, one group per stage with the previous
+        // one in flight.
+        let acc: Vec<Val> = match q {
+            Quant::Int8 => {
+                let zero = splat(c_i32(0), bn / 2);
+                let acc = for_range(c_i32(0), ktiles, c_i32(1), &[zero], |kt, carried| {
+                    let acc = mma(ready(kt), 0, bn, carried[0]);
+                    let out = wgmma_wait(1, &[acc]);
+                    refill(kt);
+                    out
+                });
+                wgmma_wait(0, &acc)
+            }
+            _ if bn <= PROMOTE_N => {
+                promote_overlapped(bn, ktiles, |kt, acc| mma(ready(kt), 0, bn, acc), refill)
+            }
+            _ => {
+                // Too wide for two stage sums in registers: chunks of `PROMOTE_N` columns,
+                // each waited for before its add (bn / 2 + PROMOTE_N / 2 accumulator
+                // registers: 192 for 128 x 256).
+                let cw = PROMOTE_N;
+                let zero = splat(c_f32(0.0), cw / 2);
+                let init = vec![zero; (bn / cw) as usize];
+                for_range(c_i32(0), ktiles, c_i32(1), &init, |kt, carried| {
+                    let s = ready(kt);
+                    let out = (0..bn / cw)
+                        .map(|c| carried[c as usize] + wgmma_wait(0, &[mma(s, c, cw, zero)])[0])
+                        .collect();
+                    refill(kt);
+                    out
+                })
+            }
         };
-        let init = vec![zero; chunks as usize];
-        let carried = for_range(c_i32(0), ktiles, c_i32(1), &init, |kt, carried| {
-            let s = kt % stages;
-            mbar_wait(bar(s), (kt / stages) & 1);
-            // This warpgroup's 64 rows of A.
-            let a_rows = ptr_offset(a_tile(s), wg * (64 * BK8) as i32);
-            // The wgmmas of one chunk of `cw` columns (the kk-th 32-wide K slice, 32 bytes,
-            // of both tiles), committed as one group.
-            let chunk = |c: u32, acc: Val| {
-                wgmma_fence();
-                let b_rows = ptr_offset(b_tile(s), c_i32((c * cw * BK8) as i32));
-                let mut acc = acc;
-                for kk in 0..(BK8 / 32) as i32 {
-                    let a = ptr_offset(a_rows, c_i32(kk * 32));
-                    let b = ptr_offset(b_rows, c_i32(kk * 32));
-                    acc = wgmma(cw, a, b, acc);
-                }
-                wgmma_commit();
-                acc
-            };
-            let out = if promote {
-                (0..chunks)
-                    .map(|c| carried[c as usize] + wgmma_wait(0, &[chunk(c, zero)])[0])
-                    .collect()
-            } else {
-                let acc = chunk(0, carried[0]);
-                wgmma_wait(1, &[acc])
-            };
-            // Every warpgroup is done with stage kt - 1: refill it with tile kt + stages - 1.
-            barrier();
-            let next = kt + (stages - 1);
-            if_(leader & next.lt(ktiles), || issue(next));
-            out
-        });
-        let acc: Vec<Val> = if promote {
-            carried
+        let cw = if q == Quant::Int8 {
+            bn
         } else {
-            wgmma_wait(0, &carried)
+            bn.min(PROMOTE_N)
         };
         // Accumulator register `i` of the warpgroup's 64 x bn block.
         let per_chunk = cw / 2;
         let acc_at = |i: u32| acc[(i / per_chunk) as usize].at(i % per_chunk);
 
-        // Epilogue: thread (warp w, lane l) holds rows 16w + l/4 (+8) and column pairs
-        // 8j + 2(l%4) of its warpgroup's 64 x bn block.
-        let w = (tid % 128) / 32;
-        let l = tid % 32;
-        let row0 = m0 + wg * 64 + w * 16 + l / 4;
-        let col0 = n0 + (l % 4) * 2;
-        let n64 = n.cast(I64);
-        for h in 0..2i32 {
-            let row = row0 + h * 8;
-            if_(row.lt(m), || {
-                let base = row.cast(I64) * n64;
-                let sa = scale_a.load(row);
-                for j in 0..(bn / 8) as i32 {
-                    for e in 0..2i32 {
-                        let col = col0 + (j * 8 + e);
-                        if_(col.lt(n), || {
-                            let v = acc_at((4 * j + 2 * h + e) as u32);
-                            let v = if q == Quant::Int8 { v.cast(F32) } else { v };
-                            let v = v * sa * scale_b.load(col);
-                            let v = epilogue(epi, v, || bias.load(col).cast(F32));
-                            c.store(base + col.cast(I64), v.cast(ot));
-                        });
-                    }
-                }
-            });
+        let as_f32 = |v: Val| if q == Quant::Int8 { v.cast(F32) } else { v };
+        match sink {
+            Sink::C {
+                epi,
+                scale_a,
+                scale_b,
+                bias,
+                c,
+            } => {
+                let n64 = n.cast(I64);
+                for_each_acc(
+                    tid,
+                    m0,
+                    n0,
+                    m,
+                    n,
+                    bn,
+                    |r| vec![r.cast(I64) * n64, scale_a.load(r)],
+                    |rv, col, i| {
+                        let v = as_f32(acc_at(i)) * rv[1] * scale_b.load(col);
+                        let v = epilogue(epi, v, || bias.load(col).cast(F32));
+                        c.store(rv[0] + col.cast(I64), v.cast(ot));
+                    },
+                );
+            }
+            Sink::Partial(ws) => {
+                store_partial(ws, tid, m0, n0, m, n, bn, |i| as_f32(acc_at(i)));
+            }
         }
     })
 }

@@ -7,7 +7,10 @@ use flydsl_rt::{DeviceBuffer, Element, ElementMap, LaunchConfig, Launchers, Resu
 /// Generated variant tables (`GEMM_WGMMA_...`), launchers and the dispatch table.
 #[allow(missing_docs, dead_code, clippy::all)]
 pub(crate) mod generated {
-    use super::{Portable8Launchers, PortableLaunchers, ScaledLaunchers, WgmmaLaunchers};
+    use super::{
+        PartialLaunchers, Portable8Launchers, PortableLaunchers, ReduceLaunchers, ScaledLaunchers,
+        WgmmaLaunchers,
+    };
     include!(concat!(env!("OUT_DIR"), "/flydsl_kernels.rs"));
 }
 
@@ -66,6 +69,67 @@ pub(crate) fn wgmma_scaled<T: Element>(
 ) -> Option<&'static flydsl_rt::Launcher<usize, ScaledFn<T>>> {
     let t = generated::WGMMA_SCALED.get::<T>();
     flydsl_rt::launcher(t, &key)
+}
+
+/// A split-K partial-sum launcher: `(stream, cfg, a_map, b_map, ws, m, n, k, kps)`.
+pub(crate) type PartialFn = unsafe fn(
+    &Stream,
+    LaunchConfig,
+    &DeviceBuffer<i8>,
+    &DeviceBuffer<i8>,
+    &mut DeviceBuffer<f32>,
+    i32,
+    i32,
+    i32,
+    i32,
+) -> Result<()>;
+
+/// Partial-sum launchers (16-bit: per input dtype, keyed by tile index; 8-bit: under f32,
+/// keyed by `table::scaled_partial_key`).
+pub(crate) struct PartialLaunchers;
+impl ElementMap for PartialLaunchers {
+    type Of<T: Element> = Launchers<usize, PartialFn>;
+}
+
+/// The 16-bit partial-sum launcher of `tile` (index in `table::TILES`) for inputs `T`.
+pub(crate) fn partial16<T: Element>(
+    tile: usize,
+) -> Option<&'static flydsl_rt::Launcher<usize, PartialFn>> {
+    flydsl_rt::launcher(generated::WGMMA_PARTIAL.get::<T>(), &tile)
+}
+
+/// The 8-bit partial-sum launcher of `key` (`table::scaled_partial_key`).
+pub(crate) fn partial8(key: usize) -> Option<&'static flydsl_rt::Launcher<usize, PartialFn>> {
+    flydsl_rt::launcher(generated::WGMMA_SCALED_PARTIAL.get::<f32>(), &key)
+}
+
+/// A split-K reduce launcher:
+/// `(stream, cfg, ws, scale_a, scale_b, bias, c, m, n, splits, scaled)`.
+pub(crate) type ReduceFn<T> = unsafe fn(
+    &Stream,
+    LaunchConfig,
+    &DeviceBuffer<f32>,
+    &DeviceBuffer<f32>,
+    &DeviceBuffer<f32>,
+    &DeviceBuffer<T>,
+    &mut DeviceBuffer<T>,
+    i32,
+    i32,
+    i32,
+    i32,
+) -> Result<()>;
+
+/// Split-K reduce launchers of output elements `T`, keyed by the epilogue's index.
+pub(crate) struct ReduceLaunchers;
+impl ElementMap for ReduceLaunchers {
+    type Of<T: Element> = Launchers<usize, ReduceFn<T>>;
+}
+
+/// The split-K reduce launcher of `epi` (its index) for output `T`, if any.
+pub(crate) fn reduce<T: Element>(
+    epi: usize,
+) -> Option<&'static flydsl_rt::Launcher<usize, ReduceFn<T>>> {
+    flydsl_rt::launcher(generated::SPLITK_REDUCE.get::<T>(), &epi)
 }
 
 // ---- portable GEMM (gemmport) ----

@@ -9,7 +9,9 @@
 //! wgmma, three tile configs picked by [`Tile::pick`]; `kernels/wgmma.rs`) and its 8-bit
 //! form [`gemm_scaled`] (fp8 or int8 inputs with per-row `scale_a` and per-column
 //! `scale_b`, bf16 or f16 output; k32 wgmma; `kernels/wgmma_scaled.rs`) with the host
-//! quantization helpers ([`quantize_rows`], [`dequantize_rows`]); and the portable tile-layer
+//! quantization helpers ([`quantize_rows`], [`dequantize_rows`]); both split K over several
+//! workgroups per tile when their tiles would leave most SMs idle ([`table::split_k`],
+//! [`gemm_with_split`]); and the portable tile-layer
 //! kernel (`kernels/portable.rs`, 16-bit and 8-bit: fp8 e4m3fnuz on gfx942 and e4m3fn
 //! elsewhere, int8) on gfx942, gfx950, gfx1201, gfx1250 and on sm90 as the fallback for what
 //! wgmma refuses (16-bit `k % 8 != 0`, 8-bit `k % 16 != 0`, preshuffled B). B is plain
@@ -36,10 +38,13 @@
 mod kernels;
 mod quant;
 mod scaled;
+mod splitk;
 pub mod table;
 
 pub use quant::{dequantize_rows, quantize_rows, quantize_rows_into, QuantElement};
-pub use scaled::{default_config8, gemm_scaled, gemm_scaled_with, gemm_scaled_with_config};
+pub use scaled::{
+    default_config8, gemm_scaled, gemm_scaled_with, gemm_scaled_with_config, gemm_scaled_with_split,
+};
 pub use table::{Epilogue, Quant, Tile};
 
 // ---- portable GEMM (gemmport): preshuffled B ----
@@ -435,7 +440,8 @@ pub fn gemm<T: Element>(
         return portable(&call, stream, a, b, bias, c, args, config);
     }
     // ---- end portable GEMM ----
-    wgmma(&call, stream, a, b, bias, c, args, tile)
+    let splits = table::split_k(tile, m, n, k, table::BK as usize);
+    wgmma(&call, stream, a, b, bias, c, args, tile, splits)
 }
 
 /// [`gemm`] on the Hopper wgmma kernel with a pinned tile config (one of [`table::TILES`])
@@ -479,7 +485,56 @@ pub fn gemm_with_tile<T: Element>(
     }
     check(&call, stream, a, b, bias, c, args)?;
     check_wgmma_pin(&call, args, std::mem::size_of::<T>(), "fly_gemm::gemm")?;
-    wgmma(&call, stream, a, b, bias, c, args, tile)
+    wgmma(&call, stream, a, b, bias, c, args, tile, 1)
+}
+
+/// [`gemm_with_tile`] with K split over `splits` workgroups per tile (1: none, as
+/// [`gemm_with_tile`]): each sums its slice of K into an f32 workspace and a second kernel
+/// adds the slices in order and applies the epilogue (deterministic). [`gemm`] splits K when
+/// the tiles fill less than half the device ([`table::split_k`]); pin a count to tune it.
+///
+/// Errors: those of [`gemm_with_tile`], `splits` of 0, past [`table::MAX_SPLITS`] or past
+/// the K stages (`k.div_ceil(table::BK)`), and `m` past 65535 with `splits > 1`.
+///
+/// ```
+/// use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target};
+/// use fly_gemm::{gemm_with_split, table::TILES, Epilogue, GemmArgs};
+/// let dev = Device::sim(Target::Sm90);
+/// let s = dev.stream()?;
+/// let (m, n, k) = (2, 16, 200); // 4 stages of 64: splits of 64, 64, 64 and 8
+/// let a = DeviceBuffer::from_slice(&dev, &vec![bf16::ONE; m * k])?;
+/// let b = DeviceBuffer::from_slice(&dev, &vec![bf16::from_f32(0.5); n * k])?;
+/// let bias = DeviceBuffer::from_slice(&dev, &vec![bf16::from_f32(-1.0); n])?;
+/// let mut c = DeviceBuffer::<bf16>::zeroed(&dev, m * n)?;
+/// let args = GemmArgs { m, n, k, epilogue: Epilogue::Bias, ..Default::default() };
+/// gemm_with_split(&s, &a, &b, Some(&bias), &mut c, args, TILES[2], 4)?;
+/// assert!(c.to_vec()?.iter().all(|x| x.to_f32() == 99.0));
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_with_split<T: Element>(
+    stream: &Stream,
+    a: &DeviceBuffer<T>,
+    b: &DeviceBuffer<T>,
+    bias: Option<&DeviceBuffer<T>>,
+    c: &mut DeviceBuffer<T>,
+    args: GemmArgs,
+    tile: Tile,
+    splits: usize,
+) -> Result<()> {
+    let call = Call::new("fly_gemm::gemm_with_split");
+    if !table::TILES.contains(&tile) {
+        return Err(call.error(
+            "tile",
+            format_args!("{tile:?}"),
+            "not one of the built tile configs",
+            format_args!("pass one of fly_gemm::table::TILES: {:?}", table::TILES),
+        ));
+    }
+    check(&call, stream, a, b, bias, c, args)?;
+    check_wgmma_pin(&call, args, std::mem::size_of::<T>(), "fly_gemm::gemm")?;
+    splitk::check_splits(&call, splits, args.k, table::BK)?;
+    wgmma(&call, stream, a, b, bias, c, args, tile, splits)
 }
 
 /// What a pinned Hopper wgmma kernel needs beyond [`check_operands`]: plain B and rows of
@@ -514,8 +569,8 @@ pub(crate) fn check_wgmma_pin(
     Ok(())
 }
 
-/// Launch the Hopper wgmma kernel of `tile` (arguments checked by [`check`]; plain B,
-/// `k % 8 == 0`).
+/// Launch the Hopper wgmma kernel of `tile` over `splits` K splits (arguments checked by
+/// [`check`]; plain B, `k % 8 == 0`; `splits` checked or from the rule).
 #[allow(clippy::too_many_arguments)]
 fn wgmma<T: Element>(
     call: &Call<'_>,
@@ -526,6 +581,7 @@ fn wgmma<T: Element>(
     c: &mut DeviceBuffer<T>,
     args: GemmArgs,
     tile: Tile,
+    splits: usize,
 ) -> Result<()> {
     let GemmArgs {
         m, n, k, epilogue, ..
@@ -550,6 +606,34 @@ fn wgmma<T: Element>(
     let (bk, bm, bn) = (table::BK, tile.bm, tile.bn);
     let a_map = TensorMap::tiled(a, &[k64, m64], &[k64], &[bk, bm], TmaSwizzle::B128)?;
     let b_map = TensorMap::tiled(b, &[k64, n64], &[k64], &[bk, bn], TmaSwizzle::B128)?;
+    // Without a bias the kernels never read it: pass A's buffer (any T buffer will do).
+    let bias_buf: &DeviceBuffer<T> = match bias {
+        Some(b) => b,
+        None => a,
+    };
+    if splits > 1 {
+        let Some(partial) = kernels::partial16::<T>(tile.index()) else {
+            return Err(call.fail(format!("no split-K kernel for {} {tile:?}", T::DTYPE)));
+        };
+        let ops = splitk::Operands {
+            a_map: a_map.buffer(),
+            b_map: b_map.buffer(),
+            scales: None,
+            bias: bias_buf,
+            c,
+        };
+        return splitk::launch(
+            call,
+            stream,
+            partial,
+            ops,
+            (m, n, k),
+            tile,
+            bk,
+            splits,
+            epilogue,
+        );
+    }
     let tiles = tile.tiles(m, n);
     let grid = u32::try_from(tiles).map_err(|_| {
         call.error(
@@ -560,11 +644,6 @@ fn wgmma<T: Element>(
         )
     })?;
     let cfg = LaunchConfig::linear(grid, tile.threads()).with_dynamic_lds(tile.lds_bytes());
-    // Without a bias the kernel never reads it: pass C's buffer (any T buffer will do).
-    let bias_buf: &DeviceBuffer<T> = match bias {
-        Some(b) => b,
-        None => a,
-    };
     // SAFETY: the maps describe `a` and `b` exactly (their lengths were checked: m * k and
     // n * k, TensorMap::tiled re-checks the extents), C holds m * n elements and bias n (or
     // is unread); the kernel guards rows < m and columns < n and TMA zero-fills past the
@@ -588,39 +667,49 @@ fn wgmma<T: Element>(
 }
 
 /// Every Hopper kernel of this crate with its name (for structural tests and inspection):
-/// the 16-bit kernels (bf16, f16 x 3 tile configs x 5 epilogues), then the 8-bit ones (bf16,
-/// f16 output x 3 tile configs x e4m3fn, i8 input x 5 epilogues); the portable kernels are
-/// [`portable_variants`].
+/// the 16-bit kernels (bf16, f16 x 3 tile configs x 5 epilogues), the 8-bit ones (bf16,
+/// f16 output x 3 tile configs x e4m3fn, i8 input x 5 epilogues), then the split-K
+/// partial-sum kernels (bf16, f16 x 3 tiles; e4m3fn, i8 x 3 tiles) and reduces (bf16, f16
+/// x 5 epilogues); the portable kernels are [`portable_variants`].
 ///
 /// ```
-/// assert_eq!(fly_gemm::kernel_variants().len(), 90);
+/// assert_eq!(fly_gemm::kernel_variants().len(), 90 + 12 + 10);
 /// ```
 pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariants)> {
+    use flydsl_rt::half::{bf16, f16};
+    use kernels::generated as g;
     let mut v = Vec::new();
-    for l in kernels::generated::WGMMA
-        .get::<flydsl_rt::half::bf16>()
+    let mut add = |l: &'static flydsl_rt::KernelVariants| v.push((l.name, l));
+    g::WGMMA.get::<bf16>().iter().for_each(|l| add(l.kernel));
+    g::WGMMA.get::<f16>().iter().for_each(|l| add(l.kernel));
+    g::WGMMA_SCALED
+        .get::<bf16>()
         .iter()
-    {
-        v.push((l.kernel.name, l.kernel));
-    }
-    for l in kernels::generated::WGMMA
-        .get::<flydsl_rt::half::f16>()
+        .for_each(|l| add(l.kernel));
+    g::WGMMA_SCALED
+        .get::<f16>()
         .iter()
-    {
-        v.push((l.kernel.name, l.kernel));
-    }
-    for l in kernels::generated::WGMMA_SCALED
-        .get::<flydsl_rt::half::bf16>()
+        .for_each(|l| add(l.kernel));
+    g::WGMMA_PARTIAL
+        .get::<bf16>()
         .iter()
-    {
-        v.push((l.kernel.name, l.kernel));
-    }
-    for l in kernels::generated::WGMMA_SCALED
-        .get::<flydsl_rt::half::f16>()
+        .for_each(|l| add(l.kernel));
+    g::WGMMA_PARTIAL
+        .get::<f16>()
         .iter()
-    {
-        v.push((l.kernel.name, l.kernel));
-    }
+        .for_each(|l| add(l.kernel));
+    g::WGMMA_SCALED_PARTIAL
+        .get::<f32>()
+        .iter()
+        .for_each(|l| add(l.kernel));
+    g::SPLITK_REDUCE
+        .get::<bf16>()
+        .iter()
+        .for_each(|l| add(l.kernel));
+    g::SPLITK_REDUCE
+        .get::<f16>()
+        .iter()
+        .for_each(|l| add(l.kernel));
     v
 }
 

@@ -91,7 +91,10 @@ pub fn gemm_scaled<Q: QuantElement, T: Element>(
         && args.k.is_multiple_of(16)
         && kernels::wgmma_scaled::<T>(scaled_key(Q::QUANT, args.epilogue, tile)).is_some();
     let route = if wgmma_takes {
-        Route::Wgmma(tile)
+        Route::Wgmma(
+            tile,
+            table::split_k(tile, args.m, args.n, args.k, table::BK8 as usize),
+        )
     } else {
         let target = stream.device().target();
         Route::Portable(crate::pick_config(
@@ -153,24 +156,8 @@ pub fn gemm_scaled_with<Q: QuantElement, T: Element>(
     tile: Tile,
 ) -> Result<()> {
     let call = Call::new("fly_gemm::gemm_scaled_with");
-    if !TILES.contains(&tile) {
-        return Err(call.error(
-            "tile",
-            format_args!("{tile:?}"),
-            "not one of the built 8-bit tile configs",
-            format_args!("pass one of fly_gemm::table::TILES: {TILES:?}"),
-        ));
-    }
+    check_pin(&call, stream, tile)?;
     check(&call, stream, a, b, scale_a, scale_b, bias, c, args)?;
-    let target = stream.device().target();
-    if target != Target::Sm90 {
-        return Err(call.error(
-            "stream",
-            format_args!("a {target} device"),
-            "the wgmma kernel exists on sm90 (and the sm90 Sim) only",
-            "call fly_gemm::gemm_scaled or gemm_scaled_with_config (the portable kernel)",
-        ));
-    }
     crate::check_wgmma_pin(&call, args, 1, "fly_gemm::gemm_scaled")?;
     launch(
         &call,
@@ -182,8 +169,87 @@ pub fn gemm_scaled_with<Q: QuantElement, T: Element>(
         bias,
         c,
         args,
-        Route::Wgmma(tile),
+        Route::Wgmma(tile, 1),
     )
+}
+
+/// [`gemm_scaled_with`] with K split over `splits` workgroups per tile (1: none): each sums
+/// its slice of K into an f32 workspace (fp8 with the same two-level accumulation, int8
+/// exactly per slice) and a second kernel adds the slices in order, then applies the
+/// scales, bias and activation (deterministic). [`gemm_scaled`] splits K when the tiles fill
+/// less than half the device ([`table::split_k`]).
+///
+/// Errors: those of [`gemm_scaled_with`], `splits` of 0, past [`table::MAX_SPLITS`] or past
+/// the K stages (`k.div_ceil(table::BK8)`), and `m` past 65535 with `splits > 1`.
+///
+/// ```
+/// use flydsl_rt::{half::f16, Device, DeviceBuffer, Target};
+/// use fly_gemm::{gemm_scaled_with_split, table::TILES, GemmArgs};
+/// let dev = Device::sim(Target::Sm90);
+/// let s = dev.stream()?;
+/// let (m, n, k) = (3, 16, 272); // 3 stages of 128
+/// let a = DeviceBuffer::from_slice(&dev, &vec![2i8; m * k])?;
+/// let b = DeviceBuffer::from_slice(&dev, &vec![-1i8; n * k])?;
+/// let sa = DeviceBuffer::from_slice(&dev, &vec![0.5f32; m])?;
+/// let sb = DeviceBuffer::from_slice(&dev, &vec![0.25f32; n])?;
+/// let mut c = DeviceBuffer::<f16>::zeroed(&dev, m * n)?;
+/// let args = GemmArgs { m, n, k, ..Default::default() };
+/// gemm_scaled_with_split(&s, &a, &b, &sa, &sb, None, &mut c, args, TILES[2], 3)?;
+/// assert!(c.to_vec()?.iter().all(|x| x.to_f32() == -68.0)); // 272 * -2 * 0.125
+/// # Ok::<(), flydsl_rt::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_scaled_with_split<Q: QuantElement, T: Element>(
+    stream: &Stream,
+    a: &DeviceBuffer<Q>,
+    b: &DeviceBuffer<Q>,
+    scale_a: &DeviceBuffer<f32>,
+    scale_b: &DeviceBuffer<f32>,
+    bias: Option<&DeviceBuffer<T>>,
+    c: &mut DeviceBuffer<T>,
+    args: GemmArgs,
+    tile: Tile,
+    splits: usize,
+) -> Result<()> {
+    let call = Call::new("fly_gemm::gemm_scaled_with_split");
+    check_pin(&call, stream, tile)?;
+    check(&call, stream, a, b, scale_a, scale_b, bias, c, args)?;
+    crate::check_wgmma_pin(&call, args, 1, "fly_gemm::gemm_scaled")?;
+    crate::splitk::check_splits(&call, splits, args.k, table::BK8)?;
+    launch(
+        &call,
+        stream,
+        a,
+        b,
+        scale_a,
+        scale_b,
+        bias,
+        c,
+        args,
+        Route::Wgmma(tile, splits),
+    )
+}
+
+/// A pinned wgmma tile's rules: one of [`TILES`], on sm90.
+fn check_pin(call: &Call<'_>, stream: &Stream, tile: Tile) -> Result<()> {
+    if !TILES.contains(&tile) {
+        return Err(call.error(
+            "tile",
+            format_args!("{tile:?}"),
+            "not one of the built 8-bit tile configs",
+            format_args!("pass one of fly_gemm::table::TILES: {TILES:?}"),
+        ));
+    }
+    let target = stream.device().target();
+    if target != Target::Sm90 {
+        return Err(call.error(
+            "stream",
+            format_args!("a {target} device"),
+            "the wgmma kernel exists on sm90 (and the sm90 Sim) only",
+            "call fly_gemm::gemm_scaled or gemm_scaled_with_config (the portable kernel)",
+        ));
+    }
+    Ok(())
 }
 
 /// [`gemm_scaled`] on the portable tile-layer kernel with a pinned `config` (one of
@@ -307,8 +373,8 @@ fn exists8<Q: QuantElement, T: Element>(target: Target) -> impl Fn(usize) -> boo
 
 /// Which 8-bit kernel serves a call, decided after [`check`].
 enum Route {
-    /// The Hopper wgmma kernel with this tile.
-    Wgmma(Tile),
+    /// The Hopper wgmma kernel with this tile and K split count.
+    Wgmma(Tile, usize),
     /// The portable tile-layer kernel with this config (of [`PORTABLE_CONFIGS8`]).
     Portable(TileConfig),
 }
@@ -339,8 +405,8 @@ fn launch<Q: QuantElement, T: Element>(
     };
     let GemmArgs { m, n, k, .. } = args;
     match route {
-        Route::Wgmma(tile) => wgmma(
-            call, stream, a, b, scale_a, scale_b, bias_buf, c, args, tile,
+        Route::Wgmma(tile, splits) => wgmma(
+            call, stream, a, b, scale_a, scale_b, bias_buf, c, args, tile, splits,
         ),
         Route::Portable(config) => {
             let target = stream.device().target();
@@ -396,6 +462,7 @@ fn wgmma<Q: QuantElement, T: Element>(
     c: &mut DeviceBuffer<T>,
     args: GemmArgs,
     tile: Tile,
+    splits: usize,
 ) -> Result<()> {
     let GemmArgs {
         m, n, k, epilogue, ..
@@ -416,6 +483,30 @@ fn wgmma<Q: QuantElement, T: Element>(
     let (bk, bm, bn) = (table::BK8, tile.bm, tile.bn);
     let a_map = TensorMap::tiled(a, &[k64, m64], &[k64], &[bk, bm], TmaSwizzle::B128)?;
     let b_map = TensorMap::tiled(b, &[k64, n64], &[k64], &[bk, bn], TmaSwizzle::B128)?;
+    if splits > 1 {
+        let key = table::scaled_partial_key(Q::QUANT, tile);
+        let Some(partial) = kernels::partial8(key) else {
+            return Err(call.fail(format!("no split-K kernel for {:?} {tile:?}", Q::QUANT)));
+        };
+        let ops = crate::splitk::Operands {
+            a_map: a_map.buffer(),
+            b_map: b_map.buffer(),
+            scales: Some((scale_a, scale_b)),
+            bias,
+            c,
+        };
+        return crate::splitk::launch(
+            call,
+            stream,
+            partial,
+            ops,
+            (m, n, k),
+            tile,
+            bk,
+            splits,
+            epilogue,
+        );
+    }
     let tiles = tile.tiles(m, n);
     let grid = u32::try_from(tiles).map_err(|_| {
         call.error(

@@ -248,6 +248,84 @@ impl Tile {
     }
 }
 
+/// What a Hopper kernel writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Out {
+    /// C = the epilogue of the accumulators, rounded once to the output dtype.
+    C(Epilogue),
+    /// One K split's f32 sums (scales, bias and activation not applied) into a workspace
+    /// `[splits, m, n]`: the split is the workgroup's grid y and covers K stages
+    /// `[y * kps, (y + 1) * kps)`; the split-K reduce (`kernels/splitk.rs`) finishes C.
+    Partial,
+}
+
+/// The 16-bit Hopper kernel's split-K partial-sum form ([`Out::Partial`]) for `dt`, `tile`.
+pub fn partial_kernel_name(dt: DType, tile: Tile) -> String {
+    format!("gemm_wgmma_{}_partial_m{}n{}", dt.name(), tile.bm, tile.bn)
+}
+
+/// The 8-bit Hopper kernel's split-K partial-sum form for inputs `q` and `tile` (any output
+/// dtype: it writes f32).
+pub fn scaled_partial_kernel_name(q: Quant, tile: Tile) -> String {
+    format!("gemm_wgmma_{}_partial_m{}n{}", q.name(), tile.bm, tile.bn)
+}
+
+/// The 8-bit partial kernels' dispatch key of (`q`, `tile`).
+pub fn scaled_partial_key(q: Quant, tile: Tile) -> usize {
+    tile.index() * Quant::WGMMA.len() + q.index()
+}
+
+/// The split-K reduce's name for output `out` and `epi`.
+pub fn reduce_kernel_name(out: DType, epi: Epilogue) -> String {
+    format!("gemm_splitk_reduce_{}_{}", out.name(), epi.name())
+}
+
+/// Threads per workgroup of the split-K reduce.
+pub const REDUCE_THREADS: u32 = 256;
+/// Adjacent columns per thread of the split-K reduce.
+pub const REDUCE_VEC: u32 = 4;
+
+/// The most K splits of one Hopper GEMM (the workspace holds `splits * m * n` f32).
+pub const MAX_SPLITS: usize = 16;
+
+/// K stages (of `bk` elements) each split keeps at least, so the pipeline fills before the
+/// split's K runs out.
+pub const MIN_SPLIT_STAGES: usize = 4;
+
+/// The dispatcher's K splits for `tile` at `m x n x k` with `bk`-element stages: when the
+/// tiles fill less than half the device ([`FILL_TILES`]), enough splits to fill it (M <= 128
+/// on N = 4096: 32 tiles of 128 x 128 read all of B from 32 SMs), each at least
+/// [`MIN_SPLIT_STAGES`] stages long, at most [`MAX_SPLITS`]; else 1.
+///
+/// ```
+/// use fly_gemm::table::{split_k, TILES, BK};
+/// assert_eq!(split_k(TILES[1], 128, 4096, 14336, BK as usize), 4); // 32 tiles
+/// assert_eq!(split_k(TILES[1], 128, 28672, 4096, BK as usize), 1); // 224 tiles
+/// assert_eq!(split_k(TILES[2], 16, 4096, 512, BK as usize), 2); // 8 stages of K
+/// assert_eq!(split_k(TILES[2], 16, 64, 128, BK as usize), 1); // 2 stages
+/// ```
+pub fn split_k(tile: Tile, m: usize, n: usize, k: usize, bk: usize) -> usize {
+    let tiles = tile.tiles(m, n).max(1);
+    if tiles * 2 > FILL_TILES {
+        return 1;
+    }
+    let by_k = k.div_ceil(bk.max(1)) / MIN_SPLIT_STAGES;
+    (FILL_TILES / tiles).min(by_k).clamp(1, MAX_SPLITS)
+}
+
+/// K stages per split and the split count that `splits` requested splits make of `ktiles`
+/// stages: every split gets `kps` stages but the last (at least one); fewer splits when
+/// `splits` does not divide them so.
+///
+/// ```
+/// assert_eq!(fly_gemm::table::split_stages(10, 4), (3, 4)); // 3 + 3 + 3 + 1
+/// assert_eq!(fly_gemm::table::split_stages(9, 4), (3, 3));
+/// ```
+pub fn split_stages(ktiles: usize, splits: usize) -> (usize, usize) {
+    let kps = ktiles.div_ceil(splits.max(1)).max(1);
+    (kps, ktiles.div_ceil(kps).max(1))
+}
+
 /// The scaled Hopper kernel's name for input `q`, output `out`, `epi` and `tile`.
 pub fn scaled_kernel_name(q: Quant, out: DType, epi: Epilogue, tile: Tile) -> String {
     format!(

@@ -1,7 +1,8 @@
 //! Structural checks of the Hopper kernels' PTX (when sm90 is built): sm_90a at PTX ISA 8.4,
 //! the flydsl_build layout check, TMA loads signalling mbarriers, mbarrier waits, wgmma with
 //! its fence/commit/wait, no local memory and no calls (an external call would make ptxas
-//! drop setmaxnreg and serialize wgmma).
+//! drop setmaxnreg and serialize wgmma); the split-K reduces: 128-bit workspace loads, no
+//! local memory.
 
 use flydsl_build::check::check_code_object;
 use flydsl_ir::Target;
@@ -11,9 +12,9 @@ fn hopper_kernels_have_the_tma_wgmma_pipeline() {
     let variants = fly_gemm::kernel_variants();
     assert_eq!(
         variants.len(),
-        90,
+        112,
         "(bf16, f16) x 3 tile configs x 5 epilogues, then (bf16, f16 out) x 3 tile configs x \
-         (e4m3fn, i8 in) x 5 epilogues"
+         (e4m3fn, i8 in) x 5 epilogues, the 12 split-K partial kernels and 10 reduces"
     );
     let mut seen = 0;
     for (name, k) in variants {
@@ -30,14 +31,26 @@ fn hopper_kernels_have_the_tma_wgmma_pipeline() {
             let text = std::str::from_utf8(code).unwrap();
             assert!(text.contains(".target sm_90a"), "{name}: not sm_90a");
             assert!(text.contains(".version 8.4"), "{name}: not PTX ISA 8.4");
+            if name.starts_with("gemm_splitk_reduce_") {
+                let wide = ["ld.global.v4.", "ld.global.nc.v4."];
+                assert!(
+                    wide.iter().any(|l| text.contains(l)),
+                    "{name}: no 128-bit loads"
+                );
+                assert!(!text.contains(".local"), "{name}: PTX contains `.local`");
+                continue;
+            }
             // The wgmma form and how many of them one K step (one pipeline stage) issues:
             // BK / 16 = 4 k16 wgmmas of 16-bit tiles, BK8 / 32 = 4 k32 wgmmas of 8-bit ones.
-            // The tile configs other than the first end in `_m{bm}n{bn}`.
+            // The tile configs other than the first end in `_m{bm}n{bn}` (the partial
+            // kernels' names all do).
             let bn = fly_gemm::table::TILES
                 .iter()
-                .find(|t| name.ends_with(&t.suffix()) && !t.suffix().is_empty())
+                .find(|t| name.ends_with(&format!("_m{}n{}", t.bm, t.bn)))
                 .map_or(256, |t| t.bn);
-            // fp8 on the 128 x 256 tile promotes in two chunks of 128 columns per stage.
+            // fp8 on the 128 x 256 tile promotes in two chunks of 128 columns per stage; on
+            // the narrower tiles its loop is unrolled twice and an odd last stage follows it
+            // (3 stages of wgmmas in the PTX).
             let (mma, per_step) = if name.contains("_e4m3fn_") && bn == 256 {
                 (
                     "m64n128k32.f32.e4m3.e4m3".to_string(),
@@ -46,7 +59,7 @@ fn hopper_kernels_have_the_tma_wgmma_pipeline() {
             } else if name.contains("_e4m3fn_") {
                 (
                     format!("m64n{bn}k32.f32.e4m3.e4m3"),
-                    fly_gemm::table::BK8 / 32,
+                    3 * fly_gemm::table::BK8 / 32,
                 )
             } else if name.contains("_i8_") {
                 (format!("m64n{bn}k32.s32.s8.s8"), fly_gemm::table::BK8 / 32)
@@ -64,9 +77,14 @@ fn hopper_kernels_have_the_tma_wgmma_pipeline() {
                 per_step as usize,
                 "{name}: `{mma}` per K step (the loop body is one stage)"
             );
-            // The in-loop `wait_group 1` and the final `wait_group 0`; fp8 instead waits for
-            // each chunk (`wait_group 0`) in the loop and has nothing left at its end.
-            let waits = if name.contains("_e4m3fn_") { 1 } else { 2 };
+            // The in-loop `wait_group 1` and the final `wait_group 0`; fp8 on the wide tile
+            // instead waits for each chunk (`wait_group 0`) in the loop and has nothing left
+            // at its end.
+            let waits = if name.contains("_e4m3fn_") && bn == 256 {
+                1
+            } else {
+                2
+            };
             for (ins, at_least) in [
                 ("cp.async.bulk.tensor.2d", 2),
                 ("mbarrier.init", 1),

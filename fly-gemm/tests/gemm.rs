@@ -6,8 +6,9 @@
 //! exact in f32 and, without an activation, C must equal the rounded exact result bit for
 //! bit. The activations use approximate exp2/rcp: they are checked to a tolerance.
 
+use fly_gemm::table::{split_k, BK};
 use fly_gemm::table::{Tile, TILES};
-use fly_gemm::{gemm, gemm_with_tile, BLayout, Epilogue, GemmArgs};
+use fly_gemm::{gemm, gemm_with_split, gemm_with_tile, BLayout, Epilogue, GemmArgs};
 use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::{Backend, Device, DeviceBuffer, Element, Target};
 use flydsl_testutil::gemm::{gemm_ref, Act};
@@ -42,13 +43,14 @@ fn case<T: Element>(dev: &Device, shape: (usize, usize, usize), epi: Epilogue, s
     case_with::<T>(dev, shape, epi, seed, None)
 }
 
-/// One call (through the dispatcher, or with `tile` pinned) against the reference.
+/// One call (through the dispatcher, or with a tile and K split count pinned) against the
+/// reference.
 fn case_with<T: Element>(
     dev: &Device,
     (m, n, k): (usize, usize, usize),
     epi: Epilogue,
     seed: u64,
-    tile: Option<Tile>,
+    pin: Option<(Tile, usize)>,
 ) {
     let mut rng = Rng::new(seed);
     let a = halves::<T>(&mut rng, m * k);
@@ -77,9 +79,10 @@ fn case_with<T: Element>(
         ..Default::default()
     };
     let bias_arg = epi.has_bias().then_some(&dbias);
-    match tile {
+    match pin {
         None => gemm(&s, &da, &db, bias_arg, &mut dc, args),
-        Some(t) => gemm_with_tile(&s, &da, &db, bias_arg, &mut dc, args, t),
+        Some((t, 1)) => gemm_with_tile(&s, &da, &db, bias_arg, &mut dc, args, t),
+        Some((t, sp)) => gemm_with_split(&s, &da, &db, bias_arg, &mut dc, args, t, sp),
     }
     .unwrap();
     let c = dc.to_vec().unwrap();
@@ -88,7 +91,7 @@ fn case_with<T: Element>(
             let (got, w) = (c[i * n + j].to_f32() as f64, want[i * n + j]);
             let ctx = || {
                 format!(
-                    "{} {:?} {m}x{n}x{k} {epi:?} {tile:?}: C[{i}][{j}] = {got}, want {w}",
+                    "{} {:?} {m}x{n}x{k} {epi:?} {pin:?}: C[{i}][{j}] = {got}, want {w}",
                     dev.name(),
                     T::DTYPE
                 )
@@ -134,9 +137,53 @@ fn every_tile_config_is_exact_at_ragged_shapes() {
                 .enumerate()
             {
                 let s = seed + j as u64;
-                case_with::<bf16>(&dev, shape, Epilogue::None, s, Some(tile));
-                case_with::<f16>(&dev, shape, Epilogue::BiasRelu, s + 5, Some(tile));
+                case_with::<bf16>(&dev, shape, Epilogue::None, s, Some((tile, 1)));
+                case_with::<f16>(&dev, shape, Epilogue::BiasRelu, s + 5, Some((tile, 1)));
             }
+        }
+    }
+}
+
+#[test]
+fn split_k_is_exact_for_every_tile_and_split_count() {
+    // (shape, split counts): K of 8, 4 and 9 stages of 64 with a ragged last stage, split
+    // evenly, unevenly (3 of 8: 3 + 3 + 2; 3 of 9) and into one-stage splits; M and N
+    // ragged for every tile. The partial sums of halves are exact, so C is bit for bit.
+    let cases = [
+        ((1, 80, 456), &[2, 3, 8][..]),
+        ((33, 264, 200), &[2, 4][..]),
+        ((130, 16, 520), &[3][..]),
+    ];
+    for dev in devices() {
+        for (i, tile) in TILES.into_iter().enumerate() {
+            for (j, &(shape, splits)) in cases.iter().enumerate() {
+                for &sp in splits {
+                    let s = 500 + 50 * i as u64 + 10 * j as u64 + sp as u64;
+                    case_with::<bf16>(&dev, shape, Epilogue::Bias, s, Some((tile, sp)));
+                    case_with::<f16>(&dev, shape, Epilogue::BiasGelu, s + 1, Some((tile, sp)));
+                }
+            }
+        }
+        // The dispatcher splits these (too few tiles to fill the device).
+        for (shape, seed) in [((16, 64, 1024), 90), ((3, 200, 600), 91)] {
+            let (m, n, k) = shape;
+            assert!(
+                split_k(Tile::pick(m, n), m, n, k, BK as usize) > 1,
+                "{shape:?}"
+            );
+            case::<bf16>(&dev, shape, Epilogue::None, seed);
+            case::<f16>(&dev, shape, Epilogue::BiasSilu, seed + 1);
+        }
+        if dev.backend() != Backend::Sim {
+            // 8 tiles of 128 x 128: 16 splits of 4 stages.
+            case::<bf16>(&dev, (128, 1024, 4096), Epilogue::Bias, 92);
+            case_with::<bf16>(
+                &dev,
+                (128, 1024, 4096),
+                Epilogue::None,
+                93,
+                Some((TILES[1], 5)),
+            );
         }
     }
 }
@@ -291,6 +338,21 @@ fn bad_arguments_are_errors_that_write_nothing() {
             c2.to_vec().unwrap().iter().all(|x| *x == bf16::ONE),
             "{what}: C written"
         );
+    }
+    // Pinned K split counts outside 1..=min(stages, MAX_SPLITS) (k = 16: one stage).
+    for (splits, k) in [(0, 16), (2, 16), (fly_gemm::table::MAX_SPLITS + 1, 4096)] {
+        let args = GemmArgs { k, ..ok };
+        let a = DeviceBuffer::<bf16>::zeroed(&dev, m * k).unwrap();
+        let b = DeviceBuffer::<bf16>::zeroed(&dev, n * k).unwrap();
+        let mut c = DeviceBuffer::from_slice(&dev, &sentinel).unwrap();
+        let e = gemm_with_split(&s, &a, &b, None, &mut c, args, TILES[2], splits)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("fly_gemm::gemm_with_split: `splits`") && e.contains("1..="),
+            "{splits} splits of k = {k}: {e}"
+        );
+        assert_eq!(c.to_vec().unwrap(), sentinel);
     }
     // A dtype without a kernel (f32), on an AMD target.
     let amd = Device::new_sim(Target::Gfx942);

@@ -10,7 +10,9 @@ mod common;
 
 use common::{case, case_data, case_with, Pin};
 use fly_gemm::table::{Tile, TILES};
-use fly_gemm::{gemm_scaled, gemm_scaled_with, BLayout, Epilogue, GemmArgs};
+use fly_gemm::{
+    gemm_scaled, gemm_scaled_with, gemm_scaled_with_split, BLayout, Epilogue, GemmArgs,
+};
 use flydsl_rt::half::{bf16, f16};
 use flydsl_rt::{Backend, Device, DeviceBuffer, Target, F8E4M3FN, F8E4M3FNUZ};
 
@@ -43,6 +45,35 @@ fn ragged_shapes_in_both_input_and_output_types() {
             // Several 128 x 256 tiles in both directions (the CPU reference bounds the size).
             case::<F8E4M3FN, bf16>(&dev, (1536, 2048, 1024), Epilogue::None, 6);
             case::<i8, f16>(&dev, (1536, 2048, 1024), Epilogue::Bias, 7);
+        }
+    }
+}
+
+#[test]
+fn split_k_is_correct_for_every_tile_and_split_count() {
+    // K of 4 and 9 stages of 128 with a ragged last stage (an odd count per split too: the
+    // fp8 promotion's tail), split evenly, unevenly and into one-stage splits.
+    let cases = [((1, 80, 400), &[2, 4][..]), ((65, 272, 1040), &[3, 4][..])];
+    for dev in devices() {
+        for (i, tile) in TILES.into_iter().enumerate() {
+            for (j, &(shape, splits)) in cases.iter().enumerate() {
+                for &sp in splits {
+                    let s = 700 + 50 * i as u64 + 10 * j as u64 + sp as u64;
+                    let (plain, pin) = (BLayout::Plain, Pin::Split(tile, sp));
+                    case_with::<F8E4M3FN, bf16>(&dev, shape, Epilogue::Bias, plain, pin, s);
+                    case_with::<i8, f16>(&dev, shape, Epilogue::BiasGelu, plain, pin, s + 1);
+                }
+            }
+        }
+        // The dispatcher splits this one (one 64 x 64 tile, 8 stages).
+        let (m, n, k) = (16, 48, 1024);
+        let tile = Tile::pick_scaled(fly_gemm::Quant::Fp8, m, n);
+        assert!(fly_gemm::table::split_k(tile, m, n, k, fly_gemm::table::BK8 as usize) > 1);
+        case::<F8E4M3FN, bf16>(&dev, (m, n, k), Epilogue::None, 790);
+        case::<i8, bf16>(&dev, (m, n, k), Epilogue::BiasRelu, 791);
+        if dev.backend() != Backend::Sim {
+            case::<F8E4M3FN, bf16>(&dev, (128, 1024, 4096), Epilogue::Bias, 792);
+            case::<i8, f16>(&dev, (128, 1024, 4096), Epilogue::None, 793);
         }
     }
 }
@@ -343,6 +374,20 @@ fn bad_arguments_are_errors_that_write_nothing() {
         .to_string();
     assert!(e.contains("`args.b_layout`"), "{e}");
     assert_eq!(c.to_vec().unwrap(), sentinel);
+    // Pinned K split counts outside 1..=stages (k = 64: one stage of 128).
+    let k64 = GemmArgs { k: 64, ..ok };
+    for splits in [0, 2] {
+        let e = gemm_scaled_with_split(
+            &s, &a64, &b64, &sa, &sb, None, &mut c, k64, TILES[1], splits,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("fly_gemm::gemm_scaled_with_split: `splits`"),
+            "{splits}: {e}"
+        );
+        assert_eq!(c.to_vec().unwrap(), sentinel);
+    }
     // m = 0 is a no-op.
     let empty = DeviceBuffer::<F8E4M3FN>::zeroed(&dev, 0).unwrap();
     let sa0 = DeviceBuffer::<f32>::zeroed(&dev, 0).unwrap();

@@ -17,6 +17,11 @@
 //! (`Tile::pick`, `Tile::pick_scaled` for fp8), written to `$OUT/gemm_tiles.json`: the measurement behind the
 //! dispatcher's rule.
 //!
+//! Before it, the split sweep (`GEMM_SPLITS=0` skips it): K split over 1, 2, 3, 4, 6 and 8
+//! workgroups per tile (`gemm_with_split` / `gemm_scaled_with_split`, the dispatcher's tile)
+//! at M = 1, 16 and 128 with the issue's (N, K) pairs, bf16 and fp8, next to the
+//! dispatcher's count (`table::split_k`), written to `$OUT/gemm_splits.json`.
+//!
 //! `cargo run --release -p flydsl-tests --features sm90 --example gemm_bench`
 
 use fly_gemm::{gemm, Epilogue, GemmArgs, QuantElement};
@@ -169,6 +174,12 @@ fn main() -> Result<(), String> {
     let path = format!("{out}/gemm_ours.json");
     std::fs::write(&path, format!("[\n{}\n]\n", rows.join(",\n")))
         .map_err(|e| format!("{path}: {e}"))?;
+    if std::env::var("GEMM_SPLITS").as_deref() != Ok("0") {
+        let splits = split_sweep(&dev, &s, &mut timer)?;
+        let path = format!("{out}/gemm_splits.json");
+        std::fs::write(&path, format!("[\n{}\n]\n", splits.join(",\n")))
+            .map_err(|e| format!("{path}: {e}"))?;
+    }
     if std::env::var("GEMM_TILES").as_deref() != Ok("0") {
         let tiles = tile_sweep(&dev, &s, &mut timer)?;
         let path = format!("{out}/gemm_tiles.json");
@@ -327,6 +338,96 @@ fn quant_one<Q: fly_gemm::QuantElement>(
         }
     }
     Ok(())
+}
+
+/// K split counts of the bf16 and fp8 kernels at small M (see the module docs).
+fn split_sweep(
+    dev: &Device,
+    s: &flydsl_rt::Stream,
+    timer: &mut Timer,
+) -> Result<Vec<String>, String> {
+    use fly_gemm::table::{split_k, Quant, Tile, BK, BK8};
+    use fly_gemm::{gemm_scaled_with_split, gemm_with_split};
+    use flydsl_rt::F8E4M3FN;
+    let e = |x: flydsl_rt::Error| x.to_string();
+    let mut rows = Vec::new();
+    let mmax = 128usize;
+    for (n, k) in SHAPES8 {
+        let a: Vec<bf16> = (0..(mmax * k) as u64).map(|i| value(1, i)).collect();
+        let b: Vec<bf16> = (0..(n * k) as u64).map(|i| value(2, i)).collect();
+        let a8: Vec<F8E4M3FN> = quant_inputs(1, mmax * k);
+        let b8: Vec<F8E4M3FN> = quant_inputs(2, n * k);
+        let up = |v: &[bf16]| DeviceBuffer::from_slice(dev, v).map_err(e);
+        let up8 = |v: &[F8E4M3FN]| DeviceBuffer::from_slice(dev, v).map_err(e);
+        let (db, db8) = (up(&b)?, up8(&b8)?);
+        let sb = DeviceBuffer::from_slice(dev, &vec![1.0f32 / 128.0; n]).map_err(e)?;
+        for m in [1usize, 16, 128] {
+            let (da, da8) = (up(&a[..m * k])?, up8(&a8[..m * k])?);
+            let sa = DeviceBuffer::from_slice(dev, &vec![1.0f32 / 256.0; m]).map_err(e)?;
+            let mut dc = DeviceBuffer::<bf16>::zeroed(dev, m * n).map_err(e)?;
+            let args = GemmArgs {
+                m,
+                n,
+                k,
+                epilogue: Epilogue::None,
+                ..Default::default()
+            };
+            for dtype in ["bf16", "fp8"] {
+                let (tile, bk) = if dtype == "bf16" {
+                    (Tile::pick(m, n), BK)
+                } else {
+                    (Tile::pick_scaled(Quant::Fp8, m, n), BK8)
+                };
+                let rule = split_k(tile, m, n, k, bk as usize);
+                for splits in [1usize, 2, 3, 4, 6, 8] {
+                    let mut run = || {
+                        if dtype == "bf16" {
+                            gemm_with_split(s, &da, &db, None, &mut dc, args, tile, splits)
+                        } else {
+                            gemm_scaled_with_split(
+                                s, &da8, &db8, &sa, &sb, None, &mut dc, args, tile, splits,
+                            )
+                        }
+                    };
+                    let ms = timer.median(s, 3, 20, &mut run).map_err(e)?;
+                    let tflops = 2.0 * (m * n * k) as f64 / (ms * 1e-3) / 1e12;
+                    let b_gbs =
+                        (n * k * if dtype == "bf16" { 2 } else { 1 }) as f64 / (ms * 1e-3) / 1e9;
+                    let c = dc.to_vec().map_err(e)?;
+                    let mut worst = 0.0f64;
+                    for t in 0..8u64 {
+                        let (i, j) = ((t * 7919) as usize % m, (t * 104_729) as usize % n);
+                        let prod = |p: usize| {
+                            if dtype == "bf16" {
+                                a[i * k + p].to_f64() * b[j * k + p].to_f64()
+                            } else {
+                                a8[i * k + p].dequantize() as f64
+                                    * b8[j * k + p].dequantize() as f64
+                                    / (256.0 * 128.0)
+                            }
+                        };
+                        worst = worst.max(rel_err(c[i * n + j].to_f64(), k, prod));
+                    }
+                    let picked = if splits == rule { " (rule)" } else { "" };
+                    println!(
+                        "split sweep {dtype:<4} {m:>4}x{n}x{k} {:>3}x{:<3} {splits} splits \
+                         {ms:>9.4} ms {tflops:>7.1} TFLOP/s {b_gbs:>6.0} GB/s of B{picked}  \
+                         worst |err|/sum|ab| = {worst:.2e}{}",
+                        tile.bm,
+                        tile.bn,
+                        if worst < 1e-2 { "" } else { " WRONG" }
+                    );
+                    rows.push(format!(
+                        "{{\"dtype\": \"{dtype}\", \"shape\": [{m}, {n}, {k}], \"tile\": [{}, {}], \
+                         \"splits\": {splits}, \"rule\": {rule}, \"median_ms\": {ms}, \
+                         \"tflops\": {tflops}}}",
+                        tile.bm, tile.bn
+                    ));
+                }
+            }
+        }
+    }
+    Ok(rows)
 }
 
 /// Every tile config of the bf16 and fp8 kernels at small and mid M (see the module docs).

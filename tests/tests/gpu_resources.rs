@@ -49,10 +49,10 @@ fn wgmma_gemm_has_no_spills_and_at_most_255_registers() {
             "{:<20} regs {:>3}  private {:>5} B  static lds {:>5} B  max threads {:>4}",
             k.name, r.registers, r.private_bytes, r.static_lds_bytes, r.max_threads
         );
-        if k.name.starts_with("gemm_wgmma_") {
+        if k.name.starts_with("gemm_wgmma_") || k.name.starts_with("gemm_splitk_") {
             // The one known exception: fp8 on the 128 x 256 tile (its promotion chunks need
-            // 160 accumulator registers; ptxas 12.9 spills 76 B; still the fastest fp8
-            // config at M >= 512 on the H200).
+            // 160 accumulator registers; ptxas 12.9 spills 72-76 B; the dispatcher takes
+            // 128 x 128 for fp8, the wide tile serves callers who pin it).
             let allowed = if is_fp8_wide(k.name) { 128 } else { 0 };
             assert!(
                 r.private_bytes <= allowed,

@@ -14,8 +14,8 @@
 use fly_gemm::table::Tile;
 use fly_gemm::Quant;
 use fly_gemm::{
-    gemm_scaled, gemm_scaled_with, gemm_scaled_with_config, preshuffle_b, quantize_rows, BLayout,
-    Epilogue, GemmArgs, QuantElement, TileConfig,
+    gemm_scaled, gemm_scaled_with, gemm_scaled_with_config, gemm_scaled_with_split, preshuffle_b,
+    quantize_rows, BLayout, Epilogue, GemmArgs, QuantElement, TileConfig,
 };
 use flydsl_rt::{Device, DeviceBuffer, Element, Target};
 use flydsl_testutil::gemm::{gemm_ref, gemm_scaled_ref, Act};
@@ -30,6 +30,8 @@ pub enum Pin {
     Tile(Tile),
     /// `gemm_scaled_with_config(config)` (the portable kernel).
     Config(TileConfig),
+    /// `gemm_scaled_with_split(tile, splits)` (the wgmma kernel, K split).
+    Split(Tile, usize),
 }
 
 pub fn act(e: Epilogue) -> Act {
@@ -144,6 +146,9 @@ pub fn case_data<Q: QuantElement + Default + Clone, T: Element>(
         Pin::Tile(t) => gemm_scaled_with(&s, &da, &db, sa_, sb_, bias_arg, &mut dc, args, t),
         Pin::Config(c) => {
             gemm_scaled_with_config(&s, &da, &db, sa_, sb_, bias_arg, &mut dc, args, c)
+        }
+        Pin::Split(t, sp) => {
+            gemm_scaled_with_split(&s, &da, &db, sa_, sb_, bias_arg, &mut dc, args, t, sp)
         }
     }
     .unwrap_or_else(|e| panic!("{} {m}x{n}x{k} {b_layout:?} {pin:?}: {e}", dev.name()));
