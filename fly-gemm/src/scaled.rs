@@ -156,8 +156,9 @@ pub fn gemm_scaled_with<Q: QuantElement, T: Element>(
     tile: Tile,
 ) -> Result<()> {
     let call = Call::new("fly_gemm::gemm_scaled_with");
-    check_pin(&call, stream, tile)?;
+    check_tile(&call, tile)?;
     check(&call, stream, a, b, scale_a, scale_b, bias, c, args)?;
+    check_sm90(&call, stream)?;
     crate::check_wgmma_pin(&call, args, 1, "fly_gemm::gemm_scaled")?;
     launch(
         &call,
@@ -212,8 +213,9 @@ pub fn gemm_scaled_with_split<Q: QuantElement, T: Element>(
     splits: usize,
 ) -> Result<()> {
     let call = Call::new("fly_gemm::gemm_scaled_with_split");
-    check_pin(&call, stream, tile)?;
+    check_tile(&call, tile)?;
     check(&call, stream, a, b, scale_a, scale_b, bias, c, args)?;
+    check_sm90(&call, stream)?;
     crate::check_wgmma_pin(&call, args, 1, "fly_gemm::gemm_scaled")?;
     crate::splitk::check_splits(&call, splits, args.k, table::BK8)?;
     launch(
@@ -230,8 +232,8 @@ pub fn gemm_scaled_with_split<Q: QuantElement, T: Element>(
     )
 }
 
-/// A pinned wgmma tile's rules: one of [`TILES`], on sm90.
-fn check_pin(call: &Call<'_>, stream: &Stream, tile: Tile) -> Result<()> {
+/// A pinned wgmma tile is one of [`TILES`].
+fn check_tile(call: &Call<'_>, tile: Tile) -> Result<()> {
     if !TILES.contains(&tile) {
         return Err(call.error(
             "tile",
@@ -240,6 +242,12 @@ fn check_pin(call: &Call<'_>, stream: &Stream, tile: Tile) -> Result<()> {
             format_args!("pass one of fly_gemm::table::TILES: {TILES:?}"),
         ));
     }
+    Ok(())
+}
+
+/// The pinned wgmma kernel runs on sm90 only (checked after the operands, so an input type
+/// the target does not read is reported as such).
+fn check_sm90(call: &Call<'_>, stream: &Stream) -> Result<()> {
     let target = stream.device().target();
     if target != Target::Sm90 {
         return Err(call.error(

@@ -10,7 +10,10 @@
 //! bytes), `quantize_rows`, `quantize_rows_into`, `dequantize_rows` and
 //! `QuantElement::quantize` / `dequantize` (bit-exact against the documented formulas and an
 //! independent round-to-nearest-even); and the dispatch helpers `default_config`,
-//! `Tile::pick`, `Tile::tiles`, `TileConfig::index`, `Epilogue::index` / `has_bias`.
+//! `Tile::pick`, `Tile::tiles`, `table::split_k` / `split_stages`, `TileConfig::index`,
+//! `Epilogue::index` / `has_bias`. The pinned split-K entries (`gemm_with_split`,
+//! `gemm_scaled_with_split`) run with every tile and 0 to 5 splits (0 and counts past the K
+//! stages must be errors).
 //!
 //! Generated: shapes (0 where legal, 1, odd, primes, both sides of 16, 64, 128 and 256), dtypes
 //! (bf16, f16, and f32, which has no kernel), every epilogue, argument mistakes (a wrong length
@@ -461,6 +464,8 @@ enum Entry16 {
     WithTile(u8),
     /// `gemm_with_tile` with a tile outside the table.
     WithBadTile,
+    /// `gemm_with_split(TILES[i % len], splits)` (splits 0 and past the K stages: errors).
+    WithSplit(u8, u8),
 }
 
 #[derive(Clone, Debug)]
@@ -503,6 +508,7 @@ fn case16_strategy() -> impl Strategy<Value = Case16> {
             1 => Just(Entry16::WithBadConfig),
             3 => any::<u8>().prop_map(Entry16::WithTile),
             1 => Just(Entry16::WithBadTile),
+            2 => (any::<u8>(), 0u8..6).prop_map(|(t, sp)| Entry16::WithSplit(t, sp)),
         ],
         epi_strategy(),
         prop_oneof![3 => Just(false), 1 => Just(true)],
@@ -534,7 +540,7 @@ fn case16_strategy() -> impl Strategy<Value = Case16> {
             if k8 {
                 k = k.div_ceil(8) * 8;
             }
-            if matches!(entry, Entry16::WithTile(_)) && to_sm90 {
+            if matches!(entry, Entry16::WithTile(_) | Entry16::WithSplit(..)) && to_sm90 {
                 target = TARGETS
                     .iter()
                     .position(|&t| t == Target::Sm90)
@@ -579,6 +585,7 @@ fn op16(e: Entry16) -> &'static str {
         Entry16::Gemm => "fly_gemm::gemm",
         Entry16::With(_) | Entry16::WithBadConfig => "fly_gemm::gemm_with",
         Entry16::WithTile(_) | Entry16::WithBadTile => "fly_gemm::gemm_with_tile",
+        Entry16::WithSplit(..) => "fly_gemm::gemm_with_split",
     }
 }
 
@@ -592,7 +599,14 @@ fn invalid16(c: &Case16, target: Target, place: &Place<'_>) -> Option<String> {
     if passes_bias {
         used.push(BIAS);
     }
-    let tile = matches!(c.entry, Entry16::WithTile(_) | Entry16::WithBadTile);
+    let tile = matches!(
+        c.entry,
+        Entry16::WithTile(_) | Entry16::WithBadTile | Entry16::WithSplit(..)
+    );
+    let bad_split = match c.entry {
+        Entry16::WithSplit(_, sp) => sp == 0 || sp as usize > k.div_ceil(64),
+        _ => false,
+    };
     if c.dt == 2 {
         Some("f32 has no kernel".into())
     } else if c.entry == Entry16::WithBadConfig {
@@ -615,6 +629,8 @@ fn invalid16(c: &Case16, target: Target, place: &Place<'_>) -> Option<String> {
         Some("gemm_with_tile with preshuffled B".into())
     } else if tile && k % 8 != 0 {
         Some("gemm_with_tile with k % 8 != 0".into())
+    } else if bad_split {
+        Some("a split count outside 1..=stages".into())
     } else {
         None
     }
@@ -680,6 +696,11 @@ fn one16<T: Elem + Float>(c: &Case16, d: &Devs) -> Result<(), String> {
         }
         Entry16::WithBadTile => {
             fly_gemm::gemm_with_tile(s, &ad, &bd, bias_arg, &mut out.buf, args, BAD_TILE)
+        }
+        Entry16::WithSplit(i, sp) => {
+            let tile = TILES[i as usize % TILES.len()];
+            let sp = sp as usize;
+            fly_gemm::gemm_with_split(s, &ad, &bd, bias_arg, &mut out.buf, args, tile, sp)
         }
     };
     if !outcome(r, op16(c.entry), invalid, &[out.untouched("c")])? {
@@ -868,6 +889,9 @@ enum Entry8 {
     Config(u8),
     /// `gemm_scaled_with_config` with a config outside the table.
     ConfigBad,
+    /// `gemm_scaled_with_split(TILES[i % len], splits)` (splits 0 and past the K stages:
+    /// errors).
+    WithSplit(u8, u8),
 }
 
 #[derive(Clone, Debug)]
@@ -909,6 +933,7 @@ fn case8_strategy() -> impl Strategy<Value = Case8> {
             1 => Just(Entry8::WithBadTile),
             2 => any::<u8>().prop_map(Entry8::Config),
             1 => Just(Entry8::ConfigBad),
+            2 => (any::<u8>(), 0u8..4).prop_map(|(t, sp)| Entry8::WithSplit(t, sp)),
         ],
         epi_strategy(),
         prop_oneof![3 => Just(false), 1 => Just(true)],
@@ -965,6 +990,7 @@ fn op8(e: Entry8) -> &'static str {
     match e {
         Entry8::Scaled => "fly_gemm::gemm_scaled",
         Entry8::Config(_) | Entry8::ConfigBad => "fly_gemm::gemm_scaled_with_config",
+        Entry8::WithSplit(..) => "fly_gemm::gemm_scaled_with_split",
         _ => "fly_gemm::gemm_scaled_with",
     }
 }
@@ -985,7 +1011,11 @@ fn invalid8(c: &Case8, target: Target, place: &Place<'_>) -> Option<(String, boo
     if passes_bias {
         used.push(BIAS);
     }
-    let wgmma = matches!(c.entry, Entry8::With(_));
+    let wgmma = matches!(c.entry, Entry8::With(_) | Entry8::WithSplit(..));
+    let bad_split = match c.entry {
+        Entry8::WithSplit(_, sp) => sp == 0 || sp as usize > k.div_ceil(128),
+        _ => false,
+    };
     let why = if c.entry == Entry8::WithBadTile {
         "a tile outside TILES".into()
     } else if c.entry == Entry8::ConfigBad {
@@ -1008,6 +1038,8 @@ fn invalid8(c: &Case8, target: Target, place: &Place<'_>) -> Option<(String, boo
         "the wgmma kernel pinned with preshuffled B".into()
     } else if wgmma && k % 16 != 0 {
         "the wgmma kernel pinned with k % 16 != 0".into()
+    } else if bad_split {
+        "a split count outside 1..=stages".into()
     } else if c.out == 2 {
         "f32 output".into()
     } else {
@@ -1075,6 +1107,18 @@ fn one8<Q: Q8, T: Elem + Float>(c: &Case8, d: &Devs) -> Result<(), String> {
             &mut out.buf,
             args,
             BAD_TILE,
+        ),
+        Entry8::WithSplit(i, sp) => fly_gemm::gemm_scaled_with_split(
+            s,
+            &ad,
+            &bd,
+            &sad,
+            &sbd,
+            bias_arg,
+            &mut out.buf,
+            args,
+            TILES[i as usize % TILES.len()],
+            sp as usize,
         ),
         Entry8::Config(i) => {
             let cfg = PORTABLE_CONFIGS8[i as usize % PORTABLE_CONFIGS8.len()];
@@ -1862,6 +1906,32 @@ fn fuzz_gemm_dispatch() {
                 "Tile::pick({m}, {n}) = {pick:?}, want {:?}",
                 TILES[want]
             ));
+        }
+        // split_k: 1 when the tiles fill half the device; else tiles * splits <= FILL_TILES
+        // and each split at least MIN_SPLIT_STAGES stages, at most MAX_SPLITS splits.
+        // split_stages: the splits cover the stages, none empty.
+        use fly_gemm::table::{split_k, split_stages, MAX_SPLITS, MIN_SPLIT_STAGES};
+        for t in TILES {
+            for bk in [64usize, 128] {
+                let sp = split_k(t, m, n, k, bk);
+                let (tiles, stages) = (t.tiles(m, n), k.div_ceil(bk));
+                let ok = if 2 * tiles.max(1) > FILL_TILES {
+                    sp == 1
+                } else {
+                    (1..=MAX_SPLITS).contains(&sp)
+                        && (sp == 1
+                            || (tiles * sp <= FILL_TILES && stages / sp >= MIN_SPLIT_STAGES))
+                };
+                if !ok {
+                    return Err(format!("split_k({t:?}, {m}, {n}, {k}, {bk}) = {sp}"));
+                }
+                if stages > 0 {
+                    let (kps, used) = split_stages(stages, sp);
+                    if used == 0 || used > sp || (used - 1) * kps >= stages || used * kps < stages {
+                        return Err(format!("split_stages({stages}, {sp}) = ({kps}, {used})"));
+                    }
+                }
+            }
         }
         if BAD_CONFIG.index().is_some() {
             return Err("BAD_CONFIG is in the table".into());
