@@ -176,17 +176,35 @@ impl<T: DeviceRepr> Qkv<'_, T> {
             Qkv::Half(q, k, v) => {
                 call.buffer("q", *q, stream, nq, what[0])?;
                 call.buffer("k", *k, stream, nkv, what[1])?;
-                call.buffer("v", *v, stream, nkv, what[1])
+                call.buffer("v", *v, stream, nkv, what[1])?;
+                check_vector_bases(call, [("q", *q), ("k", *k), ("v", *v)])
             }
             Qkv::Fp8(q, k, v, d) => {
                 call.buffer("q", *q, stream, nq, what[0])?;
                 call.buffer("k", *k, stream, nkv, what[1])?;
                 call.buffer("v", *v, stream, nkv, what[1])?;
+                check_vector_bases(call, [("q", *q), ("k", *k), ("v", *v)])?;
                 check_descales(call, stream, d)
             }
         }
     }
 }
+
+/// Every kernel reads q, k and v (and writes out) in 16-byte vectors (TMA on Hopper), whose
+/// addresses must be 16-byte aligned: a slice starting mid-vector is an error (a misaligned
+/// vector access faults on NVIDIA GPUs).
+fn check_vector_bases<T: DeviceRepr, const N: usize>(
+    call: Call<'_>,
+    bufs: [(&str, &DeviceBuffer<T>); N],
+) -> Result<()> {
+    for (arg, b) in bufs {
+        call.aligned(arg, b, VECTOR_BYTES)?;
+    }
+    Ok(())
+}
+
+/// The vector width of every kernel's q, k, v and out accesses.
+const VECTOR_BYTES: u64 = 16;
 
 /// Each descale is one f32 on the stream's device.
 fn check_descales(call: Call<'_>, stream: &Stream, d: &Fp8Descales<'_>) -> Result<()> {
@@ -233,7 +251,9 @@ struct Plan {
 /// Errors (before anything is written): buffer lengths other than the shapes say, head
 /// counts that do not divide, a head dim that is not a multiple of 32 in 32 ..= 256, a
 /// non-finite or non-positive scale, splits outside 1 ..= 64, shapes past [`MAX_ROWS`] or
-/// the i32 tile bound, buffers on another device, a device without a kernel.
+/// the i32 tile bound, buffers on another device, q, k, v or out not starting at a 16-byte
+/// boundary (a slice must start at a multiple of 8 bf16/f16 or 16 fp8 elements), a device
+/// without a kernel.
 ///
 /// ```
 /// use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target};
@@ -375,6 +395,7 @@ fn dense_call<T: Element>(
         nq,
         "batch * seqlen_q * heads_q * head_dim",
     )?;
+    call.aligned("out", out, VECTOR_BYTES)?;
     if let Some(l) = lse.as_deref() {
         call.buffer(
             "lse",
@@ -578,6 +599,7 @@ fn flash_attn_varlen_fwd_as<T: Element>(
         nq,
         "cu_seqlens_q[batch] * heads_q * head_dim",
     )?;
+    call.aligned("out", out, VECTOR_BYTES)?;
     if let Some(l) = lse.as_deref() {
         call.buffer(
             "lse",

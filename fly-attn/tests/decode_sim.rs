@@ -261,9 +261,12 @@ fn pinned_decode_errors_name_the_argument() {
         e.contains("fly_attn::flash_attn_fwd_with") && e.contains("16-byte"),
         "{e}"
     );
-    // Auto runs it on the portable kernel instead, correctly.
-    flash_attn_fwd_with(&st, &q, &x, &x, &mut out, None, &a, AttnKernel::Auto).unwrap();
-    assert!(out.to_vec().unwrap().iter().all(|v| v.to_f32() == 1.0));
+    // Auto refuses it too (every kernel reads 16-byte vectors), writing nothing.
+    let e = flash_attn_fwd_with(&st, &q, &x, &x, &mut out, None, &a, AttnKernel::Auto)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`q` =") && e.contains("16-byte"), "{e}");
+    assert!(out.to_vec().unwrap().iter().all(|v| v.to_f32() == 0.0));
 }
 
 #[test]

@@ -265,7 +265,21 @@ fn pinning_hopper_where_it_does_not_apply_is_an_error_that_writes_nothing() {
         "{e}"
     );
     assert!(out.to_vec().unwrap().iter().all(|x| x.to_f32() == SENTINEL));
-    flash_attn_fwd_with(&st, &q, &q, &q, &mut out, None, &a, AttnKernel::Portable).unwrap();
+    // Every kernel reads 16-byte vectors: the portable one and the dispatcher refuse the
+    // slice too (a misaligned vector load faults on NVIDIA GPUs), and an aligned slice runs.
+    for kernel in [AttnKernel::Portable, AttnKernel::Auto] {
+        let e = flash_attn_fwd_with(&st, &q, &q, &q, &mut out, None, &a, kernel)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`q` =") && e.contains("multiple of 8 elements"),
+            "{kernel:?}: {e}"
+        );
+        assert!(out.to_vec().unwrap().iter().all(|x| x.to_f32() == SENTINEL));
+    }
+    let big8 = DeviceBuffer::from_slice(&dev, &vec![bf16::ONE; n + 8]).unwrap();
+    let q8 = big8.slice(8..n + 8).unwrap();
+    flash_attn_fwd_with(&st, &q8, &q8, &q8, &mut out, None, &a, AttnKernel::Portable).unwrap();
     assert!(out.to_vec().unwrap().iter().all(|x| x.to_f32() == 1.0));
     // The shared checks come first and name the Hopper entry point too.
     let e = dense_refused(&sm90(), &AttnArgs { head_dim: 48, ..a });

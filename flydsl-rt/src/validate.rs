@@ -146,6 +146,40 @@ impl<'a> Call<'a> {
         self.len(arg, buf, want, what)
     }
 
+    /// `buf` starts at a multiple of `bytes` (a kernel's vector width), else the error
+    /// naming `arg`, its address offset and the element multiple that fixes it.
+    ///
+    /// ```
+    /// use flydsl_rt::{half, validate::Call, Device, DeviceBuffer, Target};
+    /// let dev = Device::sim(Target::Sm90);
+    /// let b = DeviceBuffer::<half::bf16>::zeroed(&dev, 16).unwrap();
+    /// let c = Call::new("k::f");
+    /// assert!(c.aligned("x", &b, 16).is_ok());
+    /// let e = c.aligned("x", &b.slice(1..9).unwrap(), 16).unwrap_err().to_string();
+    /// assert!(e.contains("`x`") && e.contains("multiple of 8 elements"), "{e}");
+    /// ```
+    pub fn aligned<T: DeviceRepr>(
+        &self,
+        arg: &str,
+        buf: &DeviceBuffer<T>,
+        bytes: u64,
+    ) -> Result<()> {
+        let off = buf.as_device_ptr() % bytes.max(1);
+        if off == 0 {
+            return Ok(());
+        }
+        let elems = (bytes / std::mem::size_of::<T>().max(1) as u64).max(1);
+        Err(self.error(
+            arg,
+            format_args!("a buffer {off} bytes past a {bytes}-byte boundary"),
+            format_args!("the kernels access it in {bytes}-byte vectors"),
+            format_args!(
+                "pass a buffer (or slice) that starts at a multiple of {elems} elements of an \
+                 allocation"
+            ),
+        ))
+    }
+
     /// The stream's device can run `kernel` (its IR on the Sim; its code object on a GPU), else
     /// the runtime's [`Error::MissingVariant`], naming the cargo feature to enable.
     ///

@@ -517,3 +517,102 @@ fn memory_api_errors_and_large_allocation() {
         Err(e) => eprintln!("host refused a lazy 5 GiB allocation: {e}"),
     }
 }
+
+/// out[gid] = sum of x[4 gid + off .. + 4], read as one `<4 x f32>` declared 16-byte
+/// aligned (global), or staged through LDS and read back the same way (`lds`).
+fn vector_load_at(lds: bool) -> Kernel {
+    let mut b = B::new("vec_at", Target::Sm90);
+    let (px, _) = b.tensor("x", ScalarType::F32);
+    let (py, _) = b.tensor("out", ScalarType::F32);
+    let off = b.scalar("off", ScalarType::I32);
+    let arr = b.lds("stage", ScalarType::F32, 4 * 64 + 4);
+    let g = b.gid();
+    let four = b.i32(4);
+    let i4 = b.bin(BinOp::Mul, g, four);
+    let at = b.bin(BinOp::Add, i4, off);
+    let v4 = Type::Vector(ScalarType::F32, 4);
+    let aligned = |ptr, index| OpKind::Load {
+        ptr,
+        index,
+        flags: MemFlags {
+            align: 16,
+            ..MemFlags::default()
+        },
+    };
+    let v = if lds {
+        // Thread t writes its four elements at LDS index 4 t + off, one at a time, then reads
+        // them back as one vector.
+        let base = b.lds_base(arr);
+        for e in 0..4 {
+            let ce = b.i32(e);
+            let src = b.bin(BinOp::Add, i4, ce);
+            let x = b.load(px, src, Type::Scalar(ScalarType::F32));
+            let dst = b.bin(BinOp::Add, at, ce);
+            b.store(base, dst, x);
+        }
+        b.op(aligned(base, at), v4)
+    } else {
+        b.op(aligned(px, at), v4)
+    };
+    let mut sum = b.f32(0.0);
+    for e in 0..4 {
+        let x = b.op(OpKind::Extract(v, e), Type::Scalar(ScalarType::F32));
+        sum = b.bin(BinOp::Add, sum, x);
+    }
+    b.store(py, g, sum);
+    b.finish()
+}
+
+#[test]
+fn a_misaligned_vector_access_is_a_fault() {
+    for lds in [false, true] {
+        let k = vector_load_at(lds);
+        let mem = SimMemory::new();
+        let dx = upload_f32(&mem, &(0..260).map(|i| i as f32).collect::<Vec<_>>());
+        let dy = upload_f32(&mem, &[0.0; 64]);
+        let run = |off| {
+            let args = pack(
+                &k,
+                &[Arg::Tensor(dx, 260), Arg::Tensor(dy, 64), Arg::I32(off)],
+            );
+            launch(
+                &k,
+                [1, 1, 1],
+                [64, 1, 1],
+                &args,
+                &mem,
+                &SimOptions::default(),
+            )
+        };
+        // Offsets of whole vectors are aligned.
+        run(4).unwrap_or_else(|e| panic!("lds {lds}: {e}"));
+        let got = download_f32(&mem, dy, 64);
+        if !lds {
+            assert_eq!(got[1], (8 + 9 + 10 + 11) as f32);
+        } else {
+            assert_eq!(got[1], (4 + 5 + 6 + 7) as f32);
+        }
+        // One element off: every thread's 16-byte access is 4 bytes off.
+        let e = run(1).unwrap_err();
+        let msg = e.to_string();
+        let space = if lds {
+            "misaligned LDS load"
+        } else {
+            "misaligned global load"
+        };
+        assert!(
+            matches!(e, SimError::Fault { .. }) && msg.contains(space) && msg.contains("16-byte"),
+            "lds {lds}: {msg}"
+        );
+        // With memcheck off the Sim runs it (as it does out-of-bounds accesses).
+        let args = pack(
+            &k,
+            &[Arg::Tensor(dx, 260), Arg::Tensor(dy, 64), Arg::I32(1)],
+        );
+        let quiet = SimOptions {
+            memcheck: false,
+            ..SimOptions::default()
+        };
+        launch(&k, [1, 1, 1], [64, 1, 1], &args, &mem, &quiet).unwrap();
+    }
+}

@@ -277,21 +277,68 @@ impl Wg<'_, '_> {
         sext(self.val(index)[t as usize], bits)
     }
 
+    /// With memcheck on, an access the kernel declared `align`-byte aligned (its
+    /// `MemFlags::align`) must be: a misaligned vector access faults on NVIDIA GPUs and reads
+    /// or writes the wrong LDS bytes on AMD. Global offsets count from the allocation's
+    /// start (device allocations are at least 256-byte aligned), LDS offsets from the
+    /// workgroup's LDS base.
+    fn check_align(
+        &self,
+        addr: u64,
+        index: i64,
+        es: u64,
+        align: u32,
+        access: &'static str,
+        t: u32,
+    ) -> Result<(), SimError> {
+        if !self.cx.memcheck || align <= 1 {
+            return Ok(());
+        }
+        let (h, off) = split(addr);
+        let mut byte = off as i128 + index as i128 * es as i128;
+        let space = if h >= LDS_HANDLE_BASE {
+            let id = (h - LDS_HANDLE_BASE) as usize;
+            byte += self.cx.lds.get(id).map_or(0, |r| r.offset) as i128;
+            "LDS"
+        } else {
+            "global"
+        };
+        if byte.rem_euclid(align as i128) == 0 {
+            return Ok(());
+        }
+        Err(self.fault(
+            access,
+            t,
+            format!(
+                "misaligned {space} {access}: byte offset {byte} is not a multiple of the \
+                 {align}-byte alignment the access declares (a vector access needs its \
+                 address aligned to its width)"
+            ),
+        ))
+    }
+
     pub(super) fn load(
         &mut self,
         res: ValueId,
         ptr: ValueId,
         index: ValueId,
+        align: u32,
         act: &[u32],
     ) -> Result<(), SimError> {
         let i = self.info(res);
+        let es = i.elem.size_bytes() as u64;
         let mut r = self.take(res);
         let mut out = Ok(());
         for &t in act {
             let addr = self.val(ptr)[t as usize];
             let idx = self.index_of(index, t);
             let b = t as usize * i.words;
-            if let Err(e) = self.read_elems(addr, idx, i.elem, &mut r[b..b + i.words], "load", t) {
+            let res = self
+                .check_align(addr, idx, es, align, "load", t)
+                .and_then(|()| {
+                    self.read_elems(addr, idx, i.elem, &mut r[b..b + i.words], "load", t)
+                });
+            if let Err(e) = res {
                 out = Err(e);
                 break;
             }
@@ -305,13 +352,16 @@ impl Wg<'_, '_> {
         ptr: ValueId,
         index: ValueId,
         value: ValueId,
+        align: u32,
         act: &[u32],
     ) -> Result<(), SimError> {
         let i = self.info(value);
+        let es = i.elem.size_bytes() as u64;
         let mut tmp = [0u64; 32];
         for &t in act {
             let addr = self.val(ptr)[t as usize];
             let idx = self.index_of(index, t);
+            self.check_align(addr, idx, es, align, "store", t)?;
             let b = t as usize * i.words;
             tmp[..i.words].copy_from_slice(&self.val(value)[b..b + i.words]);
             self.write_elems(addr, idx, i.elem, &tmp[..i.words], "store", t)?;

@@ -455,10 +455,15 @@ impl<'c, 'k> Wg<'c, 'k> {
             OpKind::LdsBase(id) => self.lds_base(r()?, *id, act),
             OpKind::DynLdsBase(off) => self.dyn_lds_base(r()?, *off, act),
             OpKind::PtrAdd(p, i) => self.ptr_add(r()?, *p, *i, act),
-            OpKind::Load { ptr, index, .. } => self.load(r()?, *ptr, *index, act)?,
+            OpKind::Load { ptr, index, flags } => {
+                self.load(r()?, *ptr, *index, flags.align, act)?
+            }
             OpKind::Store {
-                ptr, index, value, ..
-            } => self.store(*ptr, *index, *value, act)?,
+                ptr,
+                index,
+                value,
+                flags,
+            } => self.store(*ptr, *index, *value, flags.align, act)?,
             OpKind::MakeRsrc { ptr, num_elems } => self.make_rsrc(r()?, *ptr, *num_elems, act),
             OpKind::BufferLoad { rsrc, index, .. } => self.buffer_load(r()?, *rsrc, *index, act)?,
             OpKind::BufferStore {
