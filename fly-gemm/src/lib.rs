@@ -475,17 +475,7 @@ pub fn gemm_with_tile<T: Element>(
     tile: Tile,
 ) -> Result<()> {
     let call = Call::new("fly_gemm::gemm_with_tile");
-    if !table::TILES.contains(&tile) {
-        return Err(call.error(
-            "tile",
-            format_args!("{tile:?}"),
-            "not one of the built tile configs",
-            format_args!("pass one of fly_gemm::table::TILES: {:?}", table::TILES),
-        ));
-    }
-    check(&call, stream, a, b, bias, c, args)?;
-    check_wgmma_pin(&call, args, std::mem::size_of::<T>(), "fly_gemm::gemm")?;
-    wgmma(&call, stream, a, b, bias, c, args, tile, 1)
+    pinned(&call, stream, a, b, bias, c, args, tile, 1)
 }
 
 /// [`gemm_with_tile`] with K split over `splits` workgroups per tile (1: none, as
@@ -523,6 +513,23 @@ pub fn gemm_with_split<T: Element>(
     splits: usize,
 ) -> Result<()> {
     let call = Call::new("fly_gemm::gemm_with_split");
+    pinned(&call, stream, a, b, bias, c, args, tile, splits)
+}
+
+/// The pinned Hopper entries ([`gemm_with_tile`], [`gemm_with_split`]): `tile` one of
+/// [`table::TILES`], the operands, what the wgmma kernel needs, `splits` in range.
+#[allow(clippy::too_many_arguments)]
+fn pinned<T: Element>(
+    call: &Call<'_>,
+    stream: &Stream,
+    a: &DeviceBuffer<T>,
+    b: &DeviceBuffer<T>,
+    bias: Option<&DeviceBuffer<T>>,
+    c: &mut DeviceBuffer<T>,
+    args: GemmArgs,
+    tile: Tile,
+    splits: usize,
+) -> Result<()> {
     if !table::TILES.contains(&tile) {
         return Err(call.error(
             "tile",
@@ -531,10 +538,10 @@ pub fn gemm_with_split<T: Element>(
             format_args!("pass one of fly_gemm::table::TILES: {:?}", table::TILES),
         ));
     }
-    check(&call, stream, a, b, bias, c, args)?;
-    check_wgmma_pin(&call, args, std::mem::size_of::<T>(), "fly_gemm::gemm")?;
-    splitk::check_splits(&call, splits, args.k, table::BK)?;
-    wgmma(&call, stream, a, b, bias, c, args, tile, splits)
+    check(call, stream, a, b, bias, c, args)?;
+    check_wgmma_pin(call, args, std::mem::size_of::<T>(), "fly_gemm::gemm")?;
+    splitk::check_splits(call, splits, args.k, table::BK)?;
+    wgmma(call, stream, a, b, bias, c, args, tile, splits)
 }
 
 /// What a pinned Hopper wgmma kernel needs beyond [`check_operands`]: plain B and rows of

@@ -156,21 +156,8 @@ pub fn gemm_scaled_with<Q: QuantElement, T: Element>(
     tile: Tile,
 ) -> Result<()> {
     let call = Call::new("fly_gemm::gemm_scaled_with");
-    check_tile(&call, tile)?;
-    check(&call, stream, a, b, scale_a, scale_b, bias, c, args)?;
-    check_sm90(&call, stream)?;
-    crate::check_wgmma_pin(&call, args, 1, "fly_gemm::gemm_scaled")?;
-    launch(
-        &call,
-        stream,
-        a,
-        b,
-        scale_a,
-        scale_b,
-        bias,
-        c,
-        args,
-        Route::Wgmma(tile, 1),
+    pinned(
+        &call, stream, a, b, scale_a, scale_b, bias, c, args, tile, 1,
     )
 }
 
@@ -213,23 +200,35 @@ pub fn gemm_scaled_with_split<Q: QuantElement, T: Element>(
     splits: usize,
 ) -> Result<()> {
     let call = Call::new("fly_gemm::gemm_scaled_with_split");
-    check_tile(&call, tile)?;
-    check(&call, stream, a, b, scale_a, scale_b, bias, c, args)?;
-    check_sm90(&call, stream)?;
-    crate::check_wgmma_pin(&call, args, 1, "fly_gemm::gemm_scaled")?;
-    crate::splitk::check_splits(&call, splits, args.k, table::BK8)?;
-    launch(
-        &call,
-        stream,
-        a,
-        b,
-        scale_a,
-        scale_b,
-        bias,
-        c,
-        args,
-        Route::Wgmma(tile, splits),
+    pinned(
+        &call, stream, a, b, scale_a, scale_b, bias, c, args, tile, splits,
     )
+}
+
+/// The pinned wgmma entries ([`gemm_scaled_with`], [`gemm_scaled_with_split`]): the tile,
+/// the operands, then sm90 (so an input type the target does not read is reported as
+/// such), what the wgmma kernel needs, `splits` in range.
+#[allow(clippy::too_many_arguments)]
+fn pinned<Q: QuantElement, T: Element>(
+    call: &Call<'_>,
+    stream: &Stream,
+    a: &DeviceBuffer<Q>,
+    b: &DeviceBuffer<Q>,
+    scale_a: &DeviceBuffer<f32>,
+    scale_b: &DeviceBuffer<f32>,
+    bias: Option<&DeviceBuffer<T>>,
+    c: &mut DeviceBuffer<T>,
+    args: GemmArgs,
+    tile: Tile,
+    splits: usize,
+) -> Result<()> {
+    check_tile(call, tile)?;
+    check(call, stream, a, b, scale_a, scale_b, bias, c, args)?;
+    check_sm90(call, stream)?;
+    crate::check_wgmma_pin(call, args, 1, "fly_gemm::gemm_scaled")?;
+    crate::splitk::check_splits(call, splits, args.k, table::BK8)?;
+    let route = Route::Wgmma(tile, splits);
+    launch(call, stream, a, b, scale_a, scale_b, bias, c, args, route)
 }
 
 /// A pinned wgmma tile is one of [`TILES`].
@@ -245,8 +244,7 @@ fn check_tile(call: &Call<'_>, tile: Tile) -> Result<()> {
     Ok(())
 }
 
-/// The pinned wgmma kernel runs on sm90 only (checked after the operands, so an input type
-/// the target does not read is reported as such).
+/// The pinned wgmma kernel runs on sm90 only.
 fn check_sm90(call: &Call<'_>, stream: &Stream) -> Result<()> {
     let target = stream.device().target();
     if target != Target::Sm90 {
