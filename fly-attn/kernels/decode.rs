@@ -83,6 +83,7 @@ pub fn build(
     let (i32_, f32_, i64_) = (ScalarType::I32, ScalarType::F32, ScalarType::I64);
     KernelBuilder::new(name, target, threads)
         .max_registers(register_cap(target, rb))
+        .rotate_loops(true)
         .build(|k| {
             let q = k.tensor("q", st);
             let kt = k.tensor("k", st);

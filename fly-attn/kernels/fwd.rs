@@ -296,349 +296,355 @@ pub fn build(target: Target, inputs: Inputs, dp: usize, name: &str) -> Result<Ke
     let i32_ = ScalarType::I32;
     let f32_ = ScalarType::F32;
     let i64_ = ScalarType::I64;
-    KernelBuilder::new(name, target, threads).build(|k| {
-        let q = k.tensor("q", in_t);
-        let kt = k.tensor("k", in_t);
-        let vt = k.tensor("v", in_t);
-        let descales = fp8.then(|| {
-            let mut d = |n: &str| k.tensor(n, f32_);
-            (d("q_descale"), d("k_descale"), d("v_descale"))
-        });
-        let out = k.tensor_mut("out", st);
-        let lse = k.tensor_mut("lse", f32_);
-        let ws_o = k.tensor_mut("ws_o", f32_);
-        let ws_lse = k.tensor_mut("ws_lse", f32_);
-        let cu_q = k.tensor("cu_q", i32_);
-        let cu_kv = k.tensor("cu_kv", i32_);
-        let seqlen_q = k.scalar("seqlen_q", i32_);
-        let seqlen_kv = k.scalar("seqlen_kv", i32_);
-        let heads_q = k.scalar("heads_q", i32_);
-        let heads_kv = k.scalar("heads_kv", i32_);
-        let d = k.scalar("head_dim", i32_);
-        let total_q = k.scalar("total_q", i32_);
-        let varlen = k.scalar("varlen", i32_);
-        let causal = k.scalar("causal", i32_);
-        let write_lse = k.scalar("write_lse", i32_);
-        let splits = k.scalar("splits", i32_);
-        let scale_log2 = k.scalar("scale_log2", f32_);
-        // fp8: the descales are device data, read once per workgroup.
-        let (scale_log2, v_scale) = match &descales {
-            Some((qd, kd, vd)) => (
-                scale_log2 * qd.load(c_i32(0)) * kd.load(c_i32(0)),
-                vd.load(c_i32(0)),
-            ),
-            None => (scale_log2, c_f32(1.0)),
-        };
-
-        let q_mem = k.lds("q_tile", st, STensor::elems(&lay_q, 1) as u32);
-        let kv_mem = k.lds("kv_tile", st, kv_elems as u32);
-        let sq_t = STensor::new(q_mem, lay_q.clone(), 1).unwrap();
-        let sk_t = STensor::new(kv_mem, lay_k.clone(), 1).unwrap();
-        let sv_t = STensor::new(kv_mem, lay_vt.clone(), 1).unwrap();
-        let zero = c_i32(0);
-        let (s_q, s_k, s_vt) = (sq_t.stage(zero), sk_t.stage(zero), sv_t.stage(zero));
-        let sp_t = p_via_lds.then(|| {
-            let mem = k.lds("p_tile", st, STensor::elems(&lay_p, 1) as u32);
-            STensor::new(mem, lay_p.clone(), 1).unwrap()
-        });
-
-        let tid = thread_id_x();
-        let qt = block_id_x() / passes as i32;
-        let pass = block_id_x() % passes as i32;
-        // This pass's O columns: [o_col, o_col + dpo) of head_dim.
-        let h = block_id(Dim::Y);
-        let bz = block_id(Dim::Z);
-        let b = bz / splits;
-        let sp = bz % splits;
-        let hk = h / (heads_q / heads_kv);
-        // Sequence b: dense sequences are packed rows b * seqlen ..; varlen reads cu_seqlens
-        // (the dense launch passes [0, 0] and never indexes past it).
-        let is_var = varlen.ne(0);
-        let vb = select(is_var, b, zero);
-        let q_start = select(is_var, cu_q.load(vb), b * seqlen_q);
-        let sq = select(is_var, cu_q.load(vb + 1) - q_start, seqlen_q);
-        let kv_start = select(is_var, cu_kv.load(vb), b * seqlen_kv);
-        let skv = select(is_var, cu_kv.load(vb + 1) - kv_start, seqlen_kv);
-        let q0 = qt * BM as i32;
-        if_(q0.lt(sq), || {
-            let ldq = heads_q * d;
-            let ldkv = heads_kv * d;
-            let head_base = |start: Val, ld: Val, head: Val| {
-                start.cast(i64_) * ld.cast(i64_) + (head * d).cast(i64_)
+    KernelBuilder::new(name, target, threads)
+        .rotate_loops(true)
+        .build(|k| {
+            let q = k.tensor("q", in_t);
+            let kt = k.tensor("k", in_t);
+            let vt = k.tensor("v", in_t);
+            let descales = fp8.then(|| {
+                let mut d = |n: &str| k.tensor(n, f32_);
+                (d("q_descale"), d("k_descale"), d("v_descale"))
+            });
+            let out = k.tensor_mut("out", st);
+            let lse = k.tensor_mut("lse", f32_);
+            let ws_o = k.tensor_mut("ws_o", f32_);
+            let ws_lse = k.tensor_mut("ws_lse", f32_);
+            let cu_q = k.tensor("cu_q", i32_);
+            let cu_kv = k.tensor("cu_kv", i32_);
+            let seqlen_q = k.scalar("seqlen_q", i32_);
+            let seqlen_kv = k.scalar("seqlen_kv", i32_);
+            let heads_q = k.scalar("heads_q", i32_);
+            let heads_kv = k.scalar("heads_kv", i32_);
+            let d = k.scalar("head_dim", i32_);
+            let total_q = k.scalar("total_q", i32_);
+            let varlen = k.scalar("varlen", i32_);
+            let causal = k.scalar("causal", i32_);
+            let write_lse = k.scalar("write_lse", i32_);
+            let splits = k.scalar("splits", i32_);
+            let scale_log2 = k.scalar("scale_log2", f32_);
+            // fp8: the descales are device data, read once per workgroup.
+            let (scale_log2, v_scale) = match &descales {
+                Some((qd, kd, vd)) => (
+                    scale_log2 * qd.load(c_i32(0)) * kd.load(c_i32(0)),
+                    vd.load(c_i32(0)),
+                ),
+                None => (scale_log2, c_f32(1.0)),
             };
-            let q_base = head_base(q_start, ldq, h);
-            let kv_base = head_base(kv_start, ldkv, hk);
-            let gq = GTensor::strided(q.offset(q_base), sq, d, ldq);
-            let gk = GTensor::strided(kt.offset(kv_base), skv, d, ldkv);
-            let o_col = pass * dpo as i32;
-            let o_cols = (d - o_col).max(0);
-            let gv = GTensor::strided(vt.offset(kv_base + o_col.cast(i64_)), skv, o_cols, ldkv);
-            // Keys this q tile can see, its key tiles and this split's share of them.
-            let shift = skv - sq;
-            let causal_end = (q0 + BM as i32 + shift).min(skv).max(0);
-            let n_end = select(causal.ne(0), causal_end, skv);
-            let tiles = (n_end + (BN as i32 - 1)) / BN as i32;
-            let per = (tiles + (splits - 1)) / splits;
-            let t_begin = (sp * per).min(tiles);
-            let t_end = (t_begin + per).min(tiles);
 
-            let (cq, ckv) = (copy_q.partition(tid), copy_kv.partition(tid));
-            let gq_tile = gq.local_tile((bm, dpi), (qt, zero));
-            if fp8 {
-                let rq = cq.load(&gq_tile);
-                stage_store(unpack, &cq, copy_q.tv(), tid, &rq, &s_q, in_t, st);
-            } else {
-                copy(&cq, &gq_tile, &s_q);
-            }
-            let k_tile = |t: Val| gk.local_tile((bn, dpi), (t, zero));
-            let v_tile = |t: Val| gv.local_tile((bn, dpo), (t, zero));
-            let cv = copy_v.partition(tid);
-            // K tile t into registers, or zeros past this split's tiles: a tile past the
-            // sequence must not even form its address (the pointer engine reads element 0 of
-            // the tile for masked vectors).
-            let vec = ckv.atom().bits(in_t) / (8 * in_t.size_bytes());
-            let n_vec = (copy_kv.tv().vals() / vec as i64) as usize;
-            let frag_layout = flydsl_dsl::layout::Layout::col_major(n_vec as i64).unwrap();
-            let load_k = |t: Val| {
-                let vals = if_else(
-                    t.lt(t_end),
-                    || ckv.load(&k_tile(t)).vals().to_vec(),
-                    || {
-                        let z = cnst(ir::Type::s(in_t), ir::Const::Float(0.0));
-                        vec![splat(z, vec); n_vec]
-                    },
-                );
-                Frag::new(vals, frag_layout.clone())
-            };
-            // Register prefetch (K of tile t + 1 and V of tile t in flight during the MMAs)
-            // everywhere but gfx1201, whose 256 VGPRs cannot hold them next to O at D >= 128:
-            // there each tile is loaded when it is needed.
-            let prefetch = target != Target::Gfx1201;
-            let rk0: Vec<Val> = if prefetch {
-                load_k(t_begin).vals().to_vec()
-            } else {
-                vec![]
-            };
-            let thr_s = mma_s.thr_slice(tid);
-            let thr_o = mma_o.thr_slice(tid);
-            let acc0 = mma_o.zero_acc();
-            let n_o = acc0.vals().len();
-            let n_k = rk0.len();
-            let neg_inf = c_f32(f32::NEG_INFINITY);
-            let mut init: Vec<Val> = acc0.vals().to_vec();
-            init.extend((0..ngroups).map(|_| neg_inf)); // m (exp2 domain, max of seen logits)
-            init.extend((0..ngroups).map(|_| c_f32(0.0))); // l (this lane's partial sum)
-            init.extend(rk0.iter().copied());
-            let fin = for_range(t_begin, t_end, c_i32(1), &init, |t, c| {
-                let o = acc0.with_vals(c[..n_o].to_vec());
-                let m_old = &c[n_o..n_o + ngroups];
-                let l_old = &c[n_o + ngroups..n_o + 2 * ngroups];
-                let rk = if prefetch {
-                    Frag::new(c[n_o + 2 * ngroups..].to_vec(), frag_layout.clone())
-                } else {
-                    ckv.load(&k_tile(t))
+            let q_mem = k.lds("q_tile", st, STensor::elems(&lay_q, 1) as u32);
+            let kv_mem = k.lds("kv_tile", st, kv_elems as u32);
+            let sq_t = STensor::new(q_mem, lay_q.clone(), 1).unwrap();
+            let sk_t = STensor::new(kv_mem, lay_k.clone(), 1).unwrap();
+            let sv_t = STensor::new(kv_mem, lay_vt.clone(), 1).unwrap();
+            let zero = c_i32(0);
+            let (s_q, s_k, s_vt) = (sq_t.stage(zero), sk_t.stage(zero), sv_t.stage(zero));
+            let sp_t = p_via_lds.then(|| {
+                let mem = k.lds("p_tile", st, STensor::elems(&lay_p, 1) as u32);
+                STensor::new(mem, lay_p.clone(), 1).unwrap()
+            });
+
+            let tid = thread_id_x();
+            let qt = block_id_x() / passes as i32;
+            let pass = block_id_x() % passes as i32;
+            // This pass's O columns: [o_col, o_col + dpo) of head_dim.
+            let h = block_id(Dim::Y);
+            let bz = block_id(Dim::Z);
+            let b = bz / splits;
+            let sp = bz % splits;
+            let hk = h / (heads_q / heads_kv);
+            // Sequence b: dense sequences are packed rows b * seqlen ..; varlen reads cu_seqlens
+            // (the dense launch passes [0, 0] and never indexes past it).
+            let is_var = varlen.ne(0);
+            let vb = select(is_var, b, zero);
+            let q_start = select(is_var, cu_q.load(vb), b * seqlen_q);
+            let sq = select(is_var, cu_q.load(vb + 1) - q_start, seqlen_q);
+            let kv_start = select(is_var, cu_kv.load(vb), b * seqlen_kv);
+            let skv = select(is_var, cu_kv.load(vb + 1) - kv_start, seqlen_kv);
+            let q0 = qt * BM as i32;
+            if_(q0.lt(sq), || {
+                let ldq = heads_q * d;
+                let ldkv = heads_kv * d;
+                let head_base = |start: Val, ld: Val, head: Val| {
+                    start.cast(i64_) * ld.cast(i64_) + (head * d).cast(i64_)
                 };
-                stage_store(unpack, &ckv, copy_kv.tv(), tid, &rk, &s_k, in_t, st);
-                barrier();
-                let rv_early = prefetch.then(|| cv.load(&v_tile(t)));
-                let mut s = mma_s.zero_acc();
-                for k0 in (0..dpi).step_by(ak as usize) {
-                    s = thr_s.gemm(
-                        &s,
-                        &thr_s.partition_a(&s_q, k0),
-                        &thr_s.partition_b(&s_k, k0),
+                let q_base = head_base(q_start, ldq, h);
+                let kv_base = head_base(kv_start, ldkv, hk);
+                let gq = GTensor::strided(q.offset(q_base), sq, d, ldq);
+                let gk = GTensor::strided(kt.offset(kv_base), skv, d, ldkv);
+                let o_col = pass * dpo as i32;
+                let o_cols = (d - o_col).max(0);
+                let gv = GTensor::strided(vt.offset(kv_base + o_col.cast(i64_)), skv, o_cols, ldkv);
+                // Keys this q tile can see, its key tiles and this split's share of them.
+                let shift = skv - sq;
+                let causal_end = (q0 + BM as i32 + shift).min(skv).max(0);
+                let n_end = select(causal.ne(0), causal_end, skv);
+                let tiles = (n_end + (BN as i32 - 1)) / BN as i32;
+                let per = (tiles + (splits - 1)) / splits;
+                let t_begin = (sp * per).min(tiles);
+                let t_end = (t_begin + per).min(tiles);
+
+                let (cq, ckv) = (copy_q.partition(tid), copy_kv.partition(tid));
+                let gq_tile = gq.local_tile((bm, dpi), (qt, zero));
+                if fp8 {
+                    let rq = cq.load(&gq_tile);
+                    stage_store(unpack, &cq, copy_q.tv(), tid, &rq, &s_q, in_t, st);
+                } else {
+                    copy(&cq, &gq_tile, &s_q);
+                }
+                let k_tile = |t: Val| gk.local_tile((bn, dpi), (t, zero));
+                let v_tile = |t: Val| gv.local_tile((bn, dpo), (t, zero));
+                let cv = copy_v.partition(tid);
+                // K tile t into registers, or zeros past this split's tiles: a tile past the
+                // sequence must not even form its address (the pointer engine reads element 0 of
+                // the tile for masked vectors).
+                let vec = ckv.atom().bits(in_t) / (8 * in_t.size_bytes());
+                let n_vec = (copy_kv.tv().vals() / vec as i64) as usize;
+                let frag_layout = flydsl_dsl::layout::Layout::col_major(n_vec as i64).unwrap();
+                let load_k = |t: Val| {
+                    let vals = if_else(
+                        t.lt(t_end),
+                        || ckv.load(&k_tile(t)).vals().to_vec(),
+                        || {
+                            let z = cnst(ir::Type::s(in_t), ir::Const::Float(0.0));
+                            vec![splat(z, vec); n_vec]
+                        },
                     );
-                    if !prefetch {
-                        // gfx1201: keep LLVM from issuing every step's LDS reads up front.
-                        flydsl_dsl::sched_barrier(0);
-                    }
-                }
-                barrier();
-                let rv = rv_early.unwrap_or_else(|| cv.load(&v_tile(t)));
-                // V tile t, transposed into the buffer K just left: V^T[d][key].
-                let (vr0, vc0) = copy_v.tv().thr_coord(tid);
-                for (a, &vec) in rv.vals().iter().enumerate() {
-                    let (r, cc) = copy_v.tv().val_coord(a as i64 * vec.lanes() as i64);
-                    let vec = if fp8 { widen(unpack, vec, st) } else { vec };
-                    for e in 0..vec.lanes() {
-                        let row = Idx::Dyn(vc0.val() + (cc + e as i64) as i32);
-                        let col = Idx::Dyn(vr0.val() + r as i32);
-                        s_vt.store(row, col, vec.at(e));
-                    }
-                }
-                let rk_next = if prefetch {
-                    load_k(t + 1).vals().to_vec()
+                    Frag::new(vals, frag_layout.clone())
+                };
+                // Register prefetch (K of tile t + 1 and V of tile t in flight during the MMAs)
+                // everywhere but gfx1201, whose 256 VGPRs cannot hold them next to O at D >= 128:
+                // there each tile is loaded when it is needed.
+                let prefetch = target != Target::Gfx1201;
+                let rk0: Vec<Val> = if prefetch {
+                    load_k(t_begin).vals().to_vec()
                 } else {
                     vec![]
                 };
-                // Online softmax of S in registers.
-                let n_s = BN / an as usize;
-                let mut p_elems: Vec<Vec<Val>> = Vec::with_capacity(n_s);
-                let mut tile_max = vec![neg_inf; ngroups];
-                for j in 0..n_s {
-                    let f = s.at(&[0, j as i64]);
-                    let mut row = Vec::with_capacity(nc);
-                    for (v, &g) in groups.iter().enumerate() {
-                        let (r, cc) = thr_s.partition_c(0, j as u32, v as u32);
-                        let qi = q0 + r.val();
-                        let kj = t * BN as i32 + cc.val();
-                        let vis = kj.lt(skv) & (causal.eq(0) | kj.le(qi + shift));
-                        let x = select(vis, f.at(v as u32) * scale_log2, neg_inf);
-                        tile_max[g] = tile_max[g].max(x);
-                        row.push(x);
-                    }
-                    p_elems.push(row);
-                }
-                let mut m_new = Vec::with_capacity(ngroups);
-                let mut alpha = Vec::with_capacity(ngroups);
-                let mut m_use = Vec::with_capacity(ngroups);
-                for g in 0..ngroups {
-                    let mx = row_reduce(tile_max[g], &col_bits, |a, b| a.max(b));
-                    let mn = m_old[g].max(mx);
-                    // A row that has seen no key yet keeps m = -inf; subtract 0 instead.
-                    let mu = select(mn.eq(f32::NEG_INFINITY), c_f32(0.0), mn);
-                    alpha.push((m_old[g] - mu).exp2());
-                    m_new.push(mn);
-                    m_use.push(mu);
-                }
-                let mut l_new: Vec<Val> = (0..ngroups).map(|g| l_old[g] * alpha[g]).collect();
-                let mut p_frags = Vec::with_capacity(n_s);
-                for row in &p_elems {
-                    let ps: Vec<Val> = row
-                        .iter()
-                        .zip(&groups)
-                        .map(|(&x, &g)| {
-                            let p = (x - m_use[g]).exp2();
-                            l_new[g] = l_new[g] + p;
-                            p
-                        })
-                        .collect();
-                    p_frags.push(vec_of(&ps));
-                }
-                let mut p_a = Vec::new();
-                if let Some(sp_t) = &sp_t {
-                    let s_p = sp_t.stage(zero);
-                    for (j, f) in p_frags.iter().enumerate() {
-                        for v in 0..nc as u32 {
-                            let (r, cc) = thr_s.partition_c(0, j as u32, v);
-                            s_p.store(r, cc, f.at(v).cast(st));
+                let thr_s = mma_s.thr_slice(tid);
+                let thr_o = mma_o.thr_slice(tid);
+                let acc0 = mma_o.zero_acc();
+                let n_o = acc0.vals().len();
+                let n_k = rk0.len();
+                let neg_inf = c_f32(f32::NEG_INFINITY);
+                let mut init: Vec<Val> = acc0.vals().to_vec();
+                init.extend((0..ngroups).map(|_| neg_inf)); // m (exp2 domain, max of seen logits)
+                init.extend((0..ngroups).map(|_| c_f32(0.0))); // l (this lane's partial sum)
+                init.extend(rk0.iter().copied());
+                let fin = for_range(t_begin, t_end, c_i32(1), &init, |t, c| {
+                    let o = acc0.with_vals(c[..n_o].to_vec());
+                    let m_old = &c[n_o..n_o + ngroups];
+                    let l_old = &c[n_o + ngroups..n_o + 2 * ngroups];
+                    let rk = if prefetch {
+                        Frag::new(c[n_o + 2 * ngroups..].to_vec(), frag_layout.clone())
+                    } else {
+                        ckv.load(&k_tile(t))
+                    };
+                    stage_store(unpack, &ckv, copy_kv.tv(), tid, &rk, &s_k, in_t, st);
+                    barrier();
+                    let rv_early = prefetch.then(|| cv.load(&v_tile(t)));
+                    let mut s = mma_s.zero_acc();
+                    for k0 in (0..dpi).step_by(ak as usize) {
+                        s = thr_s.gemm(
+                            &s,
+                            &thr_s.partition_a(&s_q, k0),
+                            &thr_s.partition_b(&s_k, k0),
+                        );
+                        if !prefetch {
+                            // gfx1201: keep LLVM from issuing every step's LDS reads up front.
+                            flydsl_dsl::sched_barrier(0);
                         }
                     }
-                } else {
-                    for strip in p_frags.chunks(relayout.c_atoms() as usize) {
-                        p_a.extend(c_to_a(&relayout, atom, strip));
+                    barrier();
+                    let rv = rv_early.unwrap_or_else(|| cv.load(&v_tile(t)));
+                    // V tile t, transposed into the buffer K just left: V^T[d][key].
+                    let (vr0, vc0) = copy_v.tv().thr_coord(tid);
+                    for (a, &vec) in rv.vals().iter().enumerate() {
+                        let (r, cc) = copy_v.tv().val_coord(a as i64 * vec.lanes() as i64);
+                        let vec = if fp8 { widen(unpack, vec, st) } else { vec };
+                        for e in 0..vec.lanes() {
+                            let row = Idx::Dyn(vc0.val() + (cc + e as i64) as i32);
+                            let col = Idx::Dyn(vr0.val() + r as i32);
+                            s_vt.store(row, col, vec.at(e));
+                        }
                     }
-                }
-                // O *= alpha (per row), then O += P V once V^T is in LDS.
-                let scaled: Vec<Val> = o
-                    .vals()
-                    .iter()
-                    .map(|&f| {
-                        let es: Vec<Val> = groups
+                    let rk_next = if prefetch {
+                        load_k(t + 1).vals().to_vec()
+                    } else {
+                        vec![]
+                    };
+                    // Online softmax of S in registers.
+                    let n_s = BN / an as usize;
+                    let mut p_elems: Vec<Vec<Val>> = Vec::with_capacity(n_s);
+                    let mut tile_max = vec![neg_inf; ngroups];
+                    for j in 0..n_s {
+                        let f = s.at(&[0, j as i64]);
+                        let mut row = Vec::with_capacity(nc);
+                        for (v, &g) in groups.iter().enumerate() {
+                            let (r, cc) = thr_s.partition_c(0, j as u32, v as u32);
+                            let qi = q0 + r.val();
+                            let kj = t * BN as i32 + cc.val();
+                            let vis = kj.lt(skv) & (causal.eq(0) | kj.le(qi + shift));
+                            let x = select(vis, f.at(v as u32) * scale_log2, neg_inf);
+                            tile_max[g] = tile_max[g].max(x);
+                            row.push(x);
+                        }
+                        p_elems.push(row);
+                    }
+                    let mut m_new = Vec::with_capacity(ngroups);
+                    let mut alpha = Vec::with_capacity(ngroups);
+                    let mut m_use = Vec::with_capacity(ngroups);
+                    for g in 0..ngroups {
+                        let mx = row_reduce(tile_max[g], &col_bits, |a, b| a.max(b));
+                        let mn = m_old[g].max(mx);
+                        // A row that has seen no key yet keeps m = -inf; subtract 0 instead.
+                        let mu = select(mn.eq(f32::NEG_INFINITY), c_f32(0.0), mn);
+                        alpha.push((m_old[g] - mu).exp2());
+                        m_new.push(mn);
+                        m_use.push(mu);
+                    }
+                    let mut l_new: Vec<Val> = (0..ngroups).map(|g| l_old[g] * alpha[g]).collect();
+                    let mut p_frags = Vec::with_capacity(n_s);
+                    for row in &p_elems {
+                        let ps: Vec<Val> = row
                             .iter()
-                            .enumerate()
-                            .map(|(v, &g)| f.at(v as u32) * alpha[g])
+                            .zip(&groups)
+                            .map(|(&x, &g)| {
+                                let p = (x - m_use[g]).exp2();
+                                l_new[g] = l_new[g] + p;
+                                p
+                            })
                             .collect();
-                        vec_of(&es)
+                        p_frags.push(vec_of(&ps));
+                    }
+                    let mut p_a = Vec::new();
+                    if let Some(sp_t) = &sp_t {
+                        let s_p = sp_t.stage(zero);
+                        for (j, f) in p_frags.iter().enumerate() {
+                            for v in 0..nc as u32 {
+                                let (r, cc) = thr_s.partition_c(0, j as u32, v);
+                                s_p.store(r, cc, f.at(v).cast(st));
+                            }
+                        }
+                    } else {
+                        for strip in p_frags.chunks(relayout.c_atoms() as usize) {
+                            p_a.extend(c_to_a(&relayout, atom, strip));
+                        }
+                    }
+                    // O *= alpha (per row), then O += P V once V^T is in LDS.
+                    let scaled: Vec<Val> = o
+                        .vals()
+                        .iter()
+                        .map(|&f| {
+                            let es: Vec<Val> = groups
+                                .iter()
+                                .enumerate()
+                                .map(|(v, &g)| f.at(v as u32) * alpha[g])
+                                .collect();
+                            vec_of(&es)
+                        })
+                        .collect();
+                    let mut o = acc0.with_vals(scaled);
+                    barrier();
+                    if let Some(sp_t) = &sp_t {
+                        let s_p = sp_t.stage(zero);
+                        p_a = (0..bn / ak as i64)
+                            .flat_map(|kk| thr_o.partition_a(&s_p, kk * ak as i64))
+                            .collect();
+                    }
+                    for (kk, pa) in p_a.iter().enumerate() {
+                        let k0 = kk as i64 * ak as i64;
+                        o = thr_o.gemm(&o, std::slice::from_ref(pa), &thr_o.partition_b(&s_vt, k0));
+                        if !prefetch {
+                            flydsl_dsl::sched_barrier(0);
+                        }
+                    }
+                    barrier();
+                    let mut next = o.vals().to_vec();
+                    next.extend(m_new);
+                    next.extend(l_new);
+                    next.extend(rk_next);
+                    next
+                });
+                debug_assert_eq!(fin.len(), n_o + 2 * ngroups + n_k);
+                let m = &fin[n_o..n_o + ngroups];
+                let l_part = &fin[n_o + ngroups..n_o + 2 * ngroups];
+                let mut inv = Vec::with_capacity(ngroups);
+                let mut lse_g = Vec::with_capacity(ngroups);
+                for g in 0..ngroups {
+                    let lt = row_reduce(l_part[g], &col_bits, |a, b| a + b);
+                    let has = lt.gt(0.0f32);
+                    // fp8: v_descale scales the normalized O (partial O too, before the combine).
+                    inv.push(select(has, v_scale / lt, c_f32(0.0)));
+                    lse_g.push(select(has, (m[g] + lt.log2()) * LN2, neg_inf));
+                }
+                let o = acc0.with_vals(
+                    fin[..n_o]
+                        .iter()
+                        .map(|&f| {
+                            let es: Vec<Val> = groups
+                                .iter()
+                                .enumerate()
+                                .map(|(v, &g)| f.at(v as u32) * inv[g])
+                                .collect();
+                            vec_of(&es)
+                        })
+                        .collect(),
+                );
+                // One lane per row writes the LSE: the lane whose column bits are all 0.
+                let cmask: u32 = col_bits.iter().sum();
+                let lane = tid % wave as i32;
+                let writer = (lane & cmask as i32).eq(0);
+                // Rows of this lane: value v of C fragment (0, 0) for each group's first value.
+                let group_rows: Vec<Val> = (0..ngroups)
+                    .map(|g| {
+                        let v = groups.iter().position(|&x| x == g).unwrap_or(0);
+                        thr_o.partition_c(0, 0, v as u32).0.val()
                     })
                     .collect();
-                let mut o = acc0.with_vals(scaled);
-                barrier();
-                if let Some(sp_t) = &sp_t {
-                    let s_p = sp_t.stage(zero);
-                    p_a = (0..bn / ak as i64)
-                        .flat_map(|kk| thr_o.partition_a(&s_p, kk * ak as i64))
-                        .collect();
-                }
-                for (kk, pa) in p_a.iter().enumerate() {
-                    let k0 = kk as i64 * ak as i64;
-                    o = thr_o.gemm(&o, std::slice::from_ref(pa), &thr_o.partition_b(&s_vt, k0));
-                    if !prefetch {
-                        flydsl_dsl::sched_barrier(0);
-                    }
-                }
-                barrier();
-                let mut next = o.vals().to_vec();
-                next.extend(m_new);
-                next.extend(l_new);
-                next.extend(rk_next);
-                next
+                if_else(
+                    splits.gt(1),
+                    || {
+                        let ws_base = (sp.cast(i64_) * total_q.cast(i64_) + q_start.cast(i64_))
+                            * ldq.cast(i64_)
+                            + (h * d + o_col).cast(i64_);
+                        let gw = GTensor::strided(ws_o.offset(ws_base), sq, o_cols, ldq);
+                        thr_o.store_c(&o, &gw.local_tile((bm, dpo), (qt, zero)), f32_);
+                        let lbase =
+                            (sp * heads_q + h).cast(i64_) * total_q.cast(i64_) + q_start.cast(i64_);
+                        let lt = ws_lse.offset(lbase);
+                        for g in 0..ngroups {
+                            let qi = q0 + group_rows[g];
+                            if_(writer & pass.eq(0) & qi.lt(sq), || lt.store(qi, lse_g[g]));
+                        }
+                        vec![]
+                    },
+                    || {
+                        let go = GTensor::strided(
+                            out.offset(q_base + o_col.cast(i64_)),
+                            sq,
+                            o_cols,
+                            ldq,
+                        );
+                        thr_o.store_c(&o, &go.local_tile((bm, dpo), (qt, zero)), st);
+                        // LSE: dense [B, Hq, Sq], varlen [Hq, total_q].
+                        let lbase = select(
+                            is_var,
+                            h.cast(i64_) * total_q.cast(i64_) + q_start.cast(i64_),
+                            (b * heads_q + h).cast(i64_) * seqlen_q.cast(i64_),
+                        );
+                        let lt = lse.offset(lbase);
+                        for g in 0..ngroups {
+                            let qi = q0 + group_rows[g];
+                            if_(write_lse.ne(0) & pass.eq(0) & writer & qi.lt(sq), || {
+                                lt.store(qi, lse_g[g])
+                            });
+                        }
+                        vec![]
+                    },
+                );
             });
-            debug_assert_eq!(fin.len(), n_o + 2 * ngroups + n_k);
-            let m = &fin[n_o..n_o + ngroups];
-            let l_part = &fin[n_o + ngroups..n_o + 2 * ngroups];
-            let mut inv = Vec::with_capacity(ngroups);
-            let mut lse_g = Vec::with_capacity(ngroups);
-            for g in 0..ngroups {
-                let lt = row_reduce(l_part[g], &col_bits, |a, b| a + b);
-                let has = lt.gt(0.0f32);
-                // fp8: v_descale scales the normalized O (partial O too, before the combine).
-                inv.push(select(has, v_scale / lt, c_f32(0.0)));
-                lse_g.push(select(has, (m[g] + lt.log2()) * LN2, neg_inf));
-            }
-            let o = acc0.with_vals(
-                fin[..n_o]
-                    .iter()
-                    .map(|&f| {
-                        let es: Vec<Val> = groups
-                            .iter()
-                            .enumerate()
-                            .map(|(v, &g)| f.at(v as u32) * inv[g])
-                            .collect();
-                        vec_of(&es)
-                    })
-                    .collect(),
-            );
-            // One lane per row writes the LSE: the lane whose column bits are all 0.
-            let cmask: u32 = col_bits.iter().sum();
-            let lane = tid % wave as i32;
-            let writer = (lane & cmask as i32).eq(0);
-            // Rows of this lane: value v of C fragment (0, 0) for each group's first value.
-            let group_rows: Vec<Val> = (0..ngroups)
-                .map(|g| {
-                    let v = groups.iter().position(|&x| x == g).unwrap_or(0);
-                    thr_o.partition_c(0, 0, v as u32).0.val()
-                })
-                .collect();
-            if_else(
-                splits.gt(1),
-                || {
-                    let ws_base = (sp.cast(i64_) * total_q.cast(i64_) + q_start.cast(i64_))
-                        * ldq.cast(i64_)
-                        + (h * d + o_col).cast(i64_);
-                    let gw = GTensor::strided(ws_o.offset(ws_base), sq, o_cols, ldq);
-                    thr_o.store_c(&o, &gw.local_tile((bm, dpo), (qt, zero)), f32_);
-                    let lbase =
-                        (sp * heads_q + h).cast(i64_) * total_q.cast(i64_) + q_start.cast(i64_);
-                    let lt = ws_lse.offset(lbase);
-                    for g in 0..ngroups {
-                        let qi = q0 + group_rows[g];
-                        if_(writer & pass.eq(0) & qi.lt(sq), || lt.store(qi, lse_g[g]));
-                    }
-                    vec![]
-                },
-                || {
-                    let go =
-                        GTensor::strided(out.offset(q_base + o_col.cast(i64_)), sq, o_cols, ldq);
-                    thr_o.store_c(&o, &go.local_tile((bm, dpo), (qt, zero)), st);
-                    // LSE: dense [B, Hq, Sq], varlen [Hq, total_q].
-                    let lbase = select(
-                        is_var,
-                        h.cast(i64_) * total_q.cast(i64_) + q_start.cast(i64_),
-                        (b * heads_q + h).cast(i64_) * seqlen_q.cast(i64_),
-                    );
-                    let lt = lse.offset(lbase);
-                    for g in 0..ngroups {
-                        let qi = q0 + group_rows[g];
-                        if_(write_lse.ne(0) & pass.eq(0) & writer & qi.lt(sq), || {
-                            lt.store(qi, lse_g[g])
-                        });
-                    }
-                    vec![]
-                },
-            );
-        });
-    })
+        })
 }
 
 /// The split-K combine: one workgroup per (packed query row, head) merges the `splits`

@@ -185,8 +185,10 @@ pub fn build(
     // The direct-B configs keep the reference's occupancy on the MFMA targets (LLVM
     // otherwise doubles the accumulators to alternate MFMA destinations).
     let cap = crate::table::register_cap(ops, cfg, target.is_amd() && target.wave_size() == 64);
+    // Rotated loops keep the accumulators in one register set (`KernelAttrs::rotate_loops`).
     KernelBuilder::new(&name, target, threads)
         .max_registers(cap)
+        .rotate_loops(true)
         .build(|k| {
             let a = k.tensor("a", st);
             let bt = k.tensor("b", st);

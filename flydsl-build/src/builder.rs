@@ -466,14 +466,21 @@ impl Builder {
             target: t,
             msg: e.to_string(),
         })?;
-        let key = Cache::key(&llvm, &t.codegen_id(), &tc.identity);
+        let rotate = ir.attrs.rotate_loops;
+        // Rotated loops are code generation of their own: part of the key where they apply.
+        let codegen = if crate::toolchain::rotates(rotate, t) {
+            format!("{}|rotate-loops", t.codegen_id())
+        } else {
+            t.codegen_id()
+        };
+        let key = Cache::key(&llvm, &codegen, &tc.identity);
         let (code, cached) = match cache.get(&key) {
             Some(c) => (c, true),
             None => {
                 let work = out
                     .join("flydsl-work")
                     .join(format!("{}.{}", ir.name, t.name()));
-                let code = tc.compile(&llvm, &ir.name, t, &work)?;
+                let code = tc.compile_with(&llvm, &ir.name, t, &work, rotate)?;
                 cache.put(&key, &code).map_err(|e| io(cache.dir(), e))?;
                 let _ = std::fs::remove_dir_all(&work);
                 (code, false)
@@ -516,7 +523,7 @@ impl Builder {
         let ll = dir.join(glue::artifact_name(&ir.name, t, "ll"));
         std::fs::write(&ll, llvm).map_err(|e| io(&ll, e))?;
         let s = dir.join(glue::artifact_name(&ir.name, t, "s"));
-        tc.assembly(&ll, &ir.name, t, &s)?;
+        tc.assembly(&ll, &ir.name, t, &s, ir.attrs.rotate_loops)?;
         let obj = dir.join(glue::artifact_name(&ir.name, t, glue::code_ext(t)));
         std::fs::write(&obj, code).map_err(|e| io(&obj, e))?;
         Ok(())

@@ -22,6 +22,12 @@ pub enum ToolchainError {
         /// What was tried.
         searched: String,
     },
+    /// A kernel asks for rotated loops and no `opt` was found.
+    #[error(
+        "kernel `{0}` rotates its loops with LLVM's `opt`, and none was found beside {1} \
+         (install the LLVM package's opt, e.g. `opt-22` of Debian's llvm-22, or set FLYDSL_OPT)"
+    )]
+    NoOpt(String, String),
     /// No linker for AMDGPU code objects.
     #[error(
         "no `rust-lld` or `ld.lld` found to link AMDGPU code objects (searched: {0}). \
@@ -57,6 +63,9 @@ pub struct Toolchain {
     pub llc: PathBuf,
     /// Linker path (`rust-lld` needs `-flavor gnu`).
     pub lld: Option<PathBuf>,
+    /// `opt` beside `llc` (`FLYDSL_OPT` overrides), for kernels whose loops are rotated
+    /// (`KernelAttrs::rotate_loops`); `None` when there is none.
+    pub opt: Option<PathBuf>,
     /// True when `lld` is `rust-lld` (needs `-flavor gnu`).
     pub lld_is_rust: bool,
     /// `llc --version` output, the linker path and the NVPTX code-generation flags: part of
@@ -89,6 +98,24 @@ fn llc_candidates() -> Vec<PathBuf> {
     }
     c.push(PathBuf::from("/usr/lib/llvm-22/bin/llc"));
     c
+}
+
+/// Whether a kernel's `rotate_loops` changes its code on `target`: AMD only (its MFMA and
+/// WMMA accumulators are what the rotation frees; NVIDIA's ptxas allocates registers
+/// itself).
+pub fn rotates(rotate_loops: bool, target: Target) -> bool {
+    rotate_loops && target.is_amd()
+}
+
+/// `opt` for the `llc` at `llc`: `FLYDSL_OPT`, else the file beside it named as `llc` with
+/// `opt` for `llc` (`llc-22` -> `opt-22`).
+fn find_opt(llc: &Path) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("FLYDSL_OPT") {
+        return Some(PathBuf::from(p));
+    }
+    let name = llc.file_name()?.to_str()?.replacen("llc", "opt", 1);
+    let p = llc.with_file_name(name);
+    p.is_file().then_some(p)
 }
 
 /// Find `name` on PATH.
@@ -223,19 +250,24 @@ impl Toolchain {
             ));
         }
         let version = run_capture(Command::new(&llc).arg("--version")).unwrap_or_default();
+        let opt = find_opt(&llc);
         // The code-generation flags (`-mcpu`, `-mattr`) enter the cache key per target through
         // `Target::codegen_id` (see `Builder`), so changing them never serves a code object
         // built with the old ones from a shared cache.
         let identity = format!(
-            "{}|{}|{}",
+            "{}|{}|{}|{}",
             llc.display(),
             version.trim(),
             lld.as_ref()
                 .map(|l| l.0.display().to_string())
+                .unwrap_or_default(),
+            opt.as_ref()
+                .map(|o| o.display().to_string())
                 .unwrap_or_default()
         );
         Ok(Toolchain {
             llc,
+            opt,
             lld_is_rust: lld.as_ref().is_some_and(|l| l.1),
             lld: lld.map(|l| l.0),
             identity,
@@ -272,14 +304,29 @@ impl Toolchain {
         target: Target,
         work: &Path,
     ) -> Result<Vec<u8>, ToolchainError> {
+        self.compile_with(llvm_ir, kernel, target, work, false)
+    }
+
+    /// [`Toolchain::compile`], with the kernel's loops rotated first when `rotate_loops`
+    /// applies to `target` ([`rotates`]).
+    pub fn compile_with(
+        &self,
+        llvm_ir: &str,
+        kernel: &str,
+        target: Target,
+        work: &Path,
+        rotate_loops: bool,
+    ) -> Result<Vec<u8>, ToolchainError> {
         std::fs::create_dir_all(work).map_err(|e| io_err(work, e))?;
         let stem = format!("{kernel}.{}", target.name());
         let ll = work.join(format!("{stem}.ll"));
         std::fs::write(&ll, llvm_ir).map_err(|e| io_err(&ll, e))?;
+        let (ll, flags) = self.prepare(&ll, kernel, target, rotate_loops)?;
         let mut llc = Command::new(&self.llc);
         llc.arg("-O3")
             .arg(format!("-mtriple={}", target.triple()))
-            .arg(format!("-mcpu={}", target.mcpu()));
+            .arg(format!("-mcpu={}", target.mcpu()))
+            .args(flags);
         if target.is_amd() {
             let obj = work.join(format!("{stem}.o"));
             llc.arg("-filetype=obj").arg(&ll).arg("-o").arg(&obj);
@@ -314,15 +361,48 @@ impl Toolchain {
         kernel: &str,
         target: Target,
         out: &Path,
+        rotate_loops: bool,
     ) -> Result<(), ToolchainError> {
+        let (ll, flags) = self.prepare(llvm_ir_path, kernel, target, rotate_loops)?;
         let mut llc = Command::new(&self.llc);
         llc.arg("-O3")
             .arg(format!("-mtriple={}", target.triple()))
-            .arg(format!("-mcpu={}", target.mcpu()));
+            .arg(format!("-mcpu={}", target.mcpu()))
+            .args(flags);
         if !target.llc_mattr().is_empty() {
             llc.arg(format!("-mattr={}", target.llc_mattr()));
         }
-        llc.arg(llvm_ir_path).arg("-o").arg(out);
+        llc.arg(&ll).arg("-o").arg(out);
         self.run(llc, kernel, target)
+    }
+
+    /// The LLVM IR file `llc` reads for `ll` and its extra flags: `ll` itself, or (for a
+    /// kernel whose loops rotate on `target`) `opt -passes=loop-rotate` of it beside it, and
+    /// `-amdgpu-codegenprepare-break-large-phis=false`.
+    fn prepare(
+        &self,
+        ll: &Path,
+        kernel: &str,
+        target: Target,
+        rotate_loops: bool,
+    ) -> Result<(PathBuf, Vec<&'static str>), ToolchainError> {
+        if !rotates(rotate_loops, target) {
+            return Ok((ll.to_path_buf(), vec![]));
+        }
+        let opt = self.opt.as_ref().ok_or_else(|| {
+            ToolchainError::NoOpt(kernel.to_string(), self.llc.display().to_string())
+        })?;
+        let rotated = ll.with_extension("rotated.ll");
+        let mut cmd = Command::new(opt);
+        cmd.arg("-passes=loop-rotate")
+            .arg("-S")
+            .arg(ll)
+            .arg("-o")
+            .arg(&rotated);
+        self.run(cmd, kernel, target)?;
+        Ok((
+            rotated,
+            vec!["-amdgpu-codegenprepare-break-large-phis=false"],
+        ))
     }
 }

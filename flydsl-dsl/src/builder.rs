@@ -33,6 +33,7 @@ impl KernelBuilder {
                 max_threads,
                 waves_per_eu: None,
                 max_registers: None,
+                rotate_loops: false,
             },
         }
     }
@@ -45,6 +46,18 @@ impl KernelBuilder {
     /// ```
     pub fn waves_per_eu(mut self, w: Option<u32>) -> Self {
         self.attrs.waves_per_eu = w;
+        self
+    }
+    /// Rotate the kernel's loops before AMD code generation (`KernelAttrs::rotate_loops`:
+    /// for loops that carry matrix-atom accumulators).
+    ///
+    /// ```
+    /// # use flydsl_dsl::*; use flydsl_dsl::ir::Target;
+    /// let k = KernelBuilder::new("k", Target::Gfx942, 256).rotate_loops(true).build(|_| {}).unwrap();
+    /// assert!(k.attrs.rotate_loops);
+    /// ```
+    pub fn rotate_loops(mut self, on: bool) -> Self {
+        self.attrs.rotate_loops = on;
         self
     }
     /// Set a register cap hint.

@@ -89,6 +89,12 @@ pub struct KernelAttrs {
     /// code object's VGPRs per lane (architectural plus accumulation) stay within it (the
     /// build's code-object check fails a kernel where LLVM could not meet it).
     pub max_registers: Option<u32>,
+    /// AMD: LLVM's `loop-rotate` runs before code generation and large vector phis stay
+    /// whole, so matrix-atom accumulators carried by a loop update in place instead of
+    /// living in two register sets (the portable GEMM's 64 x 256 tile on gfx942: 312 -> 220
+    /// VGPRs). Off by default: rotation costs registers in the norm kernels' row loops.
+    #[serde(default)]
+    pub rotate_loops: bool,
 }
 
 /// A complete kernel in IR form, built for one target.
@@ -134,6 +140,7 @@ impl Kernel {
                 max_threads: 256,
                 waves_per_eu: None,
                 max_registers: None,
+                rotate_loops: false,
             },
             body: Block::default(),
             src_locs: crate::SrcLocs::default(),
