@@ -80,9 +80,20 @@ pub(crate) fn launch<T: Element>(
     let len = splits
         .checked_mul(m)
         .and_then(|x| x.checked_mul(n))
-        .ok_or_else(|| call.fail(format!("a workspace of {splits} x {m} x {n} f32")))?;
-    let mut ws = DeviceBuffer::<f32>::alloc(stream.device(), len)?;
-    let tiles = tile.tiles(m, n) as u32; // m <= 65535 and n < 2^31: fewer than 2^32 tiles
+        .ok_or_else(|| {
+            call.fail(format!(
+                "a workspace of {splits} x {m} x {n} f32 overflows usize"
+            ))
+        })?;
+    let tiles = tile.tiles(m, n);
+    let tiles = u32::try_from(tiles).map_err(|_| {
+        call.error(
+            "m, n",
+            format_args!("{m}, {n}"),
+            format_args!("{tiles} tiles exceed the grid's 2^32 - 1 workgroups"),
+            "split the GEMM along N",
+        )
+    })?;
     let cfg = LaunchConfig {
         grid: [tiles, splits as u32, 1],
         ..LaunchConfig::linear(1, tile.threads())
@@ -93,6 +104,7 @@ pub(crate) fn launch<T: Element>(
         grid: [n.div_ceil(per_block) as u32, m as u32, 1],
         ..LaunchConfig::linear(1, table::REDUCE_THREADS)
     };
+    let mut ws = DeviceBuffer::<f32>::alloc(stream.device(), len)?;
     let i = |x: usize| x as i32;
     // SAFETY: the maps describe A and B exactly (checked by the caller); split y covers K
     // stages [y kps, min((y + 1) kps, stages)), none empty (split_stages), and writes rows
