@@ -513,15 +513,7 @@ fn wgmma<Q: QuantElement, T: Element>(
             epilogue,
         );
     }
-    let tiles = tile.tiles(m, n);
-    let grid = u32::try_from(tiles).map_err(|_| {
-        call.error(
-            "m, n",
-            format_args!("{m}, {n}"),
-            format_args!("{tiles} tiles of {bm} x {bn} exceed the grid's 2^32 - 1 workgroups"),
-            "split the GEMM along M",
-        )
-    })?;
+    let grid = crate::tile_grid(call, tile, m, n)?;
     let cfg = LaunchConfig::linear(grid, tile.threads()).with_dynamic_lds(tile.lds_bytes());
     // SAFETY: the maps describe `a` and `b` exactly (their lengths were checked: m * k and
     // n * k, TensorMap::tiled re-checks the extents), the scales hold m and n values, C

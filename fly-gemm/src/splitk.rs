@@ -85,15 +85,7 @@ pub(crate) fn launch<T: Element>(
                 "a workspace of {splits} x {m} x {n} f32 overflows usize"
             ))
         })?;
-    let tiles = tile.tiles(m, n);
-    let tiles = u32::try_from(tiles).map_err(|_| {
-        call.error(
-            "m, n",
-            format_args!("{m}, {n}"),
-            format_args!("{tiles} tiles exceed the grid's 2^32 - 1 workgroups"),
-            "split the GEMM along N",
-        )
-    })?;
+    let tiles = crate::tile_grid(call, tile, m, n)?;
     let cfg = LaunchConfig {
         grid: [tiles, splits as u32, 1],
         ..LaunchConfig::linear(1, tile.threads())
