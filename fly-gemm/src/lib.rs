@@ -35,6 +35,7 @@
 //! # Ok::<(), flydsl_rt::Error>(())
 //! ```
 
+mod grid;
 mod kernels;
 mod quant;
 mod scaled;
@@ -544,23 +545,6 @@ fn pinned<T: Element>(
     wgmma(call, stream, a, b, bias, c, args, tile, splits)
 }
 
-/// The workgroups of one Hopper launch: `tile`'s tiles of an `m` x `n` C, or the error that
-/// they overflow the grid's x dimension.
-pub(crate) fn tile_grid(call: &Call<'_>, tile: Tile, m: usize, n: usize) -> Result<u32> {
-    let tiles = tile.tiles(m, n);
-    u32::try_from(tiles).map_err(|_| {
-        call.error(
-            "m, n",
-            format_args!("{m}, {n}"),
-            format_args!(
-                "{tiles} tiles of {} x {} exceed the grid's 2^32 - 1 workgroups",
-                tile.bm, tile.bn
-            ),
-            "split the GEMM along M",
-        )
-    })
-}
-
 /// What a pinned Hopper wgmma kernel needs beyond [`check_operands`]: plain B and rows of
 /// whole 16-byte TMA strides (`k * elem_bytes % 16 == 0`); `portable` names the entry point
 /// that takes everything else.
@@ -658,7 +642,7 @@ fn wgmma<T: Element>(
             epilogue,
         );
     }
-    let grid = tile_grid(call, tile, m, n)?;
+    let grid = grid::tile_grid(call, tile, m, n)?;
     let cfg = LaunchConfig::linear(grid, tile.threads()).with_dynamic_lds(tile.lds_bytes());
     // SAFETY: the maps describe `a` and `b` exactly (their lengths were checked: m * k and
     // n * k, TensorMap::tiled re-checks the extents), C holds m * n elements and bias n (or

@@ -85,7 +85,7 @@ pub(crate) fn launch<T: Element>(
                 "a workspace of {splits} x {m} x {n} f32 overflows usize"
             ))
         })?;
-    let tiles = crate::tile_grid(call, tile, m, n)?;
+    let tiles = crate::grid::tile_grid(call, tile, m, n)?;
     let cfg = LaunchConfig {
         grid: [tiles, splits as u32, 1],
         ..LaunchConfig::linear(1, tile.threads())
