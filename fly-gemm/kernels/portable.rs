@@ -459,10 +459,14 @@ pub fn build(
                 cfg.tile_m / am,
                 cfg.tile_n / (PORTABLE_WAVES * an),
             );
+            // Per atom (i, j) of the tile, every load (scales, bias) comes before every store: C
+            // may alias them as far as LLVM knows, so a load after a store waits for it, and
+            // loads of one address with no store between them merge into one.
             for e in Epilogue::ALL {
                 if_(epi.eq(e.index() as i32), || {
                     for j in 0..reps_n {
                         for i in 0..reps_m {
+                            let mut outs = Vec::new();
                             let f = acc.at(&[i as i64, j as i64]);
                             for v in 0..nc {
                                 let (r, col) = thr.partition_c(i, j, v);
@@ -472,7 +476,10 @@ pub fn build(
                                     x = x * sb.load(Idx::Lit(0), col, 1);
                                 }
                                 let bias = || gbias.load(Idx::Lit(0), col, 1).cast(F32);
-                                gc.store(r, col, epilogue(e, x, bias).cast(st_out));
+                                outs.push((r, col, epilogue(e, x, bias).cast(st_out)));
+                            }
+                            for (r, col, y) in outs {
+                                gc.store(r, col, y);
                             }
                         }
                     }
