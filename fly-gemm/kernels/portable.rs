@@ -358,7 +358,9 @@ pub fn build(
             let n_acc = acc0.vals().len();
             // The 64 x 256 tile's units are fenced for the AMD scheduler (`sched_barrier`):
             // hoisting every unit's LDS reads above the first MFMAs costs more registers than
-            // the tile has (fp8 on gfx942: 268 -> 256 VGPRs, occupancy 1 -> 2).
+            // the tile has (fp8 on gfx942: 268 -> 256 VGPRs, occupancy 1 -> 2). The next
+            // tile's loads of a unit are fenced on both sides, so they cannot rise above the
+            // MFMAs that free their registers.
             let fence_units = target.is_amd() && cfg.tile_n == 256;
             // One tile's atoms; `after(u)` runs after unit `u`'s (direct B: the next tile's
             // operands of that unit load into the registers it just freed).
@@ -368,6 +370,9 @@ pub fn build(
                 let r = reps_n as usize;
                 for u in 0..units as usize {
                     if u > 0 {
+                        if fence_units {
+                            sched_barrier(0);
+                        }
                         after(u as u32 - 1);
                         if fence_units {
                             sched_barrier(0);
