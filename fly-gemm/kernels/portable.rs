@@ -464,9 +464,9 @@ pub fn build(
                 cfg.tile_m / am,
                 cfg.tile_n / (PORTABLE_WAVES * an),
             );
-            // Per atom (i, j) of the tile, every load (scales, bias) comes before every store: C
-            // may alias them as far as LLVM knows, so a load after a store waits for it, and
-            // loads of one address with no store between them merge into one.
+            // Per atom (i, j) of the tile, the scale and bias loads come before the atom's
+            // stores: C may alias them as far as LLVM knows, so a load after a store waits for
+            // it, while loads of one address with no store between them merge into one.
             for e in Epilogue::ALL {
                 if_(epi.eq(e.index() as i32), || {
                     for j in 0..reps_n {
