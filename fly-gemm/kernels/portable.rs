@@ -464,16 +464,21 @@ pub fn build(
                 cfg.tile_m / am,
                 cfg.tile_n / (PORTABLE_WAVES * an),
             );
-            // Per atom (i, j) of the tile, the scale and bias loads come before the atom's
-            // stores: C may alias them as far as LLVM knows, so a load after a store waits for
-            // it, while loads of one address with no store between them merge into one.
+            // In groups of up to 4 values of one atom (i, j), the scale and bias loads come
+            // before the group's stores: C may alias them as far as LLVM knows, so a load after
+            // a store waits for it, while loads of one address with no store between them
+            // merge into one. Four is a whole CDNA atom; RDNA's 8-value atoms take two groups,
+            // which keeps fewer values live.
+            const GROUP: u32 = 4;
             for e in Epilogue::ALL {
                 if_(epi.eq(e.index() as i32), || {
                     for j in 0..reps_n {
-                        for i in 0..reps_m {
+                        for (i, v0) in (0..reps_m)
+                            .flat_map(|i| (0..nc).step_by(GROUP as usize).map(move |v0| (i, v0)))
+                        {
                             let mut outs = Vec::new();
                             let f = acc.at(&[i as i64, j as i64]);
-                            for v in 0..nc {
+                            for v in v0..(v0 + GROUP).min(nc) {
                                 let (r, col) = thr.partition_c(i, j, v);
                                 let mut x = f.at(v).cast(F32);
                                 if let Some((sa, sb)) = &gscale {
