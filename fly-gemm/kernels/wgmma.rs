@@ -9,7 +9,8 @@
 //! and B in L2. The pipeline has `tile.stages()` stages (more for smaller tiles: at small M
 //! the kernel streams B, and the bytes in flight set its bandwidth). Thread 0 refills stage
 //! `kt + stages - 1` once every warpgroup has finished reading it (a workgroup barrier
-//! after `wgmma.wait_group 1`).
+//! after `wgmma.wait_group 1`). Where M is one tile row, each workgroup walks K from its own
+//! starting stage (`k_stages`), spreading the rows' reads over DRAM.
 //!
 //! Built as [`Out::Partial`] (split-K), workgroup (x, y) sums only K stages
 //! `[y * kps, (y + 1) * kps)` of its tile into plane y of an f32 workspace instead, and
@@ -65,17 +66,41 @@ pub(crate) fn tile_origin(m: Val, n: Val, bm: u32, bn: u32) -> (Val, Val) {
     (tm * bm as i32, tn * bn as i32)
 }
 
-/// This workgroup's K stages of `bk` elements: `(first, count)`. All of K, or for a
-/// partial-sum kernel split y's `kps` stages (`kps` is the kernel argument; the host makes
-/// every split non-empty).
-pub(crate) fn k_stages(kd: Val, bk: u32, kps: Option<Val>) -> (Val, Val) {
+/// This workgroup's K stages of `bk` elements: stage `j` of its loop (`0 <= j < count`)
+/// reads K tile [`KStages::tile`]`(j)`. All of K, or for a partial-sum kernel split y's
+/// `kps` stages (`kps` is the kernel argument; the host makes every split non-empty).
+///
+/// Where all of M is one tile row (`m <= bm`: every workgroup streams its own rows of B),
+/// workgroup x starts its walk at stage `x % count` and wraps around, so that at any moment
+/// the workgroups read B at spread K offsets instead of one 128-byte column of every row
+/// at once. The sum is the same (it is exact in the tests), taken in a rotated order.
+pub(crate) fn k_stages(m: Val, bm: u32, kd: Val, bk: u32, kps: Option<Val>) -> KStages {
     let ktiles = (kd + (bk as i32 - 1)) / bk as i32;
-    match kps {
+    let (first, count) = match kps {
         None => (c_i32(0), ktiles),
         Some(kps) => {
             let first = block_id(Dim::Y) * kps;
             (first, kps.min(ktiles - first))
         }
+    };
+    let rot = select(m.le(bm as i32), block_id_x() % count.max(1), c_i32(0));
+    KStages { first, count, rot }
+}
+
+/// A workgroup's walk over its K stages ([`k_stages`]).
+#[derive(Clone, Copy)]
+pub(crate) struct KStages {
+    first: Val,
+    /// Stages in the walk.
+    pub count: Val,
+    rot: Val,
+}
+
+impl KStages {
+    /// The K tile (in `bk`-element units) that stage `j` of the walk reads.
+    pub fn tile(self, j: Val) -> Val {
+        let r = j + self.rot;
+        self.first + select(r.lt(self.count), r, r - self.count)
     }
 }
 
@@ -174,8 +199,8 @@ pub fn build(target: Target, dt: DType, out: Out, tile: Tile) -> Result<Kernel, 
         let tid = thread_id_x();
         let wg = tid / 128;
         let (m0, n0) = tile_origin(m, n, bm, bn);
-        // Stage j of this workgroup reads K tile `kt0 + j`.
-        let (kt0, ktiles) = k_stages(kd, BK, kps);
+        let walk = k_stages(m, bm, kd, BK, kps);
+        let ktiles = walk.count;
 
         let stage_elems = (stage_bytes / 2) as i32;
         let a_tile = move |s: Val| tiles.ptr_at(s * stage_elems);
@@ -192,8 +217,8 @@ pub fn build(target: Target, dt: DType, out: Out, tile: Tile) -> Result<Kernel, 
         let issue = move |kt: Val| {
             let s = kt % stages;
             mbar_arrive_expect_tx(bar(s), c_i32(stage_bytes as i32));
-            tma_load(a_map.ptr(), a_tile(s), bar(s), &[(kt0 + kt) * bk, m0]);
-            tma_load(b_map.ptr(), b_tile(s), bar(s), &[(kt0 + kt) * bk, n0]);
+            tma_load(a_map.ptr(), a_tile(s), bar(s), &[walk.tile(kt) * bk, m0]);
+            tma_load(b_map.ptr(), b_tile(s), bar(s), &[walk.tile(kt) * bk, n0]);
         };
         if_(leader, || {
             for_range_(c_i32(0), ktiles.min(stages - 1), c_i32(1), issue);

@@ -141,8 +141,8 @@ pub fn build(
         let wg = tid / 128;
 
         let (m0, n0) = tile_origin(m, n, bm, bn);
-        // Stage j of this workgroup reads K tile `kt0 + j`.
-        let (kt0, ktiles) = k_stages(kd, BK8, kps);
+        let walk = k_stages(m, bm, kd, BK8, kps);
+        let ktiles = walk.count;
 
         // One byte per element: element offsets are byte offsets.
         let stage_elems = stage_bytes as i32;
@@ -160,8 +160,8 @@ pub fn build(
         let issue = move |kt: Val| {
             let s = kt % stages;
             mbar_arrive_expect_tx(bar(s), c_i32(stage_bytes as i32));
-            tma_load(a_map.ptr(), a_tile(s), bar(s), &[(kt0 + kt) * bk, m0]);
-            tma_load(b_map.ptr(), b_tile(s), bar(s), &[(kt0 + kt) * bk, n0]);
+            tma_load(a_map.ptr(), a_tile(s), bar(s), &[walk.tile(kt) * bk, m0]);
+            tma_load(b_map.ptr(), b_tile(s), bar(s), &[walk.tile(kt) * bk, n0]);
         };
         if_(leader, || {
             for_range_(c_i32(0), ktiles.min(stages - 1), c_i32(1), issue);

@@ -292,15 +292,25 @@ pub const MAX_SPLITS: usize = 16;
 /// split's K runs out.
 pub const MIN_SPLIT_STAGES: usize = 4;
 
-/// The dispatcher's K splits for `tile` at `m x n x k` with `bk`-element stages: when the
-/// tiles fill less than half the device ([`FILL_TILES`]), enough splits to fill it (M <= 128
-/// on N = 4096: 32 tiles of 128 x 128 read all of B from 32 SMs), each at least
-/// [`MIN_SPLIT_STAGES`] stages long, at most [`MAX_SPLITS`]; else 1.
+/// Rows of B that one tile row of workgroups must stream at once to saturate the H200's
+/// DRAM at small M: the session-12 split sweep (`bench/gemm-wgmma.md`) ran 128 x 8192 x
+/// 8192 (64 tiles of 128 x 128: 8192 rows) fastest unsplit, and 4096 or 5120 rows fastest
+/// split in two.
+pub const SATURATING_ROWS: usize = 8192;
+
+/// The dispatcher's K splits for `tile` at `m x n x k` with `bk`-element stages: 1 when the
+/// tiles fill at least half the device ([`FILL_TILES`]); else enough splits to fill it, and
+/// where all of M is one tile row (the memory-bound case: every workgroup streams its own
+/// rows of B) no more than make [`SATURATING_ROWS`] rows of B in flight. Each split keeps at
+/// least [`MIN_SPLIT_STAGES`] stages, at most [`MAX_SPLITS`] splits.
 ///
 /// ```
 /// use fly_gemm::table::{split_k, TILES, BK};
-/// assert_eq!(split_k(TILES[1], 128, 4096, 14336, BK as usize), 4); // 32 tiles
+/// assert_eq!(split_k(TILES[1], 128, 4096, 14336, BK as usize), 2); // 4096 rows
+/// assert_eq!(split_k(TILES[1], 128, 8192, 8192, BK as usize), 1); // 8192 rows
 /// assert_eq!(split_k(TILES[1], 128, 28672, 4096, BK as usize), 1); // 224 tiles
+/// assert_eq!(split_k(TILES[1], 1024, 1024, 8192, BK as usize), 2); // 64 tiles, 8 rows of them
+/// assert_eq!(split_k(TILES[2], 1, 1024, 8192, BK as usize), 8); // 16 tiles
 /// assert_eq!(split_k(TILES[2], 16, 4096, 512, BK as usize), 2); // 8 stages of K
 /// assert_eq!(split_k(TILES[2], 16, 64, 128, BK as usize), 1); // 2 stages
 /// ```
@@ -310,7 +320,11 @@ pub fn split_k(tile: Tile, m: usize, n: usize, k: usize, bk: usize) -> usize {
         return 1;
     }
     let by_k = k.div_ceil(bk.max(1)) / MIN_SPLIT_STAGES;
-    (FILL_TILES / tiles).min(by_k).clamp(1, MAX_SPLITS)
+    let mut splits = FILL_TILES / tiles;
+    if m <= tile.bm as usize {
+        splits = splits.min(SATURATING_ROWS.div_ceil(tiles * tile.bn as usize));
+    }
+    splits.min(by_k).clamp(1, MAX_SPLITS)
 }
 
 /// K stages per split and the split count that `splits` requested splits make of `ktiles`

@@ -175,7 +175,7 @@ fn split_k_is_exact_for_every_tile_and_split_count() {
             case::<f16>(&dev, shape, Epilogue::BiasSilu, seed + 1);
         }
         if dev.backend() != Backend::Sim {
-            // 8 tiles of 128 x 128: 16 splits of 4 stages.
+            // 8 tiles of 128 x 128 (1024 rows of B): 8 splits of 8 stages.
             case::<bf16>(&dev, (128, 1024, 4096), Epilogue::Bias, 92);
             case_with::<bf16>(
                 &dev,

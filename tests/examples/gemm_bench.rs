@@ -19,7 +19,7 @@
 //!
 //! Before it, the split sweep (`GEMM_SPLITS=0` skips it): K split over 1, 2, 3, 4, 6 and 8
 //! workgroups per tile (`gemm_with_split` / `gemm_scaled_with_split`, the dispatcher's tile)
-//! at M = 1, 16 and 128 with the (N, K) pairs, bf16 and fp8, next to the
+//! at M = 1, 16 and 128 (`GEMM_SWEEP_M=1,2,4` picks others) with the (N, K) pairs, bf16 and fp8, next to the
 //! dispatcher's count (`table::split_k`), written to `$OUT/gemm_splits.json`.
 //!
 //! `cargo run --release -p flydsl-tests --features sm90 --example gemm_bench`
@@ -341,6 +341,25 @@ fn quant_one<Q: fly_gemm::QuantElement>(
 }
 
 /// K split counts of the bf16 and fp8 kernels at small M (see the module docs).
+/// The M values of the split sweep: `GEMM_SWEEP_M` (comma-separated, each 1 ..= 1024) or
+/// 1, 16 and 128.
+fn sweep_ms() -> Result<Vec<usize>, String> {
+    let Ok(list) = std::env::var("GEMM_SWEEP_M") else {
+        return Ok(vec![1, 16, 128]);
+    };
+    let ms = list
+        .split(',')
+        .map(|t| match t.trim().parse::<usize>() {
+            Ok(m) if (1..=1024).contains(&m) => Ok(m),
+            _ => Err(format!("GEMM_SWEEP_M: {t:?} is not an M in 1..=1024")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if ms.is_empty() {
+        return Err("GEMM_SWEEP_M: empty list".into());
+    }
+    Ok(ms)
+}
+
 fn split_sweep(
     dev: &Device,
     s: &flydsl_rt::Stream,
@@ -351,7 +370,8 @@ fn split_sweep(
     use flydsl_rt::F8E4M3FN;
     let e = |x: flydsl_rt::Error| x.to_string();
     let mut rows = Vec::new();
-    let mmax = 128usize;
+    let ms = sweep_ms()?;
+    let mmax = *ms.iter().max().expect("non-empty");
     for (n, k) in SHAPES8 {
         let a: Vec<bf16> = (0..(mmax * k) as u64).map(|i| value(1, i)).collect();
         let b: Vec<bf16> = (0..(n * k) as u64).map(|i| value(2, i)).collect();
@@ -361,7 +381,7 @@ fn split_sweep(
         let up8 = |v: &[F8E4M3FN]| DeviceBuffer::from_slice(dev, v).map_err(e);
         let (db, db8) = (up(&b)?, up8(&b8)?);
         let sb = DeviceBuffer::from_slice(dev, &vec![1.0f32 / 128.0; n]).map_err(e)?;
-        for m in [1usize, 16, 128] {
+        for &m in &ms {
             let (da, da8) = (up(&a[..m * k])?, up8(&a8[..m * k])?);
             let sa = DeviceBuffer::from_slice(dev, &vec![1.0f32 / 256.0; m]).map_err(e)?;
             let mut dc = DeviceBuffer::<bf16>::zeroed(dev, m * n).map_err(e)?;

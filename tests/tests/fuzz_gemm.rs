@@ -1908,9 +1908,12 @@ fn fuzz_gemm_dispatch() {
             ));
         }
         // split_k: 1 when the tiles fill half the device; else tiles * splits <= FILL_TILES
-        // and each split at least MIN_SPLIT_STAGES stages, at most MAX_SPLITS splits.
+        // and each split at least MIN_SPLIT_STAGES stages, at most MAX_SPLITS splits; with
+        // one tile row, no split past the one that puts SATURATING_ROWS rows of B in flight.
         // split_stages: the splits cover the stages, none empty.
-        use fly_gemm::table::{split_k, split_stages, MAX_SPLITS, MIN_SPLIT_STAGES};
+        use fly_gemm::table::{
+            split_k, split_stages, MAX_SPLITS, MIN_SPLIT_STAGES, SATURATING_ROWS,
+        };
         for t in TILES {
             for bk in [64usize, 128] {
                 let sp = split_k(t, m, n, k, bk);
@@ -1920,7 +1923,10 @@ fn fuzz_gemm_dispatch() {
                 } else {
                     (1..=MAX_SPLITS).contains(&sp)
                         && (sp == 1
-                            || (tiles * sp <= FILL_TILES && stages / sp >= MIN_SPLIT_STAGES))
+                            || (tiles * sp <= FILL_TILES
+                                && stages / sp >= MIN_SPLIT_STAGES
+                                && (m > t.bm as usize
+                                    || (sp - 1) * tiles * (t.bn as usize) < SATURATING_ROWS)))
                 };
                 if !ok {
                     return Err(format!("split_k({t:?}, {m}, {n}, {k}, {bk}) = {sp}"));
