@@ -104,10 +104,21 @@ impl KStages {
     }
 }
 
-/// Visit the accumulators of this warpgroup's 64 x `bn` block of the tile at `(m0, n0)`
-/// that lie inside the `m` x `n` C: `row(r)` once per row in bounds (its values reach
-/// `elem`), then `elem(row values, column, accumulator index)` per column in bounds. Thread
-/// (warp w, lane l) holds rows 16w + l/4 (+8) and column pairs 8j + 2(l%4).
+/// Columns per group whose values [`for_each_acc`] loads together (8 per thread).
+const COL_GROUP: u32 = 32;
+
+/// Write this warpgroup's 64 x `bn` block of the tile at `(m0, n0)`, the part inside the `m`
+/// x `n` C. Thread (warp w, lane l) holds rows 16w + l/4 (+8) and column pairs
+/// 8j + 2(l%4), +1.
+///
+/// `row(r)` runs once per row of the thread and `col(c)` once per column, both
+/// unconditionally at the index clamped into C (`min(r, m - 1)`, `min(c, n - 1)`; the
+/// kernels run only when m, n >= 1), so their loads (scales, bias) are in bounds and issue
+/// together, [`COL_GROUP`] columns at a time, instead of one guarded load after another.
+/// `value(row values, column values, accumulator index)` gives an element's output value;
+/// `store(row values, column, v, pair)` writes `v`, one element or (`pair`) the two of a
+/// column pair as one vector, which it may take as aligned to two elements: pairs are
+/// stored whole when `n` is even and both columns are inside C, else element by element.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn for_each_acc(
     tid: Val,
@@ -117,24 +128,47 @@ pub(crate) fn for_each_acc(
     n: Val,
     bn: u32,
     row: impl Fn(Val) -> Vec<Val>,
-    elem: impl Fn(&[Val], Val, u32),
+    col: impl Fn(Val) -> Vec<Val>,
+    value: impl Fn(&[Val], &[Val], u32) -> Val,
+    store: impl Fn(&[Val], Val, Val, bool),
 ) {
     let wg = tid / 128;
     let w = (tid % 128) / 32;
     let l = tid % 32;
     let row0 = m0 + wg * 64 + w * 16 + l / 4;
     let col0 = n0 + (l % 4) * 2;
-    for h in 0..2i32 {
-        let r = row0 + h * 8;
-        if_(r.lt(m), || {
-            let rv = row(r);
-            for j in 0..(bn / 8) as i32 {
-                for e in 0..2i32 {
-                    let col = col0 + (j * 8 + e);
-                    if_(col.lt(n), || elem(&rv, col, (4 * j + 2 * h + e) as u32));
+    let rows: Vec<Val> = (0..2i32).map(|h| row0 + h * 8).collect();
+    let row_vals: Vec<Vec<Val>> = rows.iter().map(|&r| row(r.min(m - 1))).collect();
+    let even_n = (n % 2).eq(0);
+    let per_group = COL_GROUP.min(bn) / 8;
+    for g in 0..bn / 8 / per_group {
+        let js: Vec<u32> = (g * per_group..(g + 1) * per_group).collect();
+        // Columns 8j and 8j + 1 of the thread, and their values.
+        let cols: Vec<[Val; 2]> = js
+            .iter()
+            .map(|&j| [0, 1].map(|e| col0 + (j * 8 + e) as i32))
+            .collect();
+        let vals: Vec<[Vec<Val>; 2]> = cols
+            .iter()
+            .map(|cs| cs.map(|c| col(c.min(n - 1))))
+            .collect();
+        for h in 0..2u32 {
+            let rv = &row_vals[h as usize];
+            if_(rows[h as usize].lt(m), || {
+                for ((&j, cs), cv) in js.iter().zip(&cols).zip(&vals) {
+                    let v = [0, 1].map(|e| value(rv, &cv[e as usize], 4 * j + 2 * h + e));
+                    if_then_else(
+                        even_n & cs[1].lt(n),
+                        || store(rv, cs[0], vec_of(&v), true),
+                        || {
+                            for e in 0..2 {
+                                if_(cs[e].lt(n), || store(rv, cs[e], v[e], false));
+                            }
+                        },
+                    );
                 }
-            }
-        });
+            });
+        }
     }
 }
 
@@ -161,7 +195,9 @@ pub(crate) fn store_partial(
         n,
         bn,
         |r| vec![(split * m + r).cast(I64) * n64],
-        |rv, col, i| ws.store(rv[0] + col.cast(I64), acc_at(i)),
+        |_| Vec::new(),
+        |_, _, i| acc_at(i),
+        |rv, col, v, pair| ws.store_aligned(rv[0] + col.cast(I64), v, 4 << pair as u32, false),
     );
 }
 
@@ -262,9 +298,13 @@ pub fn build(target: Target, dt: DType, out: Out, tile: Tile) -> Result<Kernel, 
                     n,
                     bn,
                     |r| vec![r.cast(I64) * n64],
-                    |rv, col, i| {
-                        let v = epilogue(epi, acc_at(i), || bias.load(col).cast(F32));
-                        c.store(rv[0] + col.cast(I64), v.cast(st));
+                    |col| {
+                        let has = epi.has_bias();
+                        has.then(|| bias.load(col).cast(F32)).into_iter().collect()
+                    },
+                    |_, cv, i| epilogue(epi, acc_at(i), || cv[0]).cast(st),
+                    |rv, col, v, pair| {
+                        c.store_aligned(rv[0] + col.cast(I64), v, 2 << pair as u32, false)
                     },
                 );
             }

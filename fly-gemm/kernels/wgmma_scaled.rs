@@ -261,10 +261,19 @@ pub fn build(
                     n,
                     bn,
                     |r| vec![r.cast(I64) * n64, scale_a.load(r)],
-                    |rv, col, i| {
-                        let v = as_f32(acc_at(i)) * rv[1] * scale_b.load(col);
-                        let v = epilogue(epi, v, || bias.load(col).cast(F32));
-                        c.store(rv[0] + col.cast(I64), v.cast(ot));
+                    |col| {
+                        let mut v = vec![scale_b.load(col)];
+                        if epi.has_bias() {
+                            v.push(bias.load(col).cast(F32));
+                        }
+                        v
+                    },
+                    |rv, cv, i| {
+                        let v = as_f32(acc_at(i)) * rv[1] * cv[0];
+                        epilogue(epi, v, || cv[1]).cast(ot)
+                    },
+                    |rv, col, v, pair| {
+                        c.store_aligned(rv[0] + col.cast(I64), v, 2 << pair as u32, false)
                     },
                 );
             }

@@ -29,8 +29,15 @@ fn devices() -> Vec<Device> {
 #[test]
 fn ragged_shapes_in_both_input_and_output_types() {
     // M in {1, 16, 33}; N a multiple of 16 but not of the 256-wide tile; K a multiple of 16
-    // but not of the 128-wide stage (and one K spanning several stages).
-    let shapes = [(1, 48, 144), (16, 272, 400), (33, 16, 16), (33, 304, 1040)];
+    // but not of the 128-wide stage (and one K spanning several stages); one odd N (the
+    // epilogue's element-by-element stores).
+    let shapes = [
+        (1, 48, 144),
+        (16, 272, 400),
+        (33, 16, 16),
+        (33, 304, 1040),
+        (17, 37, 144),
+    ];
     for dev in devices() {
         for (i, &shape) in shapes.iter().enumerate() {
             let seed = 100 + i as u64;
