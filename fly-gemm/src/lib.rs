@@ -14,7 +14,8 @@
 //! [`gemm_with_split`]); and the portable tile-layer
 //! kernel (`kernels/portable.rs`, 16-bit and 8-bit: fp8 e4m3fnuz on gfx942 and e4m3fn
 //! elsewhere, int8) on gfx942, gfx950, gfx1201, gfx1250 and on sm90 as the fallback for what
-//! wgmma refuses (16-bit `k % 8 != 0`, 8-bit `k % 16 != 0`, preshuffled B). B is plain
+//! wgmma refuses (16-bit `k % 8 != 0`, 8-bit `k % 16 != 0`, preshuffled B, a C view not
+//! aligned to two elements). B is plain
 //! row-major or in the reference's preshuffled layout ([`BLayout`], [`preshuffle_b`]) for
 //! every input type. Every kernel also runs on the Sim of its target.
 //!
@@ -400,7 +401,8 @@ pub const MAX_DIM: usize = i32::MAX as usize - 65536;
 /// `C = epilogue(A * B^T)` on `stream`: see the crate docs for the layouts. `bias` is
 /// required exactly when the epilogue has one ([`Epilogue::has_bias`]).
 ///
-/// Dispatch: on sm90 with plain B and `k % 8 == 0`, the wgmma kernel with the tile config
+/// Dispatch: on sm90 with plain B, `k % 8 == 0` and C aligned to two elements (any buffer
+/// this crate allocates), the wgmma kernel with the tile config
 /// [`Tile::pick`] chooses (128 x 256 when that makes nearly [`table::FILL_TILES`]
 /// workgroups, else 128 x 128 above M = 64, else 64 x 64; pin one with [`gemm_with_tile`]); everything
 /// else (the AMD targets, preshuffled B, other `k` on sm90) takes the portable tile-layer
@@ -435,6 +437,7 @@ pub fn gemm<T: Element>(
     let wgmma_takes = target == Target::Sm90
         && b_layout == BLayout::Plain
         && k.is_multiple_of(8)
+        && grid::c_pairs_aligned(c)
         && kernels::wgmma::<T>(table::key16(epilogue, tile)).is_some();
     if !wgmma_takes {
         let config = pick_config(&PORTABLE_CONFIGS, args, exists16::<T>(target));
@@ -450,7 +453,8 @@ pub fn gemm<T: Element>(
 /// own shapes. Every config is correct at every shape it accepts.
 ///
 /// Errors: those of [`gemm`], a `tile` that is not in [`table::TILES`], and what only the
-/// portable kernel takes (a target other than sm90, preshuffled B, `k % 8 != 0`).
+/// portable kernel takes (a target other than sm90, preshuffled B, `k % 8 != 0`, a C view
+/// not aligned to two elements).
 ///
 /// ```
 /// use flydsl_rt::{half::bf16, Device, DeviceBuffer, Target};
@@ -607,6 +611,7 @@ fn wgmma<T: Element>(
         }
     };
     call.kernel(stream, launcher.kernel)?;
+    grid::check_c_pairs(call, c)?;
     if m == 0 {
         return Ok(());
     }

@@ -20,7 +20,8 @@ use flydsl_rt::{
 /// sum), multiplied by `scale_a[row]` and then `scale_b[col]`, the bias and activation are
 /// applied in f32 and the result is rounded once.
 ///
-/// Dispatch: on sm90 with plain B and `k % 16 == 0` the Hopper wgmma kernel with the tile
+/// Dispatch: on sm90 with plain B, `k % 16 == 0` and C aligned to two elements (any buffer
+/// this crate allocates) the Hopper wgmma kernel with the tile
 /// [`Tile::pick_scaled`] chooses ([`gemm_scaled_with`] pins one); everything
 /// else (the AMD targets, preshuffled B, other `k` on sm90) takes the portable tile-layer
 /// kernel with [`default_config8`], or for preshuffled B where the target reads it global ->
@@ -89,6 +90,7 @@ pub fn gemm_scaled<Q: QuantElement, T: Element>(
     let wgmma_takes = stream.device().target() == Target::Sm90
         && args.b_layout == BLayout::Plain
         && args.k.is_multiple_of(16)
+        && crate::grid::c_pairs_aligned(c)
         && kernels::wgmma_scaled::<T>(scaled_key(Q::QUANT, args.epilogue, tile)).is_some();
     let route = if wgmma_takes {
         Route::Wgmma(
@@ -125,7 +127,8 @@ pub fn default_config8(m: usize, n: usize, k: usize) -> TileConfig {
 /// own shapes. Every config is correct at every shape it accepts.
 ///
 /// Errors: those of [`gemm_scaled`], a `tile` that is not in [`TILES`], and what only the
-/// portable kernel takes (a target other than sm90, preshuffled B, `k % 16 != 0`).
+/// portable kernel takes (a target other than sm90, preshuffled B, `k % 16 != 0`, a C view
+/// not aligned to two elements).
 ///
 /// ```
 /// use flydsl_rt::{half::f16, Device, DeviceBuffer, Target};
@@ -482,6 +485,7 @@ fn wgmma<Q: QuantElement, T: Element>(
         ));
     };
     call.kernel(stream, launcher.kernel)?;
+    crate::grid::check_c_pairs(call, c)?;
     if m == 0 {
         return Ok(());
     }

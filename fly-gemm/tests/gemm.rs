@@ -380,3 +380,52 @@ fn bad_arguments_are_errors_that_write_nothing() {
     let mut c0 = DeviceBuffer::<bf16>::zeroed(&dev, 0).unwrap();
     gemm(&s, &empty, &b, None, &mut c0, GemmArgs { m: 0, ..ok }).unwrap();
 }
+
+/// C a view one element into another buffer (2-byte aligned, not 4): the dispatcher takes
+/// the portable kernel, which stores element by element, and gets C right; the pinned
+/// Hopper launch, whose epilogue stores column pairs, refuses it naming `c` and writes
+/// nothing. On every device (the Sim and, where present, the GPU).
+#[test]
+fn c_views_at_an_odd_element_offset() {
+    for dev in devices() {
+        let s = dev.stream().unwrap();
+        let (m, n, k) = (3usize, 16usize, 16usize);
+        let a = DeviceBuffer::from_slice(&dev, &vec![bf16::ONE; m * k]).unwrap();
+        let b = DeviceBuffer::from_slice(&dev, &vec![bf16::from_f32(0.5); n * k]).unwrap();
+        let sentinel = bf16::from_f32(-7.0);
+        let owner = DeviceBuffer::from_slice(&dev, &vec![sentinel; m * n + 1]).unwrap();
+        let at = owner.as_device_ptr() + 2;
+        // SAFETY: elements 1..=m*n of `owner`, which outlives the view; nothing else touches
+        // `owner` while the view is written.
+        let mut c = unsafe { DeviceBuffer::<bf16>::from_raw_parts(&s, at, m * n) }.unwrap();
+        let args = GemmArgs {
+            m,
+            n,
+            k,
+            ..Default::default()
+        };
+        let e = gemm_with_tile(&s, &a, &b, None, &mut c, args, TILES[2]).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("fly_gemm::gemm_with_tile: `c` = address "),
+            "{msg}"
+        );
+        assert!(msg.contains("aligned to two elements"), "{msg}");
+        s.synchronize().unwrap();
+        assert!(owner.to_vec().unwrap().iter().all(|&x| x == sentinel));
+        gemm(&s, &a, &b, None, &mut c, args).unwrap();
+        s.synchronize().unwrap();
+        let got = owner.to_vec().unwrap();
+        assert_eq!(
+            got[0],
+            sentinel,
+            "{}: the element before the view",
+            dev.name()
+        );
+        assert!(
+            got[1..].iter().all(|x| x.to_f32() == 8.0),
+            "{}: {got:?}",
+            dev.name()
+        );
+    }
+}

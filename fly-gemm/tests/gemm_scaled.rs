@@ -411,3 +411,52 @@ fn bad_arguments_are_errors_that_write_nothing() {
     )
     .unwrap();
 }
+
+/// C a view one element into another buffer: `gemm_scaled` takes the portable kernel and
+/// gets it right; the pinned Hopper launch refuses it naming `c` and writes nothing.
+#[test]
+fn c_views_at_an_odd_element_offset() {
+    for dev in devices() {
+        let s = dev.stream().unwrap();
+        let (m, n, k) = (3usize, 16usize, 32usize);
+        let a = DeviceBuffer::from_slice(&dev, &vec![1i8; m * k]).unwrap();
+        let b = DeviceBuffer::from_slice(&dev, &vec![2i8; n * k]).unwrap();
+        let sa = DeviceBuffer::from_slice(&dev, &vec![0.5f32; m]).unwrap();
+        let sb = DeviceBuffer::from_slice(&dev, &vec![0.25f32; n]).unwrap();
+        let sentinel = bf16::from_f32(-7.0);
+        let owner = DeviceBuffer::from_slice(&dev, &vec![sentinel; m * n + 1]).unwrap();
+        let at = owner.as_device_ptr() + 2;
+        // SAFETY: elements 1..=m*n of `owner`, which outlives the view; nothing else touches
+        // `owner` while the view is written.
+        let mut c = unsafe { DeviceBuffer::<bf16>::from_raw_parts(&s, at, m * n) }.unwrap();
+        let args = GemmArgs {
+            m,
+            n,
+            k,
+            ..Default::default()
+        };
+        let e = gemm_scaled_with(&s, &a, &b, &sa, &sb, None, &mut c, args, TILES[2]).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("fly_gemm::gemm_scaled_with: `c` = address "),
+            "{msg}"
+        );
+        s.synchronize().unwrap();
+        assert!(owner.to_vec().unwrap().iter().all(|&x| x == sentinel));
+        gemm_scaled(&s, &a, &b, &sa, &sb, None, &mut c, args).unwrap();
+        s.synchronize().unwrap();
+        let got = owner.to_vec().unwrap();
+        assert_eq!(
+            got[0],
+            sentinel,
+            "{}: the element before the view",
+            dev.name()
+        );
+        // 32 products of 1 * 2, times 0.5 * 0.25.
+        assert!(
+            got[1..].iter().all(|x| x.to_f32() == 8.0),
+            "{}: {got:?}",
+            dev.name()
+        );
+    }
+}
