@@ -14,6 +14,8 @@ use flydsl_rt::{Backend, Device, DeviceBuffer, Element, Target};
 use flydsl_testutil::gemm::{gemm_ref, Act};
 use flydsl_testutil::rng::Rng;
 
+mod odd_view;
+
 fn devices() -> Vec<Device> {
     let mut v = vec![Device::new_sim(Target::Sm90)];
     match Device::enumerate(Backend::Cuda) {
@@ -392,12 +394,7 @@ fn c_views_at_an_odd_element_offset() {
         let (m, n, k) = (3usize, 16usize, 16usize);
         let a = DeviceBuffer::from_slice(&dev, &vec![bf16::ONE; m * k]).unwrap();
         let b = DeviceBuffer::from_slice(&dev, &vec![bf16::from_f32(0.5); n * k]).unwrap();
-        let sentinel = bf16::from_f32(-7.0);
-        let owner = DeviceBuffer::from_slice(&dev, &vec![sentinel; m * n + 1]).unwrap();
-        let at = owner.as_device_ptr() + 2;
-        // SAFETY: elements 1..=m*n of `owner`, which outlives the view; nothing else touches
-        // `owner` while the view is written.
-        let mut c = unsafe { DeviceBuffer::<bf16>::from_raw_parts(&s, at, m * n) }.unwrap();
+        let (owner, mut c) = odd_view::odd_view(&dev, &s, m * n);
         let args = GemmArgs {
             m,
             n,
@@ -412,20 +409,9 @@ fn c_views_at_an_odd_element_offset() {
         );
         assert!(msg.contains("aligned to two elements"), "{msg}");
         s.synchronize().unwrap();
-        assert!(owner.to_vec().unwrap().iter().all(|&x| x == sentinel));
+        odd_view::assert_untouched(&owner);
         gemm(&s, &a, &b, None, &mut c, args).unwrap();
         s.synchronize().unwrap();
-        let got = owner.to_vec().unwrap();
-        assert_eq!(
-            got[0],
-            sentinel,
-            "{}: the element before the view",
-            dev.name()
-        );
-        assert!(
-            got[1..].iter().all(|x| x.to_f32() == 8.0),
-            "{}: {got:?}",
-            dev.name()
-        );
+        odd_view::assert_view_is(&owner, 8.0, dev.name());
     }
 }

@@ -7,6 +7,7 @@
 //! fallback) is `portable8.rs`.
 
 mod common;
+mod odd_view;
 
 use common::{case, case_data, case_with, Pin};
 use fly_gemm::table::{Tile, TILES};
@@ -423,12 +424,7 @@ fn c_views_at_an_odd_element_offset() {
         let b = DeviceBuffer::from_slice(&dev, &vec![2i8; n * k]).unwrap();
         let sa = DeviceBuffer::from_slice(&dev, &vec![0.5f32; m]).unwrap();
         let sb = DeviceBuffer::from_slice(&dev, &vec![0.25f32; n]).unwrap();
-        let sentinel = bf16::from_f32(-7.0);
-        let owner = DeviceBuffer::from_slice(&dev, &vec![sentinel; m * n + 1]).unwrap();
-        let at = owner.as_device_ptr() + 2;
-        // SAFETY: elements 1..=m*n of `owner`, which outlives the view; nothing else touches
-        // `owner` while the view is written.
-        let mut c = unsafe { DeviceBuffer::<bf16>::from_raw_parts(&s, at, m * n) }.unwrap();
+        let (owner, mut c) = odd_view::odd_view(&dev, &s, m * n);
         let args = GemmArgs {
             m,
             n,
@@ -442,21 +438,10 @@ fn c_views_at_an_odd_element_offset() {
             "{msg}"
         );
         s.synchronize().unwrap();
-        assert!(owner.to_vec().unwrap().iter().all(|&x| x == sentinel));
+        odd_view::assert_untouched(&owner);
         gemm_scaled(&s, &a, &b, &sa, &sb, None, &mut c, args).unwrap();
         s.synchronize().unwrap();
-        let got = owner.to_vec().unwrap();
-        assert_eq!(
-            got[0],
-            sentinel,
-            "{}: the element before the view",
-            dev.name()
-        );
         // 32 products of 1 * 2, times 0.5 * 0.25.
-        assert!(
-            got[1..].iter().all(|x| x.to_f32() == 8.0),
-            "{}: {got:?}",
-            dev.name()
-        );
+        odd_view::assert_view_is(&owner, 8.0, dev.name());
     }
 }
