@@ -7,6 +7,9 @@
 #[allow(dead_code)]
 mod table;
 
+#[path = "kernels/pipeline.rs"]
+mod pipeline;
+
 #[path = "kernels/wgmma.rs"]
 mod wgmma;
 

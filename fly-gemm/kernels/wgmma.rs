@@ -3,14 +3,15 @@
 //!
 //! A is M x K and B is N x K, both row-major (K contiguous: the layout of activations and of
 //! a linear layer's weight); bias is [N] and C is M x N row-major, all in the input dtype.
-//! Each workgroup computes one `bm` x `bn` tile of its `Tile` config with one warpgroup per
-//! 64 rows; the
-//! workgroups walk the tiles in groups of `GROUP_M` tile rows so that neighbours share A
-//! and B in L2. The pipeline has `tile.stages()` stages (more for smaller tiles: at small M
-//! the kernel streams B, and the bytes in flight set its bandwidth). Thread 0 refills stage
-//! `kt + stages - 1` once every warpgroup has finished reading it (a workgroup barrier
-//! after `wgmma.wait_group 1`). Where M is one tile row, each workgroup walks K from its own
-//! starting stage (`k_stages`), spreading the rows' reads over DRAM.
+//! A workgroup computes `bm` x `bn` tiles of its `Tile` config with one warpgroup per 64
+//! rows, persistently: the grid has at most one workgroup per SM and each walks tiles
+//! x, x + grid_x, ... in groups of `GROUP_M` tile rows so that neighbours share A and B in
+//! L2 (`pipeline.rs`). The pipeline has `tile.stages()` stages (more for smaller tiles: at
+//! small M the kernel streams B, and the bytes in flight set its bandwidth), one ring over
+//! all of a workgroup's tiles: thread 0 refills stage `g + stages - 1` (at most) once every
+//! warpgroup has finished reading stage `g - 1` (a workgroup barrier after `wgmma.wait_group 1`), so
+//! the next tile's first stages load while this tile's epilogue runs. Where M is one tile
+//! row, each tile walks K from its own starting stage, spreading the rows' reads over DRAM.
 //!
 //! Built as [`Out::Partial`] (split-K), workgroup (x, y) sums only K stages
 //! `[y * kps, (y + 1) * kps)` of its tile into plane y of an f32 workspace instead, and
@@ -18,17 +19,15 @@
 //!
 //! Host side (`src/lib.rs`): tensor maps over A (`dims [K, M]`, `boxes [BK, bm]`) and B
 //! (`[K, N]`, `[BK, bn]`) with the 128-byte swizzle, `tile.threads()` threads,
-//! `tile.lds_bytes()` of dynamic LDS, one workgroup per tile. K must be a multiple of 8 (TMA row strides are
-//! 16-byte multiples); M and N are free (TMA zero-fills past the edges, the epilogue guards).
+//! `tile.lds_bytes()` of dynamic LDS, `min(tiles, SMs)` workgroups (`grid::persistent_grid`).
+//! K must be a multiple of 8 (TMA row strides are 16-byte multiples); M and N are free (TMA zero-fills past the edges, the epilogue guards).
 //! The kernel's index arithmetic is i32 except C offsets (i64): M, N, K < 2^31 - 2^16.
 
-use crate::table::{kernel_name, partial_kernel_name, Epilogue, Out, Tile, BK, GROUP_M};
+use crate::pipeline::{Pipeline, Schedule, TileAt};
+use crate::table::{kernel_name, partial_kernel_name, Epilogue, Out, Tile, BK};
 use crate::DType;
-use flydsl_dsl::ir::{Dim, Kernel, ScalarType::*, Target};
-use flydsl_dsl::nv::{
-    fence_proxy_async, mbar_arrive_expect_tx, mbar_init, mbar_wait, tma_load, wgmma, wgmma_commit,
-    wgmma_fence, wgmma_wait,
-};
+use flydsl_dsl::ir::{Dim, Kernel, ScalarType, ScalarType::*, Target};
+use flydsl_dsl::nv::{wgmma, wgmma_commit, wgmma_fence, wgmma_wait};
 use flydsl_dsl::*;
 
 /// The epilogue on one f32 accumulator; `bias` loads this column's bias as f32.
@@ -48,59 +47,6 @@ pub(crate) fn epilogue(epi: Epilogue, v: Val, bias: impl FnOnce() -> Val) -> Val
             let u = (x + x * x * x * 0.044715f32) * (2.0f32 / std::f32::consts::PI).sqrt();
             x - x * ((u * (2.0 * log2e)).exp2() + 1.0f32).rcp()
         }
-    }
-}
-
-/// The first (grouped) tile order of a Hopper GEMM: the origin `(m0, n0)` of workgroup x's
-/// `bm` x `bn` tile of an `m` x `n` C, walking the tiles in groups of `GROUP_M` tile rows
-/// so that neighbours share A and B in L2.
-pub(crate) fn tile_origin(m: Val, n: Val, bm: u32, bn: u32) -> (Val, Val) {
-    let pid = block_id_x();
-    let tiles_m = (m + (bm as i32 - 1)) / bm as i32;
-    let tiles_n = (n + (bn as i32 - 1)) / bn as i32;
-    let group = tiles_n * GROUP_M as i32;
-    let first_m = (pid / group) * GROUP_M as i32;
-    let gsize = (tiles_m - first_m).min(GROUP_M as i32);
-    let tm = first_m + (pid % group) % gsize;
-    let tn = (pid % group) / gsize;
-    (tm * bm as i32, tn * bn as i32)
-}
-
-/// This workgroup's K stages of `bk` elements: stage `j` of its loop (`0 <= j < count`)
-/// reads K tile [`KStages::tile`]`(j)`. All of K, or for a partial-sum kernel split y's
-/// `kps` stages (`kps` is the kernel argument; the host makes every split non-empty).
-///
-/// Where all of M is one tile row (`m <= bm`: every workgroup streams its own rows of B),
-/// workgroup x starts its walk at stage `x % count` and wraps around, so that at any moment
-/// the workgroups read B at spread K offsets instead of one 128-byte column of every row
-/// at once. The sum is the same (it is exact in the tests), taken in a rotated order.
-pub(crate) fn k_stages(m: Val, bm: u32, kd: Val, bk: u32, kps: Option<Val>) -> KStages {
-    let ktiles = (kd + (bk as i32 - 1)) / bk as i32;
-    let (first, count) = match kps {
-        None => (c_i32(0), ktiles),
-        Some(kps) => {
-            let first = block_id(Dim::Y) * kps;
-            (first, kps.min(ktiles - first))
-        }
-    };
-    let rot = select(m.le(bm as i32), block_id_x() % count.max(1), c_i32(0));
-    KStages { first, count, rot }
-}
-
-/// A workgroup's walk over its K stages ([`k_stages`]).
-#[derive(Clone, Copy)]
-pub(crate) struct KStages {
-    first: Val,
-    /// Stages in the walk.
-    pub count: Val,
-    rot: Val,
-}
-
-impl KStages {
-    /// The K tile (in `bk`-element units) that stage `j` of the walk reads.
-    pub fn tile(self, j: Val) -> Val {
-        let r = j + self.rot;
-        self.first + select(r.lt(self.count), r, r - self.count)
     }
 }
 
@@ -201,10 +147,70 @@ pub(crate) fn store_partial(
     );
 }
 
-/// Where the kernel writes: C (through the epilogue, with its bias) or a workspace.
-enum Sink {
-    C(Epilogue, Tensor, Tensor),
+/// Where a Hopper GEMM writes its tiles: C (the sums scaled by `scale_a[m] * scale_b[n]`
+/// where the kernel has `scales`, then through the epilogue with its bias, rounded to C's
+/// dtype) or a split-K workspace (f32 sums, unscaled).
+#[derive(Clone, Copy)]
+pub(crate) enum Sink {
+    C {
+        epi: Epilogue,
+        scales: Option<(Tensor, Tensor)>,
+        bias: Tensor,
+        c: Tensor,
+    },
     Partial(Tensor),
+}
+
+impl Sink {
+    /// Write tile `at`'s f32 sums (`acc_at(i)`: accumulator register i of this thread) of
+    /// an `m` x `n` C in `bn`-wide tiles; C's elements are `ot`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn write_tile(
+        self,
+        tid: Val,
+        at: TileAt,
+        m: Val,
+        n: Val,
+        bn: u32,
+        ot: ScalarType,
+        acc_at: impl Fn(u32) -> Val,
+    ) {
+        let (m0, n0) = (at.m0, at.n0);
+        let (epi, scales, bias, c) = match self {
+            Sink::Partial(ws) => return store_partial(ws, tid, m0, n0, m, n, bn, acc_at),
+            Sink::C {
+                epi,
+                scales,
+                bias,
+                c,
+            } => (epi, scales, bias, c),
+        };
+        let n64 = n.cast(I64);
+        // Row values: C's row offset, then scale_a; column values: scale_b, then the bias.
+        let row = |r: Val| {
+            let mut v = vec![r.cast(I64) * n64];
+            v.extend(scales.map(|(sa, _)| sa.load(r)));
+            v
+        };
+        let col = |col: Val| {
+            let mut v: Vec<Val> = scales.map(|(_, sb)| sb.load(col)).into_iter().collect();
+            if epi.has_bias() {
+                v.push(bias.load(col).cast(F32));
+            }
+            v
+        };
+        let value = |rv: &[Val], cv: &[Val], i: u32| {
+            let (v, b) = match scales {
+                Some(_) => (acc_at(i) * rv[1] * cv[0], 1),
+                None => (acc_at(i), 0),
+            };
+            epilogue(epi, v, || cv[b]).cast(ot)
+        };
+        let store = |rv: &[Val], col: Val, v: Val, pair: bool| {
+            c.store_aligned(rv[0] + col.cast(I64), v, 2 << pair as u32, false)
+        };
+        for_each_acc(tid, m0, n0, m, n, bn, row, col, value, store);
+    }
 }
 
 /// The kernel for `dt` (bf16 or f16), output `out` and `tile` (sm_90 only).
@@ -220,94 +226,55 @@ pub fn build(target: Target, dt: DType, out: Out, tile: Tile) -> Result<Kernel, 
         let a_map = k.tensor("a_map", I8);
         let b_map = k.tensor("b_map", I8);
         let sink = match out {
-            Out::C(epi) => Sink::C(epi, k.tensor("bias", st), k.tensor_mut("c", st)),
+            Out::C(epi) => Sink::C {
+                epi,
+                scales: None,
+                bias: k.tensor("bias", st),
+                c: k.tensor_mut("c", st),
+            },
             Out::Partial => Sink::Partial(k.tensor_mut("ws", F32)),
         };
         let m = k.scalar("m", I32);
         let n = k.scalar("n", I32);
         let kd = k.scalar("k", I32);
         let kps = matches!(sink, Sink::Partial(_)).then(|| k.scalar("kps", I32));
-        let bars = k.lds("full", I64, tile.stages());
-        let tiles = k
-            .lds_dynamic("tiles")
-            .array_aligned(st, tile.stages() * stage_bytes / 2, 1024);
-        let (stages, bk) = (tile.stages() as i32, BK as i32);
+        let sched = Schedule::new(m, n, bm, bn, kd, BK, kps);
+        let pipe = Pipeline::start(
+            k,
+            sched,
+            a_map,
+            b_map,
+            st,
+            (tile.stages(), stage_bytes),
+            (bm, BK),
+        );
         let tid = thread_id_x();
         let wg = tid / 128;
-        let (m0, n0) = tile_origin(m, n, bm, bn);
-        let walk = k_stages(m, bm, kd, BK, kps);
-        let ktiles = walk.count;
-
-        let stage_elems = (stage_bytes / 2) as i32;
-        let a_tile = move |s: Val| tiles.ptr_at(s * stage_elems);
-        let b_tile = move |s: Val| tiles.ptr_at(s * stage_elems + (bm * BK) as i32);
-        let bar = move |s: Val| bars.ptr_at(s);
-        let leader = tid.eq(0);
-        if_(leader, || {
-            for s in 0..stages {
-                mbar_init(bar(c_i32(s)), 1);
-            }
-            fence_proxy_async();
-        });
-        barrier();
-        let issue = move |kt: Val| {
-            let s = kt % stages;
-            mbar_arrive_expect_tx(bar(s), c_i32(stage_bytes as i32));
-            tma_load(a_map.ptr(), a_tile(s), bar(s), &[walk.tile(kt) * bk, m0]);
-            tma_load(b_map.ptr(), b_tile(s), bar(s), &[walk.tile(kt) * bk, n0]);
-        };
-        if_(leader, || {
-            for_range_(c_i32(0), ktiles.min(stages - 1), c_i32(1), issue);
-        });
-
         let zero = splat(c_f32(0.0), bn / 2);
-        let acc = for_range(c_i32(0), ktiles, c_i32(1), &[zero], |kt, carried| {
-            let s = kt % stages;
-            mbar_wait(bar(s), (kt / stages) & 1);
-            wgmma_fence();
-            let mut acc = carried[0];
-            // This warpgroup's 64 rows of A.
-            let a_rows = ptr_offset(a_tile(s), wg * (64 * BK) as i32);
-            let b_rows = b_tile(s);
-            for kk in 0..(BK / 16) as i32 {
-                // The kk-th 16-wide K slice of both tiles.
-                let a = ptr_offset(a_rows, c_i32(kk * 16));
-                let b = ptr_offset(b_rows, c_i32(kk * 16));
-                acc = wgmma(bn, a, b, acc);
-            }
-            wgmma_commit();
-            let acc = wgmma_wait(1, &[acc])[0];
-            // Every warpgroup is done with stage kt - 1: refill it with tile kt + stages - 1.
-            barrier();
-            let next = kt + (stages - 1);
-            if_(leader & next.lt(ktiles), || issue(next));
-            vec![acc]
+        for_range_(c_i32(0), sched.tiles, c_i32(1), |it| {
+            let (at, next) = (sched.tile(it), sched.next_tile(it));
+            let base = it * sched.count;
+            let acc = for_range(c_i32(0), sched.count, c_i32(1), &[zero], |j, carried| {
+                let g = base + j;
+                let s = pipe.ready(g);
+                wgmma_fence();
+                let mut acc = carried[0];
+                // This warpgroup's 64 rows of A.
+                let a_rows = ptr_offset(pipe.a_tile(s), wg * (64 * BK) as i32);
+                let b_rows = pipe.b_tile(s);
+                for kk in 0..(BK / 16) as i32 {
+                    // The kk-th 16-wide K slice of both tiles.
+                    let a = ptr_offset(a_rows, c_i32(kk * 16));
+                    let b = ptr_offset(b_rows, c_i32(kk * 16));
+                    acc = wgmma(bn, a, b, acc);
+                }
+                wgmma_commit();
+                let acc = wgmma_wait(1, &[acc])[0];
+                pipe.refill(g, j, at, next);
+                vec![acc]
+            });
+            let acc = wgmma_wait(0, &acc)[0];
+            sink.write_tile(tid, at, m, n, bn, st, |i| acc.at(i));
         });
-        let acc = wgmma_wait(0, &acc)[0];
-
-        let acc_at = |i: u32| acc.at(i);
-        match sink {
-            Sink::Partial(ws) => store_partial(ws, tid, m0, n0, m, n, bn, acc_at),
-            Sink::C(epi, bias, c) => {
-                let n64 = n.cast(I64);
-                for_each_acc(
-                    tid,
-                    m0,
-                    n0,
-                    m,
-                    n,
-                    bn,
-                    |r| vec![r.cast(I64) * n64],
-                    |col| {
-                        let has = epi.has_bias();
-                        has.then(|| bias.load(col).cast(F32)).into_iter().collect()
-                    },
-                    |_, cv, i| epilogue(epi, acc_at(i), || cv[0]).cast(st),
-                    |rv, col, v, pair| {
-                        c.store_aligned(rv[0] + col.cast(I64), v, 2 << pair as u32, false)
-                    },
-                );
-            }
-        }
     })
 }

@@ -4,8 +4,8 @@
 //!
 //! The structure is the 16-bit kernel's (`wgmma.rs`): A is M x K and B is N x K, both
 //! row-major 8-bit; `scale_a` [M] and `scale_b` [N] are f32; bias [N] and C [M, N] are in
-//! the output dtype (bf16 or f16). Each workgroup computes one `bm` x `bn` tile of its
-//! [`Tile`] config with one warpgroup per 64 rows; a stage holds `BK8` = 128 K elements
+//! the output dtype (bf16 or f16). A workgroup computes `bm` x `bn` tiles of its [`Tile`]
+//! config, persistently, with one warpgroup per 64 rows; a stage holds `BK8` = 128 K elements
 //! (one 128-byte swizzled row per tile row), read by four k32 wgmmas. fp8 sums each stage
 //! from zero and adds it into f32 accumulators (Hopper keeps too few bits of a long fp8
 //! wgmma sum; see `build`). The accumulator is scaled in f32 (int8: converted from s32
@@ -16,20 +16,17 @@
 //!
 //! Host side (`src/scaled.rs`): tensor maps over A (`dims [K, M]`, `boxes [BK8, bm]`) and B
 //! (`[K, N]`, `[BK8, bn]`) with the 128-byte swizzle, `tile.threads()` threads,
-//! `tile.lds_bytes()` of dynamic LDS, one workgroup per tile. K must be a multiple of 16 (TMA row strides are
+//! `tile.lds_bytes()` of dynamic LDS, `min(tiles, SMs)` workgroups, each walking its tiles
+//! through one stage ring (`pipeline.rs`). K must be a multiple of 16 (TMA row strides are
 //! 16-byte multiples); M and N are free (TMA zero-fills past the edges, the epilogue
 //! guards). Index arithmetic is i32 except C offsets (i64): M, N, K < 2^31 - 2^16.
 
-use crate::table::{
-    scaled_kernel_name, scaled_partial_kernel_name, Epilogue, Out, Quant, Tile, BK8,
-};
-use crate::wgmma::{epilogue, for_each_acc, k_stages, store_partial, tile_origin};
+use crate::pipeline::{Pipeline, Schedule};
+use crate::table::{scaled_kernel_name, scaled_partial_kernel_name, Out, Quant, Tile, BK8};
+use crate::wgmma::Sink;
 use crate::DType;
 use flydsl_dsl::ir::{Kernel, ScalarType, ScalarType::*, Target};
-use flydsl_dsl::nv::{
-    fence_proxy_async, mbar_arrive_expect_tx, mbar_init, mbar_wait, tma_load, wgmma, wgmma_commit,
-    wgmma_fence, wgmma_wait,
-};
+use flydsl_dsl::nv::{wgmma, wgmma_commit, wgmma_fence, wgmma_wait};
 use flydsl_dsl::*;
 
 /// The widest column chunk of an fp8 stage (see `build`): the chunk's stage sum and the
@@ -77,18 +74,6 @@ fn promote_overlapped(
     )
 }
 
-/// Where the kernel writes: C (scaled, through the epilogue) or a workspace.
-enum Sink {
-    C {
-        epi: Epilogue,
-        scale_a: Tensor,
-        scale_b: Tensor,
-        bias: Tensor,
-        c: Tensor,
-    },
-    Partial(Tensor),
-}
-
 /// The IR element type of `q`'s inputs.
 pub fn input_scalar(q: Quant) -> ScalarType {
     match q {
@@ -121,8 +106,7 @@ pub fn build(
         let sink = match out {
             Out::C(epi) => Sink::C {
                 epi,
-                scale_a: k.tensor("scale_a", F32),
-                scale_b: k.tensor("scale_b", F32),
+                scales: Some((k.tensor("scale_a", F32), k.tensor("scale_b", F32))),
                 bias: k.tensor("bias", ot),
                 c: k.tensor_mut("c", ot),
             },
@@ -132,48 +116,26 @@ pub fn build(
         let n = k.scalar("n", I32);
         let kd = k.scalar("k", I32);
         let kps = matches!(sink, Sink::Partial(_)).then(|| k.scalar("kps", I32));
-        let bars = k.lds("full", I64, tile.stages());
-        let tiles = k
-            .lds_dynamic("tiles")
-            .array_aligned(it, tile.stages() * stage_bytes, 1024);
-        let (stages, bk) = (tile.stages() as i32, BK8 as i32);
+        let sched = Schedule::new(m, n, bm, bn, kd, BK8, kps);
+        let pipe = Pipeline::start(
+            k,
+            sched,
+            a_map,
+            b_map,
+            it,
+            (tile.stages(), stage_bytes),
+            (bm, BK8),
+        );
         let tid = thread_id_x();
         let wg = tid / 128;
-
-        let (m0, n0) = tile_origin(m, n, bm, bn);
-        let walk = k_stages(m, bm, kd, BK8, kps);
-        let ktiles = walk.count;
-
-        // One byte per element: element offsets are byte offsets.
-        let stage_elems = stage_bytes as i32;
-        let a_tile = move |s: Val| tiles.ptr_at(s * stage_elems);
-        let b_tile = move |s: Val| tiles.ptr_at(s * stage_elems + (bm * BK8) as i32);
-        let bar = move |s: Val| bars.ptr_at(s);
-        let leader = tid.eq(0);
-        if_(leader, || {
-            for s in 0..stages {
-                mbar_init(bar(c_i32(s)), 1);
-            }
-            fence_proxy_async();
-        });
-        barrier();
-        let issue = move |kt: Val| {
-            let s = kt % stages;
-            mbar_arrive_expect_tx(bar(s), c_i32(stage_bytes as i32));
-            tma_load(a_map.ptr(), a_tile(s), bar(s), &[walk.tile(kt) * bk, m0]);
-            tma_load(b_map.ptr(), b_tile(s), bar(s), &[walk.tile(kt) * bk, n0]);
-        };
-        if_(leader, || {
-            for_range_(c_i32(0), ktiles.min(stages - 1), c_i32(1), issue);
-        });
 
         // The wgmmas of stage `s` for one chunk of `cw` columns (the kk-th 32-wide K slice,
         // 32 bytes, of both tiles, over this warpgroup's 64 rows of A), committed as one
         // group.
         let mma = move |s: Val, c: u32, cw: u32, acc: Val| {
             wgmma_fence();
-            let a_rows = ptr_offset(a_tile(s), wg * (64 * BK8) as i32);
-            let b_rows = ptr_offset(b_tile(s), c_i32((c * cw * BK8) as i32));
+            let a_rows = ptr_offset(pipe.a_tile(s), wg * (64 * BK8) as i32);
+            let b_rows = ptr_offset(pipe.b_tile(s), c_i32((c * cw * BK8) as i32));
             let mut acc = acc;
             for kk in 0..(BK8 / 32) as i32 {
                 let a = ptr_offset(a_rows, c_i32(kk * 32));
@@ -183,19 +145,6 @@ pub fn build(
             wgmma_commit();
             acc
         };
-        // Wait for stage `kt`'s bytes; its slot.
-        let ready = move |kt: Val| {
-            let s = kt % stages;
-            mbar_wait(bar(s), (kt / stages) & 1);
-            s
-        };
-        // Every warpgroup is done with stage kt - 1: refill it with tile kt + stages - 1.
-        let refill = move |kt: Val| {
-            barrier();
-            let next = kt + (stages - 1);
-            if_(leader & next.lt(ktiles), || issue(next));
-        };
-
         // fp8: Hopper's tensor cores keep only about 13 mantissa bits of an fp8 wgmma's
         // running sum (truncated), so a long K swamps the small products (seen on the H200:
         // 16% of sum |a b| at K = 8192). So each stage's four k32 wgmmas start from zero
@@ -203,83 +152,53 @@ pub fn build(
         // CUTLASS's two-level fp8 accumulation does; cuBLAS's `_scaled_mm` gives the same
         // values. int8 accumulates exactly in s32, one group per stage with the previous
         // one in flight.
-        let acc: Vec<Val> = match q {
-            Quant::Int8 => {
-                let zero = splat(c_i32(0), bn / 2);
-                let acc = for_range(c_i32(0), ktiles, c_i32(1), &[zero], |kt, carried| {
-                    let acc = mma(ready(kt), 0, bn, carried[0]);
-                    let out = wgmma_wait(1, &[acc]);
-                    refill(kt);
-                    out
-                });
-                wgmma_wait(0, &acc)
-            }
-            _ if bn <= PROMOTE_N => {
-                promote_overlapped(bn, ktiles, |kt, acc| mma(ready(kt), 0, bn, acc), refill)
-            }
-            _ => {
-                // Too wide for two stage sums in registers: chunks of `PROMOTE_N` columns,
-                // each waited for before its add (bn / 2 + PROMOTE_N / 2 accumulator
-                // registers: 192 for 128 x 256).
-                let cw = PROMOTE_N;
-                let zero = splat(c_f32(0.0), cw / 2);
-                let init = vec![zero; (bn / cw) as usize];
-                for_range(c_i32(0), ktiles, c_i32(1), &init, |kt, carried| {
-                    let s = ready(kt);
-                    let out = (0..bn / cw)
-                        .map(|c| carried[c as usize] + wgmma_wait(0, &[mma(s, c, cw, zero)])[0])
-                        .collect();
-                    refill(kt);
-                    out
-                })
-            }
-        };
         let cw = if q == Quant::Int8 {
             bn
         } else {
             bn.min(PROMOTE_N)
         };
-        // Accumulator register `i` of the warpgroup's 64 x bn block.
-        let per_chunk = cw / 2;
-        let acc_at = |i: u32| acc[(i / per_chunk) as usize].at(i % per_chunk);
-
         let as_f32 = |v: Val| if q == Quant::Int8 { v.cast(F32) } else { v };
-        match sink {
-            Sink::C {
-                epi,
-                scale_a,
-                scale_b,
-                bias,
-                c,
-            } => {
-                let n64 = n.cast(I64);
-                for_each_acc(
-                    tid,
-                    m0,
-                    n0,
-                    m,
-                    n,
-                    bn,
-                    |r| vec![r.cast(I64) * n64, scale_a.load(r)],
-                    |col| {
-                        let mut v = vec![scale_b.load(col)];
-                        if epi.has_bias() {
-                            v.push(bias.load(col).cast(F32));
-                        }
-                        v
-                    },
-                    |rv, cv, i| {
-                        let v = as_f32(acc_at(i)) * rv[1] * cv[0];
-                        epilogue(epi, v, || cv[1]).cast(ot)
-                    },
-                    |rv, col, v, pair| {
-                        c.store_aligned(rv[0] + col.cast(I64), v, 2 << pair as u32, false)
-                    },
-                );
-            }
-            Sink::Partial(ws) => {
-                store_partial(ws, tid, m0, n0, m, n, bn, |i| as_f32(acc_at(i)));
-            }
-        }
+        for_range_(c_i32(0), sched.tiles, c_i32(1), |ti| {
+            let (at, next) = (sched.tile(ti), sched.next_tile(ti));
+            let base = ti * sched.count;
+            // Stage j of this tile: wait for its bytes; its slot.
+            let ready = move |j: Val| pipe.ready(base + j);
+            // Every warpgroup is done with stage j - 1: refill its slot.
+            let refill = move |j: Val| pipe.refill(base + j, j, at, next);
+            let acc: Vec<Val> = match q {
+                Quant::Int8 => {
+                    let zero = splat(c_i32(0), bn / 2);
+                    let acc = for_range(c_i32(0), sched.count, c_i32(1), &[zero], |j, carried| {
+                        let acc = mma(ready(j), 0, bn, carried[0]);
+                        let out = wgmma_wait(1, &[acc]);
+                        refill(j);
+                        out
+                    });
+                    wgmma_wait(0, &acc)
+                }
+                _ if bn <= PROMOTE_N => {
+                    promote_overlapped(bn, sched.count, |j, acc| mma(ready(j), 0, bn, acc), refill)
+                }
+                _ => {
+                    // Too wide for two stage sums in registers: chunks of `PROMOTE_N`
+                    // columns, each waited for before its add (bn / 2 + PROMOTE_N / 2
+                    // accumulator registers: 192 for 128 x 256).
+                    let zero = splat(c_f32(0.0), cw / 2);
+                    let init = vec![zero; (bn / cw) as usize];
+                    for_range(c_i32(0), sched.count, c_i32(1), &init, |j, carried| {
+                        let s = ready(j);
+                        let out = (0..bn / cw)
+                            .map(|c| carried[c as usize] + wgmma_wait(0, &[mma(s, c, cw, zero)])[0])
+                            .collect();
+                        refill(j);
+                        out
+                    })
+                }
+            };
+            // Accumulator register `i` of the warpgroup's 64 x bn block.
+            let per_chunk = cw / 2;
+            let acc_at = |i: u32| as_f32(acc[(i / per_chunk) as usize].at(i % per_chunk));
+            sink.write_tile(tid, at, m, n, bn, ot, acc_at);
+        });
     })
 }

@@ -1,9 +1,10 @@
 //! The grid of one Hopper launch: how many tile workgroups it takes, checked against the
-//! grid's `u32` x dimension; and the buffer addresses the Hopper kernels take.
+//! grid's `u32` x dimension and the kernels' i32 stage counter; and the buffer addresses
+//! the Hopper kernels take.
 
 use crate::table::Tile;
 use flydsl_rt::validate::Call;
-use flydsl_rt::{DeviceBuffer, DeviceRepr, Result};
+use flydsl_rt::{DeviceBuffer, DeviceRepr, Result, Stream};
 
 /// The workgroups of one Hopper launch: `tile`'s tiles of an `m` x `n` C, or the error that
 /// they overflow the grid's x dimension.
@@ -20,6 +21,39 @@ pub(crate) fn tile_grid(call: &Call<'_>, tile: Tile, m: usize, n: usize) -> Resu
             "split the GEMM along M",
         )
     })
+}
+
+/// The persistent grid of one Hopper launch (`kernels/pipeline.rs`): `tiles` tiles (of
+/// [`tile_grid`]) over `splits` K splits (grid y), each split taking `k_stages` stages per
+/// tile. One workgroup per SM over all splits, or per tile where there are fewer tiles:
+/// every config's LDS (`Tile::lds_bytes`, more than half of an SM's 228 KiB) keeps two
+/// workgroups off one SM, so more would only queue. Each workgroup walks
+/// `tiles / grid` tiles, rounded up; its count of stages over them must fit the kernels'
+/// i32 counter, or this is the error.
+///
+/// ```text
+/// persistent_grid(s, 1024 tiles, 1 split) on an H200 (132 SMs) = 132 workgroups of 7-8 tiles
+/// ```
+pub(crate) fn persistent_grid(
+    call: &Call<'_>,
+    stream: &Stream,
+    tiles: u32,
+    splits: u32,
+    k_stages: usize,
+) -> Result<u32> {
+    let sms = stream.device().compute_units().max(1);
+    let grid = tiles.min(sms.div_ceil(splits.max(1))).max(1);
+    let walk = (tiles.div_ceil(grid) as usize).saturating_mul(k_stages);
+    if walk >= (i32::MAX / 2) as usize {
+        return Err(call.error(
+            "m, n, k",
+            format_args!("{tiles} tiles of {k_stages} K stages over {grid} workgroups"),
+            "a workgroup's stages over its tiles must stay below 2^30 (the kernel's i32 \
+             stage counter)",
+            "split the GEMM along M or N",
+        ));
+    }
+    Ok(grid)
 }
 
 /// Whether C is aligned to two of its elements, as the Hopper epilogue's column-pair

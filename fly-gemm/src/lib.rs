@@ -647,7 +647,8 @@ fn wgmma<T: Element>(
             epilogue,
         );
     }
-    let grid = grid::tile_grid(call, tile, m, n)?;
+    let tiles = grid::tile_grid(call, tile, m, n)?;
+    let grid = grid::persistent_grid(call, stream, tiles, 1, k.div_ceil(bk as usize))?;
     let cfg = LaunchConfig::linear(grid, tile.threads()).with_dynamic_lds(tile.lds_bytes());
     // SAFETY: the maps describe `a` and `b` exactly (their lengths were checked: m * k and
     // n * k, TensorMap::tiled re-checks the extents), C holds m * n elements and bias n (or

@@ -517,7 +517,8 @@ fn wgmma<Q: QuantElement, T: Element>(
             epilogue,
         );
     }
-    let grid = crate::grid::tile_grid(call, tile, m, n)?;
+    let tiles = crate::grid::tile_grid(call, tile, m, n)?;
+    let grid = crate::grid::persistent_grid(call, stream, tiles, 1, k.div_ceil(bk as usize))?;
     let cfg = LaunchConfig::linear(grid, tile.threads()).with_dynamic_lds(tile.lds_bytes());
     // SAFETY: the maps describe `a` and `b` exactly (their lengths were checked: m * k and
     // n * k, TensorMap::tiled re-checks the extents), the scales hold m and n values, C

@@ -86,8 +86,9 @@ pub(crate) fn launch<T: Element>(
             ))
         })?;
     let tiles = crate::grid::tile_grid(call, tile, m, n)?;
+    let grid = crate::grid::persistent_grid(call, stream, tiles, splits as u32, kps)?;
     let cfg = LaunchConfig {
-        grid: [tiles, splits as u32, 1],
+        grid: [grid, splits as u32, 1],
         ..LaunchConfig::linear(1, tile.threads())
     }
     .with_dynamic_lds(tile.lds_bytes());

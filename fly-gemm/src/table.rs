@@ -180,6 +180,8 @@ impl Tile {
     /// use fly_gemm::table::{TILES, STAGES};
     /// assert_eq!(TILES.map(|t| t.stages()), [STAGES, 6, 12]);
     /// assert!(TILES.iter().all(|t| t.lds_bytes() <= 227 * 1024));
+    /// // More than half of an SM's 228 KiB: one workgroup per SM (the persistent grid).
+    /// assert!(TILES.iter().all(|t| 2 * (t.lds_bytes() + 1024) > 228 * 1024));
     /// ```
     pub fn stages(self) -> u32 {
         (STAGE_LDS / self.stage_bytes()).clamp(2, MAX_STAGES)

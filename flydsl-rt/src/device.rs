@@ -276,6 +276,22 @@ impl Device {
     /// ```
     #[cfg(feature = "sim")]
     pub fn new_sim(target: Target) -> Device {
+        Device::new_sim_with_compute_units(target, backend::sim::nominal_compute_units(target))
+    }
+
+    /// A new, independent Sim device emulating `target` that reports `compute_units` compute
+    /// units: for tests of code that sizes its grid by the count (a persistent kernel
+    /// whose few workgroups each walk many tiles). The Sim runs every workgroup whatever
+    /// the count; 0 is taken as 1.
+    ///
+    /// ```
+    /// use flydsl_rt::{Device, Target};
+    /// let dev = Device::new_sim_with_compute_units(Target::Sm90, 2);
+    /// assert_eq!(dev.compute_units(), 2);
+    /// assert_eq!(Device::sim(Target::Sm90).compute_units(), 132);
+    /// ```
+    #[cfg(feature = "sim")]
+    pub fn new_sim_with_compute_units(target: Target, compute_units: u32) -> Device {
         let wave = target.wave_size();
         let info = DeviceInfo {
             name: format!("flydsl Sim ({}, wave{wave})", target.name()).into(),
@@ -283,7 +299,7 @@ impl Device {
             target,
             wave_size: wave,
             max_lds_bytes: u64::from(target.max_total_lds_bytes()),
-            compute_units: backend::sim::nominal_compute_units(target),
+            compute_units: compute_units.max(1),
         };
         wrap(
             Backend::Sim,
@@ -345,7 +361,8 @@ impl Device {
     }
 
     /// Compute units (AMD) or streaming multiprocessors (NVIDIA). Sim devices report the
-    /// emulated product's count (304 for gfx942).
+    /// emulated product's count (304 for gfx942) unless made with
+    /// [`Device::new_sim_with_compute_units`].
     pub fn compute_units(&self) -> u32 {
         self.inner.info.compute_units
     }
