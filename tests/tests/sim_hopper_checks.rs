@@ -191,21 +191,29 @@ fn reading_a_wgmma_result_before_its_wait_is_reported() {
 
 #[test]
 fn the_sim_reports_a_wgmma_result_read_before_the_wait() {
-    // Take the correct GEMM and point its epilogue's reads at the loop's result instead of the
-    // final wait's: the Sim refuses the kernel and names the op.
+    // Take the correct GEMM and point its epilogue's reads at the K loop's result instead of
+    // the final wait's (`wait_group 0` after the loop, inside the persistent tile loop): the
+    // Sim refuses the kernel and names the op.
     let mut k = gemm_kernel();
-    let body = &mut k.body.ops;
-    let (wait_in, wait_out) = body
-        .iter()
-        .find_map(|op: &Op| match &op.kind {
-            OpKind::Nv(NvOp::WgmmaWait { values, .. }) => Some((values[0], op.results[0])),
+    fn final_wait(ops: &[Op]) -> Option<(flydsl_dsl::ir::ValueId, flydsl_dsl::ir::ValueId)> {
+        ops.iter().find_map(|op: &Op| match &op.kind {
+            OpKind::Nv(NvOp::WgmmaWait { pending: 0, values }) => Some((values[0], op.results[0])),
+            OpKind::For { body, .. } => final_wait(&body.ops),
+            OpKind::If {
+                then_block,
+                else_block,
+                ..
+            } => final_wait(&then_block.ops).or_else(|| final_wait(&else_block.ops)),
             _ => None,
         })
-        .unwrap();
+    }
+    let body = &mut k.body.ops;
+    let (wait_in, wait_out) = final_wait(body).expect("the GEMM waits for its last batch");
     fn redirect(ops: &mut [Op], from: flydsl_dsl::ir::ValueId, to: flydsl_dsl::ir::ValueId) {
         for op in ops {
             match &mut op.kind {
                 OpKind::Extract(v, _) if *v == from => *v = to,
+                OpKind::For { body, .. } => redirect(&mut body.ops, from, to),
                 OpKind::If {
                     then_block,
                     else_block,
