@@ -234,7 +234,8 @@ impl Pipeline {
 
     /// Once this thread is done reading stage `g - 1` (`g` is stage `j` of tile `at`, the
     /// tile after it `next`, from [`Schedule::next_tile`]): a workgroup barrier, then
-    /// thread 0 refills stage `g - 1`'s slot with stage `g + ahead`, of `at` or of `next`.
+    /// thread 0 loads stage `g + ahead`, of `at` or of `next`, into its slot, whose
+    /// previous stage (`g + ahead - stages <= g - 1`) every warpgroup is then done with.
     pub fn refill(self, g: Val, j: Val, at: TileAt, next: TileAt) {
         barrier();
         let g_load = g + self.ahead;
