@@ -16,7 +16,7 @@
 //! origin the loop computes once per tile: the hot loop has no tile arithmetic (it cost
 //! fp8 15% in registers and time when the loads decoded their tile there).
 
-use crate::table::GROUP_M;
+use crate::table::{Tile, GROUP_M};
 use flydsl_dsl::ir::{Dim, ScalarType};
 use flydsl_dsl::nv::{fence_proxy_async, mbar_arrive_expect_tx, mbar_init, mbar_wait, tma_load};
 use flydsl_dsl::*;
@@ -61,10 +61,11 @@ pub(crate) struct Schedule {
 }
 
 impl Schedule {
-    /// The schedule of `bm` x `bn` tiles of an `m` x `n` C over `kd` columns of K in
-    /// stages of `bk`: all of K, or for a partial-sum kernel split y's `kps` stages (`kps`
-    /// is the kernel argument; the host makes every split non-empty).
-    pub fn new(m: Val, n: Val, bm: u32, bn: u32, kd: Val, bk: u32, kps: Option<Val>) -> Self {
+    /// The schedule of `tile`'s tiles of an `m` x `n` C over `kd` columns of K in stages
+    /// of `bk`: all of K, or for a partial-sum kernel split y's `kps` stages (`kps` is the
+    /// kernel argument; the host makes every split non-empty).
+    pub fn new(m: Val, n: Val, tile: Tile, kd: Val, bk: u32, kps: Option<Val>) -> Self {
+        let (bm, bn) = (tile.bm, tile.bn);
         let ktiles = (kd + (bk as i32 - 1)) / bk as i32;
         let (first, count) = match kps {
             None => (c_i32(0), ktiles),
@@ -138,20 +139,19 @@ pub(crate) struct Pipeline {
 }
 
 impl Pipeline {
-    /// The ring of `stages` slots of `stage_bytes` (an A tile of `bm` x `bk` elements of
-    /// `elem`, then a B tile) in `dyn_lds`, fed from the tensor maps `a_map` (dims `[K, M]`)
-    /// and `b_map` (`[K, N]`): initializes its mbarriers (a workgroup barrier) and has
-    /// thread 0 load the first `ahead` stages of the walk.
-    #[allow(clippy::too_many_arguments)]
+    /// The ring of `tile`'s `stages()` slots of `stage_bytes()` (an A tile of `bm` x `bk`
+    /// elements of `elem`, then a B tile) in the kernel's dynamic LDS, fed from the tensor
+    /// maps `a_map` (dims `[K, M]`) and `b_map` (`[K, N]`): initializes its mbarriers (a
+    /// workgroup barrier) and has thread 0 load the first `ahead` stages of the walk.
     pub fn start(
         k: &mut KernelDef,
         sched: Schedule,
-        a_map: Tensor,
-        b_map: Tensor,
+        (a_map, b_map): (Tensor, Tensor),
         elem: ScalarType,
-        (stages, stage_bytes): (u32, u32),
-        (bm, bk): (u32, u32),
+        tile: Tile,
+        bk: u32,
     ) -> Pipeline {
+        let (stages, stage_bytes, bm) = (tile.stages(), tile.stage_bytes(), tile.bm);
         let bars = k.lds("full", ScalarType::I64, stages);
         let elem_bytes = elem.size_bytes();
         let ring =

@@ -9,9 +9,10 @@
 //! L2 (`pipeline.rs`). The pipeline has `tile.stages()` stages (more for smaller tiles: at
 //! small M the kernel streams B, and the bytes in flight set its bandwidth), one ring over
 //! all of a workgroup's tiles: thread 0 refills stage `g + stages - 1` (at most) once every
-//! warpgroup has finished reading stage `g - 1` (a workgroup barrier after `wgmma.wait_group 1`), so
-//! the next tile's first stages load while this tile's epilogue runs. Where M is one tile
-//! row, each tile walks K from its own starting stage, spreading the rows' reads over DRAM.
+//! warpgroup has finished reading stage `g - 1` (a workgroup barrier after
+//! `wgmma.wait_group 1`), so the next tile's first stages load while this tile's epilogue
+//! runs. Where M is one tile row, each tile walks K from its own starting stage, spreading
+//! the rows' reads over DRAM.
 //!
 //! Built as [`Out::Partial`] (split-K), workgroup (x, y) sums only K stages
 //! `[y * kps, (y + 1) * kps)` of its tile into plane y of an f32 workspace instead, and
@@ -19,8 +20,9 @@
 //!
 //! Host side (`src/lib.rs`): tensor maps over A (`dims [K, M]`, `boxes [BK, bm]`) and B
 //! (`[K, N]`, `[BK, bn]`) with the 128-byte swizzle, `tile.threads()` threads,
-//! `tile.lds_bytes()` of dynamic LDS, `min(tiles, SMs)` workgroups (`grid::persistent_grid`).
-//! K must be a multiple of 8 (TMA row strides are 16-byte multiples); M and N are free (TMA zero-fills past the edges, the epilogue guards).
+//! `tile.lds_bytes()` of dynamic LDS, `min(tiles, SMs)` workgroups
+//! (`grid::persistent_grid`). K must be a multiple of 8 (TMA row strides are 16-byte
+//! multiples); M and N are free (TMA zero-fills past the edges, the epilogue guards).
 //! The kernel's index arithmetic is i32 except C offsets (i64): M, N, K < 2^31 - 2^16.
 
 use crate::pipeline::{Pipeline, Schedule, TileAt};
@@ -216,8 +218,7 @@ impl Sink {
 /// The kernel for `dt` (bf16 or f16), output `out` and `tile` (sm_90 only).
 pub fn build(target: Target, dt: DType, out: Out, tile: Tile) -> Result<Kernel, BuildError> {
     let st = dt.scalar();
-    let (bm, bn) = (tile.bm, tile.bn);
-    let stage_bytes = tile.stage_bytes();
+    let bn = tile.bn;
     let name = match out {
         Out::C(epi) => kernel_name(dt, epi, tile),
         Out::Partial => partial_kernel_name(dt, tile),
@@ -238,16 +239,8 @@ pub fn build(target: Target, dt: DType, out: Out, tile: Tile) -> Result<Kernel, 
         let n = k.scalar("n", I32);
         let kd = k.scalar("k", I32);
         let kps = matches!(sink, Sink::Partial(_)).then(|| k.scalar("kps", I32));
-        let sched = Schedule::new(m, n, bm, bn, kd, BK, kps);
-        let pipe = Pipeline::start(
-            k,
-            sched,
-            a_map,
-            b_map,
-            st,
-            (tile.stages(), stage_bytes),
-            (bm, BK),
-        );
+        let sched = Schedule::new(m, n, tile, kd, BK, kps);
+        let pipe = Pipeline::start(k, sched, (a_map, b_map), st, tile, BK);
         let tid = thread_id_x();
         let wg = tid / 128;
         let zero = splat(c_f32(0.0), bn / 2);

@@ -93,8 +93,7 @@ pub fn build(
     tile: Tile,
 ) -> Result<Kernel, BuildError> {
     let it = input_scalar(q);
-    let (bm, bn) = (tile.bm, tile.bn);
-    let stage_bytes = tile.stage_bytes();
+    let bn = tile.bn;
     let name = match out {
         Out::C(epi) => scaled_kernel_name(q, ot, epi, tile),
         Out::Partial => scaled_partial_kernel_name(q, tile),
@@ -116,16 +115,8 @@ pub fn build(
         let n = k.scalar("n", I32);
         let kd = k.scalar("k", I32);
         let kps = matches!(sink, Sink::Partial(_)).then(|| k.scalar("kps", I32));
-        let sched = Schedule::new(m, n, bm, bn, kd, BK8, kps);
-        let pipe = Pipeline::start(
-            k,
-            sched,
-            a_map,
-            b_map,
-            it,
-            (tile.stages(), stage_bytes),
-            (bm, BK8),
-        );
+        let sched = Schedule::new(m, n, tile, kd, BK8, kps);
+        let pipe = Pipeline::start(k, sched, (a_map, b_map), it, tile, BK8);
         let tid = thread_id_x();
         let wg = tid / 128;
 
