@@ -34,7 +34,8 @@ pub(crate) fn tile_origin(t: Val, m: Val, n: Val, bm: u32, bn: u32) -> (Val, Val
     (tm * bm as i32, tn * bn as i32)
 }
 
-/// One tile of a workgroup's walk: the origin of its block of C and the rotation of its K
+/// One tile of a workgroup's walk: the origin of its block of the wgmma output (of C, or of
+/// C's transpose for a swapped tile: `m0` is then a column of C) and the rotation of its K
 /// walk (see [`Schedule::k_tile`]).
 #[derive(Clone, Copy)]
 pub(crate) struct TileAt {
@@ -63,9 +64,12 @@ pub(crate) struct Schedule {
 impl Schedule {
     /// The schedule of `tile`'s tiles of an `m` x `n` C over `kd` columns of K in stages
     /// of `bk`: all of K, or for a partial-sum kernel split y's `kps` stages (`kps` is the
-    /// kernel argument; the host makes every split non-empty).
+    /// kernel argument; the host makes every split non-empty). A swapped tile walks the
+    /// `n` x `m` transpose.
     pub fn new(m: Val, n: Val, tile: Tile, kd: Val, bk: u32, kps: Option<Val>) -> Self {
         let (bm, bn) = (tile.bm, tile.bn);
+        let rotate = m.le(tile.c_rows() as i32);
+        let (m, n) = if tile.swap_ab { (n, m) } else { (m, n) };
         let ktiles = (kd + (bk as i32 - 1)) / bk as i32;
         let (first, count) = match kps {
             None => (c_i32(0), ktiles),
@@ -77,7 +81,6 @@ impl Schedule {
         let total = ((m + (bm as i32 - 1)) / bm as i32) * ((n + (bn as i32 - 1)) / bn as i32);
         let grid = grid_dim_x();
         let tiles = (total - block_id_x() + (grid - 1)) / grid;
-        let rotate = m.le(bm as i32);
         Schedule {
             m,
             n,
@@ -92,7 +95,7 @@ impl Schedule {
 
     /// Tile `it` (`0 <= it < tiles`) of this workgroup's walk.
     ///
-    /// Where all of M is one tile row (`m <= bm`: every tile streams its own rows of B),
+    /// Where all of C's rows are one tile row (every tile streams its own rows of B),
     /// tile t's K walk starts at stage `t % count` and wraps around, so that at any moment
     /// the workgroups read B at spread K offsets instead of one 128-byte column of every
     /// row at once. The sum is the same (exact in the tests), taken in a rotated order.
@@ -139,10 +142,11 @@ pub(crate) struct Pipeline {
 }
 
 impl Pipeline {
-    /// The ring of `tile`'s `stages()` slots of `stage_bytes()` (an A tile of `bm` x `bk`
-    /// elements of `elem`, then a B tile) in the kernel's dynamic LDS, fed from the tensor
-    /// maps `a_map` (dims `[K, M]`) and `b_map` (`[K, N]`): initializes its mbarriers (a
-    /// workgroup barrier) and has thread 0 load the first `ahead` stages of the walk.
+    /// The ring of `tile`'s `stages()` slots of `stage_bytes()` (the wgmma's A operand, `bm`
+    /// x `bk` elements of `elem`, then its B operand) in the kernel's dynamic LDS, fed from
+    /// the tensor maps `a_map` (dims `[K, M]`) and `b_map` (`[K, N]`), whose roles a
+    /// swapped tile exchanges (B's rows are then the wgmma's A): initializes its mbarriers
+    /// (a workgroup barrier) and has thread 0 load the first `ahead` stages of the walk.
     pub fn start(
         k: &mut KernelDef,
         sched: Schedule,
@@ -152,6 +156,11 @@ impl Pipeline {
         bk: u32,
     ) -> Pipeline {
         let (stages, stage_bytes, bm) = (tile.stages(), tile.stage_bytes(), tile.bm);
+        let (a_map, b_map) = if tile.swap_ab {
+            (b_map, a_map)
+        } else {
+            (a_map, b_map)
+        };
         let bars = k.lds("full", ScalarType::I64, stages);
         let elem_bytes = elem.size_bytes();
         let ring =
@@ -189,12 +198,12 @@ impl Pipeline {
         self.bars.ptr_at(s)
     }
 
-    /// The A tile in slot `s`.
+    /// The wgmma's A tile (`bm` rows) in slot `s`.
     pub fn a_tile(self, s: Val) -> Val {
         self.ring.ptr_at(s * self.stage_elems)
     }
 
-    /// The B tile in slot `s`.
+    /// The wgmma's B tile (`bn` rows) in slot `s`.
     pub fn b_tile(self, s: Val) -> Val {
         self.ring.ptr_at(s * self.stage_elems + self.bm * self.bk)
     }

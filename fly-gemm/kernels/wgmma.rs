@@ -56,25 +56,25 @@ pub(crate) fn epilogue(epi: Epilogue, v: Val, bias: impl FnOnce() -> Val) -> Val
 const COL_GROUP: u32 = 32;
 
 /// Write this warpgroup's 64 x `bn` block of the tile at `(m0, n0)`, the part inside the `m`
-/// x `n` C. Thread (warp w, lane l) holds rows 16w + l/4 (+8) and column pairs
+/// x `n` output. Thread (warp w, lane l) holds rows 16w + l/4 (+8) and column pairs
 /// 8j + 2(l%4), +1.
 ///
 /// `row(r)` runs once per row of the thread and `col(c)` once per column, both
-/// unconditionally at the index clamped into C (`min(r, m - 1)`, `min(c, n - 1)`; the
-/// kernels run only when m, n >= 1), so their loads (scales, bias) are in bounds and issue
-/// together, [`COL_GROUP`] columns at a time, instead of one guarded load after another.
-/// `value(row values, column values, accumulator index)` gives an element's output value;
-/// `store(row values, column, v, pair)` writes `v`, one element or (`pair`) the two of a
-/// column pair as one vector, which it may take as aligned to two elements: pairs are
-/// stored whole when `n` is even and both columns are inside C, else element by element.
+/// unconditionally at the index clamped into the output (`min(r, m - 1)`, `min(c, n - 1)`;
+/// the kernels run only when m, n >= 1), so their loads (scales, bias) are in bounds and
+/// issue together, [`COL_GROUP`] columns at a time, instead of one guarded load after
+/// another. `value(row values, column values, accumulator index)` gives an element's output
+/// value; `store(row values, column, v, pair)` writes `v`, one element or (`pair`) the two
+/// of a column pair as one vector, which it may take as aligned to two elements: with
+/// `pairs`, pairs are stored whole when `n` is even and both columns are inside the
+/// output, else (and always without `pairs`) element by element.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn for_each_acc(
     tid: Val,
-    m0: Val,
-    n0: Val,
-    m: Val,
-    n: Val,
+    (m0, n0): (Val, Val),
+    (m, n): (Val, Val),
     bn: u32,
+    pairs: bool,
     row: impl Fn(Val) -> Vec<Val>,
     col: impl Fn(Val) -> Vec<Val>,
     value: impl Fn(&[Val], &[Val], u32) -> Val,
@@ -105,15 +105,20 @@ pub(crate) fn for_each_acc(
             if_(rows[h as usize].lt(m), || {
                 for ((&j, cs), cv) in js.iter().zip(&cols).zip(&vals) {
                     let v = [0, 1].map(|e| value(rv, &cv[e as usize], 4 * j + 2 * h + e));
-                    if_then_else(
-                        even_n & cs[1].lt(n),
-                        || store(rv, cs[0], vec_of(&v), true),
-                        || {
-                            for e in 0..2 {
-                                if_(cs[e].lt(n), || store(rv, cs[e], v[e], false));
-                            }
-                        },
-                    );
+                    let singles = || {
+                        for e in 0..2 {
+                            if_(cs[e].lt(n), || store(rv, cs[e], v[e], false));
+                        }
+                    };
+                    if pairs {
+                        if_then_else(
+                            even_n & cs[1].lt(n),
+                            || store(rv, cs[0], vec_of(&v), true),
+                            singles,
+                        );
+                    } else {
+                        singles();
+                    }
                 }
             });
         }
@@ -121,32 +126,55 @@ pub(crate) fn for_each_acc(
 }
 
 /// Store split y's f32 sums (`acc_at(i)`: accumulator register i) of this warpgroup's block
-/// into the workspace `ws[y][m][n]`.
+/// of `tile` `at` into the workspace `ws[y][m][n]`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn store_partial(
     ws: Tensor,
     tid: Val,
-    m0: Val,
-    n0: Val,
+    at: TileAt,
     m: Val,
     n: Val,
-    bn: u32,
+    tile: Tile,
     acc_at: impl Fn(u32) -> Val,
 ) {
     let n64 = n.cast(I64);
     let split = block_id(Dim::Y);
-    for_each_acc(
-        tid,
-        m0,
-        n0,
-        m,
-        n,
-        bn,
-        |r| vec![(split * m + r).cast(I64) * n64],
-        |_| Vec::new(),
-        |_, _, i| acc_at(i),
-        |rv, col, v, pair| ws.store_aligned(rv[0] + col.cast(I64), v, 4 << pair as u32, false),
-    );
+    // The workspace offset of row r (in split y's plane).
+    let row_at = move |r: Val| (split * m + r).cast(I64) * n64;
+    let origin = (at.m0, at.n0);
+    let value = |_: &[Val], _: &[Val], i: u32| acc_at(i);
+    if tile.swap_ab {
+        // The wgmma's rows are C's columns.
+        let store = |rv: &[Val], r: Val, v: Val, _| ws.store(row_at(r) + rv[0], v);
+        let col_index = |c: Val| vec![c.cast(I64)];
+        for_each_acc(
+            tid,
+            origin,
+            (n, m),
+            tile.bn,
+            false,
+            col_index,
+            |_| Vec::new(),
+            value,
+            store,
+        );
+    } else {
+        let store = |rv: &[Val], c: Val, v: Val, pair: bool| {
+            ws.store_aligned(rv[0] + c.cast(I64), v, 4 << pair as u32, false)
+        };
+        let row = |r: Val| vec![row_at(r)];
+        for_each_acc(
+            tid,
+            origin,
+            (m, n),
+            tile.bn,
+            true,
+            row,
+            |_| Vec::new(),
+            value,
+            store,
+        );
+    }
 }
 
 /// Where a Hopper GEMM writes its tiles: C (the sums scaled by `scale_a[m] * scale_b[n]`
@@ -164,8 +192,10 @@ pub(crate) enum Sink {
 }
 
 impl Sink {
-    /// Write tile `at`'s f32 sums (`acc_at(i)`: accumulator register i of this thread) of
-    /// an `m` x `n` C in `bn`-wide tiles; C's elements are `ot`.
+    /// Write `tile` `at`'s f32 sums (`acc_at(i)`: accumulator register i of this thread)
+    /// of an `m` x `n` C, whose elements are `ot`. A swapped tile's wgmma rows are C's
+    /// columns: its elements are stored one by one down C's columns (a small-M tile, whose
+    /// C is small next to the B it streams).
     #[allow(clippy::too_many_arguments)]
     pub fn write_tile(
         self,
@@ -173,13 +203,12 @@ impl Sink {
         at: TileAt,
         m: Val,
         n: Val,
-        bn: u32,
+        tile: Tile,
         ot: ScalarType,
         acc_at: impl Fn(u32) -> Val,
     ) {
-        let (m0, n0) = (at.m0, at.n0);
         let (epi, scales, bias, c) = match self {
-            Sink::Partial(ws) => return store_partial(ws, tid, m0, n0, m, n, bn, acc_at),
+            Sink::Partial(ws) => return store_partial(ws, tid, at, m, n, tile, acc_at),
             Sink::C {
                 epi,
                 scales,
@@ -188,30 +217,52 @@ impl Sink {
             } => (epi, scales, bias, c),
         };
         let n64 = n.cast(I64);
-        // Row values: C's row offset, then scale_a; column values: scale_b, then the bias.
-        let row = |r: Val| {
-            let mut v = vec![r.cast(I64) * n64];
-            v.extend(scales.map(|(sa, _)| sa.load(r)));
+        // Values of C's row i: its offset in C, then scale_a[i].
+        let c_row = |i: Val| {
+            let mut v = vec![i.cast(I64) * n64];
+            v.extend(scales.map(|(sa, _)| sa.load(i)));
             v
         };
-        let col = |col: Val| {
-            let mut v: Vec<Val> = scales.map(|(_, sb)| sb.load(col)).into_iter().collect();
+        // Values of C's column j: its index, then scale_b[j], then the bias.
+        let c_col = |j: Val| {
+            let mut v = vec![j.cast(I64)];
+            v.extend(scales.map(|(_, sb)| sb.load(j)));
             if epi.has_bias() {
-                v.push(bias.load(col).cast(F32));
+                v.push(bias.load(j).cast(F32));
             }
             v
         };
-        let value = |rv: &[Val], cv: &[Val], i: u32| {
-            let (v, b) = match scales {
-                Some(_) => (acc_at(i) * rv[1] * cv[0], 1),
-                None => (acc_at(i), 0),
+        // The output value of accumulator i with its C row's and column's values.
+        let out = |rv: &[Val], cv: &[Val], i: u32| {
+            let v = match scales {
+                Some(_) => acc_at(i) * rv[1] * cv[1],
+                None => acc_at(i),
             };
-            epilogue(epi, v, || cv[b]).cast(ot)
+            epilogue(epi, v, || cv[cv.len() - 1]).cast(ot)
         };
-        let store = |rv: &[Val], col: Val, v: Val, pair: bool| {
-            c.store_aligned(rv[0] + col.cast(I64), v, 2 << pair as u32, false)
-        };
-        for_each_acc(tid, m0, n0, m, n, bn, row, col, value, store);
+        let origin = (at.m0, at.n0);
+        if tile.swap_ab {
+            let store = |cv: &[Val], i: Val, v: Val, _| {
+                c.store(i.cast(I64) * n64 + cv[0], v);
+            };
+            let value = |cv: &[Val], rv: &[Val], i: u32| out(rv, cv, i);
+            for_each_acc(
+                tid,
+                origin,
+                (n, m),
+                tile.bn,
+                false,
+                c_col,
+                c_row,
+                value,
+                store,
+            );
+        } else {
+            let store = |rv: &[Val], j: Val, v: Val, pair: bool| {
+                c.store_aligned(rv[0] + j.cast(I64), v, 2 << pair as u32, false)
+            };
+            for_each_acc(tid, origin, (m, n), tile.bn, true, c_row, c_col, out, store);
+        }
     }
 }
 
@@ -267,7 +318,7 @@ pub fn build(target: Target, dt: DType, out: Out, tile: Tile) -> Result<Kernel, 
                 vec![acc]
             });
             let acc = wgmma_wait(0, &acc)[0];
-            sink.write_tile(tid, at, m, n, bn, st, |i| acc.at(i));
+            sink.write_tile(tid, at, m, n, tile, st, |i| acc.at(i));
         });
     })
 }

@@ -189,7 +189,7 @@ pub fn build(
             // Accumulator register `i` of the warpgroup's 64 x bn block.
             let per_chunk = cw / 2;
             let acc_at = |i: u32| as_f32(acc[(i / per_chunk) as usize].at(i % per_chunk));
-            sink.write_tile(tid, at, m, n, bn, ot, acc_at);
+            sink.write_tile(tid, at, m, n, tile, ot, acc_at);
         });
     })
 }

@@ -16,7 +16,8 @@ pub(crate) fn tile_grid(call: &Call<'_>, tile: Tile, m: usize, n: usize) -> Resu
             format_args!("{m}, {n}"),
             format_args!(
                 "{tiles} tiles of {} x {} exceed the grid's 2^32 - 1 workgroups",
-                tile.bm, tile.bn
+                tile.c_rows(),
+                tile.c_cols()
             ),
             "split the GEMM along M",
         )

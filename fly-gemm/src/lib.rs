@@ -404,7 +404,8 @@ pub const MAX_DIM: usize = i32::MAX as usize - 65536;
 /// Dispatch: on sm90 with plain B, `k % 8 == 0` and C aligned to two elements (any buffer
 /// this crate allocates), the wgmma kernel with the tile config
 /// [`Tile::pick`] chooses (128 x 256 when that makes nearly [`table::FILL_TILES`]
-/// workgroups, else 128 x 128 above M = 64, else 64 x 64; pin one with [`gemm_with_tile`]); everything
+/// workgroups, else 128 x 128 above M = 64, else the swapped small-M tile; pin one with
+/// [`gemm_with_tile`]); everything
 /// else (the AMD targets, preshuffled B, other `k` on sm90) takes the portable tile-layer
 /// kernel with [`default_config`], or for preshuffled B where the target reads it global ->
 /// registers the reference's direct-B configs (pin one with [`gemm_with`]).
@@ -616,7 +617,8 @@ fn wgmma<T: Element>(
         return Ok(());
     }
     let (m64, n64, k64) = (m as u64, n as u64, k as u64);
-    let (bk, bm, bn) = (table::BK, tile.bm, tile.bn);
+    // Rows of A and of B per tile (a swapped tile's wgmma reads them the other way round).
+    let (bk, bm, bn) = (table::BK, tile.c_rows(), tile.c_cols());
     let a_map = TensorMap::tiled(a, &[k64, m64], &[k64], &[bk, bm], TmaSwizzle::B128)?;
     let b_map = TensorMap::tiled(b, &[k64, n64], &[k64], &[bk, bn], TmaSwizzle::B128)?;
     // Without a bias the kernels never read it: pass A's buffer (any T buffer will do).

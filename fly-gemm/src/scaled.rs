@@ -490,7 +490,8 @@ fn wgmma<Q: QuantElement, T: Element>(
         return Ok(());
     }
     let (m64, n64, k64) = (m as u64, n as u64, k as u64);
-    let (bk, bm, bn) = (table::BK8, tile.bm, tile.bn);
+    // Rows of A and of B per tile (a swapped tile's wgmma reads them the other way round).
+    let (bk, bm, bn) = (table::BK8, tile.c_rows(), tile.c_cols());
     let a_map = TensorMap::tiled(a, &[k64, m64], &[k64], &[bk, bm], TmaSwizzle::B128)?;
     let b_map = TensorMap::tiled(b, &[k64, n64], &[k64], &[bk, bn], TmaSwizzle::B128)?;
     if splits > 1 {

@@ -136,23 +136,41 @@ impl Quant {
 pub const SCALED_OUT: [DType; 2] = [DType::BF16, DType::F16];
 
 /// A tile config of the Hopper kernels (16-bit and 8-bit): `bm` rows (64 per consumer
-/// warpgroup) by `bn` columns (the wgmma N) of C per workgroup. A pipeline stage is 128
-/// bytes of K per tile row either way (`BK` 16-bit or `BK8` 8-bit elements).
+/// warpgroup) by `bn` columns (the wgmma N) of the wgmma's output per workgroup. That
+/// output is a `bm` x `bn` block of C, or with `swap_ab` of C's transpose: the wgmma's M
+/// then runs over B's rows (C's columns) and its N over A's rows, so a GEMM of a few rows
+/// (a decode step's tokens) fills the wgmma with weights instead of padding. A pipeline
+/// stage is 128 bytes of K per tile row either way (`BK` 16-bit or `BK8` 8-bit elements).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Tile {
-    /// Rows of C per workgroup: 64 (one warpgroup) or 128 (two).
+    /// Rows of the wgmma output per workgroup: 64 per warpgroup (one to four).
     pub bm: u32,
-    /// Columns of C per workgroup (a multiple of 8 in 8..=256).
+    /// Columns of the wgmma output per workgroup (a multiple of 8 in 8..=256).
     pub bn: u32,
+    /// Whether the tile computes C's transpose (B's rows on the wgmma's M).
+    pub swap_ab: bool,
 }
 
 /// The tile configs of both kernels, largest first: 128 x 256 for large grids, 128 x 128
-/// and 64 x 64 to spread small-M (or small-N) GEMMs over more SMs. The dispatcher
-/// ([`Tile::pick`]) takes the first that makes enough tiles.
+/// to spread mid-size GEMMs over more SMs, and for small M 256 columns of C by 32 rows
+/// (swapped: four warpgroups of 64 rows of B each, so each SM streams B through four wgmma
+/// chains). The dispatcher ([`Tile::pick`]) takes the first that makes enough tiles.
 pub const TILES: [Tile; 3] = [
-    Tile { bm: 128, bn: 256 },
-    Tile { bm: 128, bn: 128 },
-    Tile { bm: 64, bn: 64 },
+    Tile {
+        bm: 128,
+        bn: 256,
+        swap_ab: false,
+    },
+    Tile {
+        bm: 128,
+        bn: 128,
+        swap_ab: false,
+    },
+    Tile {
+        bm: 256,
+        bn: 32,
+        swap_ab: true,
+    },
 ];
 
 /// Workgroups that fill an H200 (its 132 SMs, one workgroup each: the large tile's LDS
@@ -160,6 +178,22 @@ pub const TILES: [Tile; 3] = [
 pub const FILL_TILES: usize = 132;
 
 impl Tile {
+    /// Rows of C per tile (of A per stage): `bm`, or `bn` when swapped.
+    pub fn c_rows(self) -> u32 {
+        if self.swap_ab {
+            self.bn
+        } else {
+            self.bm
+        }
+    }
+    /// Columns of C per tile (rows of B per stage): `bn`, or `bm` when swapped.
+    pub fn c_cols(self) -> u32 {
+        if self.swap_ab {
+            self.bm
+        } else {
+            self.bn
+        }
+    }
     /// Warpgroups per workgroup: one per 64 rows.
     pub fn warpgroups(self) -> u32 {
         self.bm / 64
@@ -173,12 +207,11 @@ impl Tile {
         (self.bm + self.bn) * BK8
     }
     /// Pipeline stages (the same for both kernels): as many as fit [`STAGE_LDS`] bytes, at
-    /// most [`MAX_STAGES`]. The 128 x 256 tile gets 4, 128 x 128 6, 64 x 64 12: at small M
-    /// the kernel streams B, and the bytes in flight per SM set its bandwidth.
+    /// most [`MAX_STAGES`]. The 128 x 256 tile gets 4, 128 x 128 6, the swapped 256 x 32 5.
     ///
     /// ```
     /// use fly_gemm::table::{TILES, STAGES};
-    /// assert_eq!(TILES.map(|t| t.stages()), [STAGES, 6, 12]);
+    /// assert_eq!(TILES.map(|t| t.stages()), [STAGES, 6, 5]);
     /// assert!(TILES.iter().all(|t| t.lds_bytes() <= 227 * 1024));
     /// // More than half of an SM's 228 KiB: one workgroup per SM (the persistent grid).
     /// assert!(TILES.iter().all(|t| 2 * (t.lds_bytes() + 1024) > 228 * 1024));
@@ -196,14 +229,16 @@ impl Tile {
     }
     /// Tiles (workgroups) of an `m` x `n` C.
     pub fn tiles(self, m: usize, n: usize) -> usize {
-        m.div_ceil(self.bm as usize) * n.div_ceil(self.bn as usize)
+        m.div_ceil(self.c_rows() as usize) * n.div_ceil(self.c_cols() as usize)
     }
     /// The dispatcher's rule, from the H200 tile sweep (`tests/examples/gemm_bench.rs`, N =
     /// K = 8192; `bench/gemm-wgmma.md`): 128 x 256 when it makes at least 90% of
     /// [`FILL_TILES`] tiles of `m` x `n` (M = 512: 4 x 32 = 128 tiles, fastest there), else
-    /// 128 x 128 for `m > 64` (M = 128: faster than 64 x 64 even on half the SMs), else
-    /// 64 x 64 (small M is memory-bound: its 12-stage pipeline keeps the most B bytes in
-    /// flight). The same rule for both kernels and every dtype.
+    /// 128 x 128 for `m > 64` (M = 128: faster than the small-M tile even on half the SMs),
+    /// else the swapped tile (small M is memory-bound: A's rows take 4 KiB of its 36 KiB
+    /// stage, and four warpgroups each stream 64 rows of B through their own wgmma chain;
+    /// M = 33..64 takes two tiles per 256 columns, which read the same B rows together, so
+    /// the second read hits L2). The same rule for both kernels and every dtype.
     ///
     /// ```
     /// use fly_gemm::table::{Tile, TILES};
@@ -240,12 +275,17 @@ impl Tile {
             t => t,
         }
     }
+    /// The tile in kernel names: C's rows and columns per tile, `_swap` when swapped.
+    pub fn dims(self) -> String {
+        let swap = if self.swap_ab { "_swap" } else { "" };
+        format!("m{}n{}{swap}", self.c_rows(), self.c_cols())
+    }
     /// The kernel-name suffix (none for the first config).
     pub fn suffix(self) -> String {
         if self == TILES[0] {
             String::new()
         } else {
-            format!("_m{}n{}", self.bm, self.bn)
+            format!("_{}", self.dims())
         }
     }
 }
@@ -263,13 +303,13 @@ pub enum Out {
 
 /// The 16-bit Hopper kernel's split-K partial-sum form ([`Out::Partial`]) for `dt`, `tile`.
 pub fn partial_kernel_name(dt: DType, tile: Tile) -> String {
-    format!("gemm_wgmma_{}_partial_m{}n{}", dt.name(), tile.bm, tile.bn)
+    format!("gemm_wgmma_{}_partial_{}", dt.name(), tile.dims())
 }
 
 /// The 8-bit Hopper kernel's split-K partial-sum form for inputs `q` and `tile` (any output
 /// dtype: it writes f32).
 pub fn scaled_partial_kernel_name(q: Quant, tile: Tile) -> String {
-    format!("gemm_wgmma_{}_partial_m{}n{}", q.name(), tile.bm, tile.bn)
+    format!("gemm_wgmma_{}_partial_{}", q.name(), tile.dims())
 }
 
 /// The 8-bit partial kernels' dispatch key of (`q`, `tile`).
@@ -302,9 +342,9 @@ pub const SATURATING_ROWS: usize = 8192;
 
 /// The dispatcher's K splits for `tile` at `m x n x k` with `bk`-element stages: 1 when the
 /// tiles fill at least half the device ([`FILL_TILES`]); else enough splits to fill it, and
-/// where all of M is one tile row (the memory-bound case: every workgroup streams its own
-/// rows of B) no more than make [`SATURATING_ROWS`] rows of B in flight. Each split keeps at
-/// least [`MIN_SPLIT_STAGES`] stages, at most [`MAX_SPLITS`] splits.
+/// where all of M is one row of unswapped tiles (the memory-bound case: every workgroup
+/// streams its own rows of B) no more than make [`SATURATING_ROWS`] rows of B in flight.
+/// Each split keeps at least [`MIN_SPLIT_STAGES`] stages, at most [`MAX_SPLITS`] splits.
 ///
 /// ```
 /// use fly_gemm::table::{split_k, TILES, BK};
@@ -312,7 +352,8 @@ pub const SATURATING_ROWS: usize = 8192;
 /// assert_eq!(split_k(TILES[1], 128, 8192, 8192, BK as usize), 1); // 8192 rows
 /// assert_eq!(split_k(TILES[1], 128, 28672, 4096, BK as usize), 1); // 224 tiles
 /// assert_eq!(split_k(TILES[1], 1024, 1024, 8192, BK as usize), 2); // 64 tiles, 8 rows of them
-/// assert_eq!(split_k(TILES[2], 1, 1024, 8192, BK as usize), 8); // 16 tiles
+/// assert_eq!(split_k(TILES[2], 1, 1024, 8192, BK as usize), 16); // 4 tiles
+/// assert_eq!(split_k(TILES[2], 1, 8192, 8192, BK as usize), 4); // 32 tiles
 /// assert_eq!(split_k(TILES[2], 16, 4096, 512, BK as usize), 2); // 8 stages of K
 /// assert_eq!(split_k(TILES[2], 16, 64, 128, BK as usize), 1); // 2 stages
 /// ```
@@ -323,8 +364,8 @@ pub fn split_k(tile: Tile, m: usize, n: usize, k: usize, bk: usize) -> usize {
     }
     let by_k = k.div_ceil(bk.max(1)) / MIN_SPLIT_STAGES;
     let mut splits = FILL_TILES / tiles;
-    if m <= tile.bm as usize {
-        splits = splits.min(SATURATING_ROWS.div_ceil(tiles * tile.bn as usize));
+    if m <= tile.c_rows() as usize && !tile.swap_ab {
+        splits = splits.min(SATURATING_ROWS.div_ceil(tiles * tile.c_cols() as usize));
     }
     splits.min(by_k).clamp(1, MAX_SPLITS)
 }

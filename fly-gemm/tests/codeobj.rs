@@ -42,11 +42,11 @@ fn hopper_kernels_have_the_tma_wgmma_pipeline() {
             }
             // The wgmma form and how many of them one K step (one pipeline stage) issues:
             // BK / 16 = 4 k16 wgmmas of 16-bit tiles, BK8 / 32 = 4 k32 wgmmas of 8-bit ones.
-            // The tile configs other than the first end in `_m{bm}n{bn}` (the partial
-            // kernels' names all do).
+            // The tile configs other than the first end in `_{Tile::dims}` (the partial
+            // kernels' names all do); `bn` is the wgmma's N (C's rows on a swapped tile).
             let bn = fly_gemm::table::TILES
                 .iter()
-                .find(|t| name.ends_with(&format!("_m{}n{}", t.bm, t.bn)))
+                .find(|t| name.ends_with(&format!("_{}", t.dims())))
                 .map_or(256, |t| t.bn);
             // fp8 on the 128 x 256 tile promotes in two chunks of 128 columns per stage; on
             // the narrower tiles its loop is unrolled twice and an odd last stage follows it

@@ -154,7 +154,8 @@ fn every_tile_config_is_exact_at_ragged_shapes() {
             }
             if dev.backend() != Backend::Sim {
                 // 11 x 15 tiles: more than the H200's 132 SMs, so some walk two.
-                let shape = (10 * tile.bm as usize + 3, 14 * tile.bn as usize + 8, 200);
+                let (rows, cols) = (tile.c_rows() as usize, tile.c_cols() as usize);
+                let shape = (10 * rows + 3, 14 * cols + 8, 200);
                 case_with::<bf16>(&dev, shape, Epilogue::Bias, seed + 9, Some((tile, 1)));
             }
         }
@@ -321,7 +322,11 @@ fn bad_arguments_are_errors_that_write_nothing() {
     }
     // A pinned tile config that was not built.
     let mut c = DeviceBuffer::from_slice(&dev, &sentinel).unwrap();
-    let bad = Tile { bm: 64, bn: 256 };
+    let bad = Tile {
+        bm: 64,
+        bn: 256,
+        swap_ab: false,
+    };
     let e = gemm_with_tile(&s, &a, &b, None, &mut c, ok, bad)
         .unwrap_err()
         .to_string();

@@ -75,7 +75,7 @@ fn split_k_is_correct_for_every_tile_and_split_count() {
                 }
             }
         }
-        // The dispatcher splits this one (one 64 x 64 tile, 8 stages).
+        // The dispatcher splits this one (one small-M tile, 8 stages).
         let (m, n, k) = (16, 48, 1024);
         let tile = Tile::pick_scaled(fly_gemm::Quant::Fp8, m, n);
         assert!(fly_gemm::table::split_k(tile, m, n, k, fly_gemm::table::BK8 as usize) > 1);
@@ -106,7 +106,8 @@ fn every_tile_config_is_correct_at_ragged_shapes() {
             }
             if dev.backend() != Backend::Sim {
                 // 11 x 15 tiles: more than the H200's 132 SMs, so some walk two.
-                let shape = (10 * tile.bm as usize + 3, 14 * tile.bn as usize + 16, 400);
+                let (rows, cols) = (tile.c_rows() as usize, tile.c_cols() as usize);
+                let shape = (10 * rows + 3, 14 * cols + 16, 400);
                 let (plain, pin) = (BLayout::Plain, Pin::Tile(tile));
                 case_with::<F8E4M3FN, bf16>(&dev, shape, Epilogue::Bias, plain, pin, seed + 9);
                 case_with::<i8, bf16>(&dev, shape, Epilogue::None, plain, pin, seed + 8);
@@ -314,7 +315,11 @@ fn bad_arguments_are_errors_that_write_nothing() {
     }
     // A pinned tile config that was not built.
     let mut c = DeviceBuffer::from_slice(&dev, &sentinel).unwrap();
-    let bad = Tile { bm: 64, bn: 256 };
+    let bad = Tile {
+        bm: 64,
+        bn: 256,
+        swap_ab: false,
+    };
     let e = gemm_scaled_with(&s, &a, &b, &sa, &sb, None, &mut c, ok, bad)
         .unwrap_err()
         .to_string();

@@ -12,7 +12,7 @@
 //! part.
 //!
 //! Last, the tile sweep (`GEMM_TILES=0` skips it): every tile config of both kernels
-//! (`fly_gemm::table::TILES`, pinned with `gemm_with_tile` / `gemm_scaled_with`) at M = 16,
+//! (`fly_gemm::table::TILES`, pinned with `gemm_with_tile` / `gemm_scaled_with`) at M = 16, 64,
 //! 128, 512 and 1024 with (N, K) = (8192, 8192), next to the dispatcher's pick
 //! (`Tile::pick`, `Tile::pick_scaled` for fp8), written to `$OUT/gemm_tiles.json`: the measurement behind the
 //! dispatcher's rule.
@@ -22,6 +22,9 @@
 //! at M = 1, 16 and 128 (`GEMM_SWEEP_M=1,2,4` picks others) with the issue's (N, K) pairs,
 //! bf16 and fp8, next to the dispatcher's count (`table::split_k`), written to
 //! `$OUT/gemm_splits.json`.
+//!
+//! `GEMM_SHAPES=MxNxK,...` keeps only those shapes in the 16-bit and 8-bit parts (for a
+//! profiler run of one kernel).
 //!
 //! `cargo run --release -p flydsl-tests --features sm90 --example gemm_bench`
 
@@ -80,7 +83,7 @@ fn main() -> Result<(), String> {
     } else {
         &SHAPES[..]
     };
-    for &(m, n, k) in shapes16 {
+    for &(m, n, k) in shapes16.iter().filter(|&&(m, n, k)| keep(m, n, k)) {
         let a: Vec<bf16> = (0..(m * k) as u64).map(|i| value(1, i)).collect();
         let b: Vec<bf16> = (0..(n * k) as u64).map(|i| value(2, i)).collect();
         let e = |x: flydsl_rt::Error| x.to_string();
@@ -120,7 +123,7 @@ fn main() -> Result<(), String> {
         ));
     }
     // The tile-layer proof (mma.sync) at the square shapes.
-    for &(m, n, k) in shapes16.iter().take(3) {
+    for &(m, n, k) in shapes16.iter().take(3).filter(|&&(m, n, k)| keep(m, n, k)) {
         let e = |x: flydsl_rt::Error| x.to_string();
         let a: Vec<bf16> = (0..(m * k) as u64).map(|i| value(1, i)).collect();
         let b: Vec<bf16> = (0..(n * k) as u64).map(|i| value(2, i)).collect();
@@ -188,6 +191,13 @@ fn main() -> Result<(), String> {
             .map_err(|e| format!("{path}: {e}"))?;
     }
     quant
+}
+
+/// Whether `GEMM_SHAPES` (comma-separated `MxNxK`) is unset or names this shape.
+fn keep(m: usize, n: usize, k: usize) -> bool {
+    std::env::var("GEMM_SHAPES").map_or(true, |list| {
+        list.split(',').any(|t| t.trim() == format!("{m}x{n}x{k}"))
+    })
 }
 
 /// `|got - sum of prod(p)| / sum of |prod(p)|` over `p < k`: a dot product's error relative
@@ -260,6 +270,9 @@ fn quant_one<Q: fly_gemm::QuantElement>(
         .map(|i| (1.0 + (i % 8) as f32 / 8.0) / 256.0)
         .collect();
     for (n, k) in SHAPES8 {
+        if !MS8.iter().any(|&m| keep(m, n, k)) {
+            continue;
+        }
         // A of every M is a prefix of the largest (row-major, same index formula).
         let a_all: Vec<Q> = quant_inputs(1, mmax * k);
         let b: Vec<Q> = quant_inputs(2, n * k);
@@ -272,7 +285,11 @@ fn quant_one<Q: fly_gemm::QuantElement>(
             .map_err(e)?;
         // (M, preshuffled B): every M with plain B (the wgmma kernel), and M = 128 with
         // preshuffled B (sm90's portable mma.sync fallback).
-        let runs = MS8.iter().map(|&m| (m, false)).chain([(128, true)]);
+        let runs = MS8
+            .iter()
+            .map(|&m| (m, false))
+            .chain([(128, true)])
+            .filter(|&(m, _)| keep(m, n, k));
         for (m, pre) in runs {
             let a = &a_all[..m * k];
             let da = DeviceBuffer::from_slice(dev, a).map_err(e)?;
@@ -426,18 +443,17 @@ fn split_sweep(
                     }
                     let picked = if splits == rule { " (rule)" } else { "" };
                     println!(
-                        "split sweep {dtype:<4} {m:>4}x{n}x{k} {:>3}x{:<3} {splits} splits \
+                        "split sweep {dtype:<4} {m:>4}x{n}x{k} {:<14} {splits} splits \
                          {ms:>9.4} ms {tflops:>7.1} TFLOP/s {b_gbs:>6.0} GB/s of B{picked}  \
                          worst |err|/sum|ab| = {worst:.2e}{}",
-                        tile.bm,
-                        tile.bn,
+                        tile.dims(),
                         if worst < 1e-2 { "" } else { " WRONG" }
                     );
                     rows.push(format!(
-                        "{{\"dtype\": \"{dtype}\", \"shape\": [{m}, {n}, {k}], \"tile\": [{}, {}], \
+                        "{{\"dtype\": \"{dtype}\", \"shape\": [{m}, {n}, {k}], \"tile\": \"{}\", \
                          \"splits\": {splits}, \"rule\": {rule}, \"median_ms\": {ms}, \
                          \"tflops\": {tflops}}}",
-                        tile.bm, tile.bn
+                        tile.dims()
                     ));
                 }
             }
@@ -458,7 +474,7 @@ fn tile_sweep(
     let e = |x: flydsl_rt::Error| x.to_string();
     let (n, k) = (8192usize, 8192usize);
     let mut rows = Vec::new();
-    for m in [16usize, 128, 512, 1024] {
+    for m in [16usize, 64, 128, 512, 1024] {
         let a: Vec<bf16> = (0..(m * k) as u64).map(|i| value(1, i)).collect();
         let b: Vec<bf16> = (0..(n * k) as u64).map(|i| value(2, i)).collect();
         let (da, db) = (
@@ -514,17 +530,15 @@ fn tile_sweep(
                     worst = worst.max(rel_err(c[i * n + j].to_f64(), k, prod));
                 }
                 println!(
-                    "tile sweep {dtype:<4} {m:>5}x{n}x{k} {:>3}x{:<3} {ms:>9.4} ms \
+                    "tile sweep {dtype:<4} {m:>5}x{n}x{k} {:<14} {ms:>9.4} ms \
                      {tflops:>7.1} TFLOP/s{picked}  worst |err|/sum|ab| = {worst:.2e}{}",
-                    tile.bm,
-                    tile.bn,
+                    tile.dims(),
                     if worst < 1e-2 { "" } else { " WRONG" }
                 );
                 rows.push(format!(
-                    "{{\"dtype\": \"{dtype}\", \"shape\": [{m}, {n}, {k}], \"tile\": [{}, {}], \
+                    "{{\"dtype\": \"{dtype}\", \"shape\": [{m}, {n}, {k}], \"tile\": \"{}\", \
                      \"picked\": {}, \"median_ms\": {ms}, \"tflops\": {tflops}}}",
-                    tile.bm,
-                    tile.bn,
+                    tile.dims(),
                     tile == pick
                 ));
             }

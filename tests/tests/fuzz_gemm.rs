@@ -578,7 +578,11 @@ const BAD_CONFIG: TileConfig = TileConfig {
     tile_k: 64,
     lds_stage: 2,
 };
-const BAD_TILE: Tile = Tile { bm: 64, bn: 128 };
+const BAD_TILE: Tile = Tile {
+    bm: 64,
+    bn: 128,
+    swap_ab: false,
+};
 
 fn op16(e: Entry16) -> &'static str {
     match e {
@@ -1862,7 +1866,8 @@ fn the_checks_catch_a_wrong_element() {
 /// `default_config`, `Tile::pick`, `Tile::tiles`, `TileConfig::index` and `Epilogue`'s helpers
 /// against their docs: the 16-row config for `m <= 16`, the 64 x 128 one otherwise; 128 x
 /// 256 with at least 90% of `FILL_TILES` workgroups, else 128 x 128 for `m > 64`, else
-/// 64 x 64; `ceil(m / bm) * ceil(n / bn)` workgroups.
+/// the swapped small-M tile; `ceil(m / rows) * ceil(n / cols)` workgroups (C's rows and
+/// columns per tile: `bm` and `bn`, exchanged when swapped).
 #[test]
 fn fuzz_gemm_dispatch() {
     use fly_gemm::table::FILL_TILES;
@@ -1884,7 +1889,18 @@ fn fuzz_gemm_dispatch() {
             return Err(format!("default_config({m}, {n}, {k}) = {cfg:?}"));
         }
         for t in TILES {
-            let want = m.div_ceil(t.bm as usize) * n.div_ceil(t.bn as usize);
+            let (rows, cols) = if t.swap_ab {
+                (t.bn, t.bm)
+            } else {
+                (t.bm, t.bn)
+            };
+            if (t.c_rows(), t.c_cols()) != (rows, cols) {
+                return Err(format!(
+                    "{t:?}: C rows, columns {:?}",
+                    (t.c_rows(), t.c_cols())
+                ));
+            }
+            let want = m.div_ceil(rows as usize) * n.div_ceil(cols as usize);
             if t.tiles(m, n) != want {
                 return Err(format!("{t:?}.tiles({m}, {n}) = {}", t.tiles(m, n)));
             }
@@ -1909,7 +1925,8 @@ fn fuzz_gemm_dispatch() {
         }
         // split_k: 1 when the tiles fill half the device; else tiles * splits <= FILL_TILES
         // and each split at least MIN_SPLIT_STAGES stages, at most MAX_SPLITS splits; with
-        // one tile row, no split past the one that puts SATURATING_ROWS rows of B in flight.
+        // one row of unswapped tiles, no split past the one that puts SATURATING_ROWS rows
+        // of B in flight.
         // split_stages: the splits cover the stages, none empty.
         use fly_gemm::table::{
             split_k, split_stages, MAX_SPLITS, MIN_SPLIT_STAGES, SATURATING_ROWS,
@@ -1925,8 +1942,9 @@ fn fuzz_gemm_dispatch() {
                         && (sp == 1
                             || (tiles * sp <= FILL_TILES
                                 && stages / sp >= MIN_SPLIT_STAGES
-                                && (m > t.bm as usize
-                                    || (sp - 1) * tiles * (t.bn as usize) < SATURATING_ROWS)))
+                                && (m > t.c_rows() as usize
+                                    || t.swap_ab
+                                    || (sp - 1) * tiles * (t.c_cols() as usize) < SATURATING_ROWS)))
                 };
                 if !ok {
                     return Err(format!("split_k({t:?}, {m}, {n}, {k}, {bk}) = {sp}"));

@@ -67,9 +67,9 @@ fn wgmma_gemm_has_no_spills_and_at_most_255_registers() {
 
 /// An fp8 kernel of the 128 x 256 tile (whose names carry no tile suffix).
 fn is_fp8_wide(name: &str) -> bool {
+    use fly_gemm::table::TILES;
     name.starts_with("gemm_wgmma_e4m3fn_")
-        && !name.contains("_m128n128")
-        && !name.contains("_m64n64")
+        && !TILES[1..].iter().any(|t| name.ends_with(&t.suffix()))
 }
 
 #[test]
