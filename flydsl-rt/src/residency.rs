@@ -117,6 +117,11 @@ impl Residency {
         Ok(())
     }
 
+    /// Make `stream` the owner of a buffer that no work has used yet (one allocated on it).
+    pub(crate) fn set_owner(&self, id: StreamId, stream: &Arc<RawStream>) {
+        *self.lock() = Owner::Stream(id, Arc::clone(stream));
+    }
+
     /// The owning stream's id (`None`: the default stream).
     pub(crate) fn owner_id(&self) -> Option<StreamId> {
         match &*self.lock() {

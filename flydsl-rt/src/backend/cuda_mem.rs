@@ -32,14 +32,15 @@ fn usize_bytes(bytes: u64) -> Result<usize> {
 }
 
 impl CudaDevice {
-    /// Allocate `bytes` (stream-ordered on the legacy default stream where pools exist).
-    pub(crate) fn alloc(&self, bytes: u64) -> Result<u64> {
+    /// Allocate `bytes`, stream-ordered where pools exist: on `on`, or (`None`) on the
+    /// legacy default stream.
+    pub(crate) fn alloc(&self, bytes: u64, on: Option<&CudaStream>) -> Result<u64> {
         self.current()?;
         let bytes = usize_bytes(bytes)?;
         if self.pools {
-            // SAFETY: allocation from the current context's default pool, ordered on the
-            // legacy default stream, which is a valid stream of every context.
-            unsafe { result::malloc_async(legacy(), bytes) }.map_err(driver("cuMemAllocAsync"))
+            // SAFETY: allocation from the current context's default pool, ordered on a live
+            // stream of this context (borrowed) or the legacy default stream.
+            unsafe { result::malloc_async(handle(on), bytes) }.map_err(driver("cuMemAllocAsync"))
         } else {
             // SAFETY: plain allocation in the current context.
             unsafe { result::malloc_sync(bytes) }.map_err(driver("cuMemAlloc"))

@@ -98,11 +98,16 @@ fn mismatch() -> Error {
 }
 
 impl RawDevice {
-    pub(crate) fn alloc(&self, bytes: u64) -> Result<u64> {
-        match self {
-            RawDevice::Sim(d) => d.alloc(bytes),
-            RawDevice::Hip(d) => d.alloc(bytes),
-            RawDevice::Cuda(d) => d.alloc(bytes),
+    /// Allocate `bytes`, stream-ordered where the backend can: on `on`, or (`None`) on the
+    /// default stream (see `residency.rs`).
+    pub(crate) fn alloc(&self, bytes: u64, on: Option<&RawStream>) -> Result<u64> {
+        match (self, on) {
+            (RawDevice::Sim(d), None | Some(RawStream::Sim)) => d.alloc(bytes),
+            (RawDevice::Hip(d), None) => d.alloc(bytes, None),
+            (RawDevice::Hip(d), Some(RawStream::Hip(s))) => d.alloc(bytes, Some(s)),
+            (RawDevice::Cuda(d), None) => d.alloc(bytes, None),
+            (RawDevice::Cuda(d), Some(RawStream::Cuda(s))) => d.alloc(bytes, Some(s)),
+            _ => Err(mismatch()),
         }
     }
 

@@ -58,7 +58,7 @@ macro_rules! off_backend {
 
             #[allow(clippy::missing_safety_doc, unused_variables, dead_code)]
             impl $Dev {
-                pub(crate) fn alloc(&self, bytes: u64) -> Result<u64> {
+                pub(crate) fn alloc(&self, bytes: u64, on: Option<&$Stream>) -> Result<u64> {
                     match *self {}
                 }
                 pub(crate) unsafe fn free(&self, ptr: u64, owner: Option<&$Stream>) -> Result<()> {

@@ -24,16 +24,17 @@ impl HipDevice {
         self.lib.opt.hipMallocAsync.is_some() && self.lib.opt.hipFreeAsync.is_some()
     }
 
-    /// Allocate `bytes` (stream-ordered on the null stream where the library can).
-    pub(crate) fn alloc(&self, bytes: u64) -> Result<u64> {
+    /// Allocate `bytes`, stream-ordered where the library can: on `on`, or (`None`) on the
+    /// null stream.
+    pub(crate) fn alloc(&self, bytes: u64, on: Option<&HipStream>) -> Result<u64> {
         let lib = self.current()?;
         let bytes = usize::try_from(bytes).map_err(|_| Error::SizeOverflow {
             len: bytes,
             elem_bytes: 1,
         })?;
         if self.stream_ordered() {
-            // SAFETY: the null stream is always valid.
-            Ok(unsafe { result::malloc_async(lib, bytes, null_mut()) }?)
+            // SAFETY: the null stream is always valid, and `on` is live (borrowed).
+            Ok(unsafe { result::malloc_async(lib, bytes, handle(on)) }?)
         } else {
             Ok(result::malloc(lib, bytes)?)
         }
