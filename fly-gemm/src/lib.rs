@@ -6,7 +6,7 @@
 //! rounding.
 //!
 //! Kernels: the NVIDIA Hopper kernel (sm_90a: TMA-fed multi-stage mbarrier pipeline into
-//! wgmma, three tile configs picked by [`Tile::pick`]; `kernels/wgmma.rs`) and its 8-bit
+//! wgmma, four tile configs picked by [`Tile::pick`]; `kernels/wgmma.rs`) and its 8-bit
 //! form [`gemm_scaled`] (fp8 or int8 inputs with per-row `scale_a` and per-column
 //! `scale_b`, bf16 or f16 output; k32 wgmma; `kernels/wgmma_scaled.rs`) with the host
 //! quantization helpers ([`quantize_rows`], [`dequantize_rows`]); both split K over several
@@ -404,7 +404,8 @@ pub const MAX_DIM: usize = i32::MAX as usize - 65536;
 /// Dispatch: on sm90 with plain B, `k % 8 == 0` and C aligned to two elements (any buffer
 /// this crate allocates), the wgmma kernel with the tile config
 /// [`Tile::pick`] chooses (128 x 256 when that makes nearly [`table::FILL_TILES`]
-/// workgroups, else 128 x 128 above M = 64, else the swapped small-M tile; pin one with
+/// workgroups, else above M = 64 128 x 128 or, where that makes too few tiles, 128 x 64,
+/// else the swapped small-M tile; pin one with
 /// [`gemm_with_tile`]); everything
 /// else (the AMD targets, preshuffled B, other `k` on sm90) takes the portable tile-layer
 /// kernel with [`default_config`], or for preshuffled B where the target reads it global ->
@@ -675,13 +676,13 @@ fn wgmma<T: Element>(
 }
 
 /// Every Hopper kernel of this crate with its name (for structural tests and inspection):
-/// the 16-bit kernels (bf16, f16 x 3 tile configs x 5 epilogues), the 8-bit ones (bf16,
-/// f16 output x 3 tile configs x e4m3fn, i8 input x 5 epilogues), then the split-K
-/// partial-sum kernels (bf16, f16 x 3 tiles; e4m3fn, i8 x 3 tiles) and reduces (bf16, f16
+/// the 16-bit kernels (bf16, f16 x 4 tile configs x 5 epilogues), the 8-bit ones (bf16,
+/// f16 output x 4 tile configs x e4m3fn, i8 input x 5 epilogues), then the split-K
+/// partial-sum kernels (bf16, f16 x 4 tiles; e4m3fn, i8 x 4 tiles) and reduces (bf16, f16
 /// x 5 epilogues); the portable kernels are [`portable_variants`].
 ///
 /// ```
-/// assert_eq!(fly_gemm::kernel_variants().len(), 90 + 12 + 10);
+/// assert_eq!(fly_gemm::kernel_variants().len(), 120 + 16 + 10);
 /// ```
 pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariants)> {
     use flydsl_rt::half::{bf16, f16};

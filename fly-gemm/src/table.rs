@@ -151,11 +151,11 @@ pub struct Tile {
     pub swap_ab: bool,
 }
 
-/// The tile configs of both kernels, largest first: 128 x 256 for large grids, 128 x 128
-/// to spread mid-size GEMMs over more SMs, and for small M 256 columns of C by 32 rows
-/// (swapped: four warpgroups of 64 rows of B each, so each SM streams B through four wgmma
-/// chains). The dispatcher ([`Tile::pick`]) takes the first that makes enough tiles.
-pub const TILES: [Tile; 3] = [
+/// The tile configs of both kernels: 128 x 256 for large grids, 128 x 128 to spread
+/// mid-size GEMMs over more SMs, for small M 256 columns of C by 32 rows (swapped: four
+/// warpgroups of 64 rows of B each, so each SM streams B through four wgmma chains), and
+/// 128 x 64 for M up to 128 where 128 x 128 makes too few tiles. [`Tile::pick`] chooses.
+pub const TILES: [Tile; 4] = [
     Tile {
         bm: 128,
         bn: 256,
@@ -170,6 +170,11 @@ pub const TILES: [Tile; 3] = [
         bm: 256,
         bn: 32,
         swap_ab: true,
+    },
+    Tile {
+        bm: 128,
+        bn: 64,
+        swap_ab: false,
     },
 ];
 
@@ -207,11 +212,12 @@ impl Tile {
         (self.bm + self.bn) * BK8
     }
     /// Pipeline stages (the same for both kernels): as many as fit [`STAGE_LDS`] bytes, at
-    /// most [`MAX_STAGES`]. The 128 x 256 tile gets 4, 128 x 128 6, the swapped 256 x 32 5.
+    /// most [`MAX_STAGES`]. The 128 x 256 tile gets 4, 128 x 128 6, the swapped 256 x 32 5,
+    /// 128 x 64 8.
     ///
     /// ```
     /// use fly_gemm::table::{TILES, STAGES};
-    /// assert_eq!(TILES.map(|t| t.stages()), [STAGES, 6, 5]);
+    /// assert_eq!(TILES.map(|t| t.stages()), [STAGES, 6, 5, 8]);
     /// assert!(TILES.iter().all(|t| t.lds_bytes() <= 227 * 1024));
     /// // More than half of an SM's 228 KiB: one workgroup per SM (the persistent grid).
     /// assert!(TILES.iter().all(|t| 2 * (t.lds_bytes() + 1024) > 228 * 1024));
@@ -234,24 +240,32 @@ impl Tile {
     /// The dispatcher's rule, from the H200 tile sweep (`tests/examples/gemm_bench.rs`, N =
     /// K = 8192; `bench/gemm-wgmma.md`): 128 x 256 when it makes at least 90% of
     /// [`FILL_TILES`] tiles of `m` x `n` (M = 512: 4 x 32 = 128 tiles, fastest there), else
-    /// 128 x 128 for `m > 64` (M = 128: faster than the small-M tile even on half the SMs),
-    /// else the swapped tile (small M is memory-bound: A's rows take 4 KiB of its 36 KiB
-    /// stage, and four warpgroups each stream 64 rows of B through their own wgmma chain;
-    /// M = 33..64 takes two tiles per 256 columns, which read the same B rows together, so
-    /// the second read hits L2). The same rule for both kernels and every dtype.
+    /// 128 x 128 for `m > 128`, or for `m > 64` where it makes at least [`FILL_TILES`]
+    /// tiles, 128 x 64 for the other `m` in 65..=128 (twice the tiles, so twice the SMs
+    /// streaming B without a split: at M = 128 5-16% faster at N = 8192 and (4096, 14336),
+    /// between 3% slower and 6% faster at 5120, 11-16% slower at 28672, where 128 x 128
+    /// makes 224 tiles; H200, session 16), else the swapped tile (small M is memory-bound:
+    /// A's rows take 4 KiB of its 36 KiB stage, and four warpgroups each stream 64 rows of
+    /// B through their own wgmma chain; M = 33..64 takes two tiles per 256 columns, which
+    /// read the same B rows together, so the second read hits L2). The same rule for both
+    /// kernels and every dtype.
     ///
     /// ```
     /// use fly_gemm::table::{Tile, TILES};
     /// assert_eq!(Tile::pick(4096, 8192), TILES[0]); // 32 x 32 tiles
     /// assert_eq!(Tile::pick(512, 8192), TILES[0]); // 4 x 32
-    /// assert_eq!(Tile::pick(128, 8192), TILES[1]);
+    /// assert_eq!(Tile::pick(128, 8192), TILES[3]); // 128 tiles of 128 x 64
+    /// assert_eq!(Tile::pick(128, 28672), TILES[1]); // 224 of 128 x 128
+    /// assert_eq!(Tile::pick(256, 8192), TILES[1]);
     /// assert_eq!(Tile::pick(16, 8192), TILES[2]);
     /// ```
     pub fn pick(m: usize, n: usize) -> Tile {
         if TILES[0].tiles(m, n) * 10 >= FILL_TILES * 9 {
             TILES[0]
-        } else if m > 64 {
+        } else if m > 128 || (m > 64 && TILES[1].tiles(m, n) >= FILL_TILES) {
             TILES[1]
+        } else if m > 64 {
+            TILES[3]
         } else {
             TILES[2]
         }

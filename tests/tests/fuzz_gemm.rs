@@ -1865,8 +1865,9 @@ fn the_checks_catch_a_wrong_element() {
 
 /// `default_config`, `Tile::pick`, `Tile::tiles`, `TileConfig::index` and `Epilogue`'s helpers
 /// against their docs: the 16-row config for `m <= 16`, the 64 x 128 one otherwise; 128 x
-/// 256 with at least 90% of `FILL_TILES` workgroups, else 128 x 128 for `m > 64`, else
-/// the swapped small-M tile; `ceil(m / rows) * ceil(n / cols)` workgroups (C's rows and
+/// 256 with at least 90% of `FILL_TILES` workgroups, else 128 x 128 for `m > 128` (or
+/// `m > 64` with at least `FILL_TILES` of them), else 128 x 64 for `m > 64`, else the
+/// swapped small-M tile; `ceil(m / rows) * ceil(n / cols)` workgroups (C's rows and
 /// columns per tile: `bm` and `bn`, exchanged when swapped).
 #[test]
 fn fuzz_gemm_dispatch() {
@@ -1912,8 +1913,10 @@ fn fuzz_gemm_dispatch() {
             .ok_or("not in TILES")?;
         let want = if 10 * TILES[0].tiles(m, n) >= 9 * FILL_TILES {
             0
-        } else if m > 64 {
+        } else if m > 128 || (m > 64 && TILES[1].tiles(m, n) >= FILL_TILES) {
             1
+        } else if m > 64 {
+            3
         } else {
             2
         };
