@@ -55,31 +55,34 @@ pub(crate) fn epilogue(epi: Epilogue, v: Val, bias: impl FnOnce() -> Val) -> Val
 /// Columns per group whose values [`for_each_acc`] loads together (8 per thread).
 const COL_GROUP: u32 = 32;
 
-/// Write this warpgroup's 64 x `bn` block of the tile at `(m0, n0)`, the part inside the `m`
-/// x `n` output. Thread (warp w, lane l) holds rows 16w + l/4 (+8) and column pairs
-/// 8j + 2(l%4), +1.
+/// Write this warpgroup's 64 x `bn` block of `tile` `at` (of the wgmma output), the part
+/// inside the `m` x `n` output: C, or for a swapped tile C's transpose (`n` x `m`). Thread
+/// (warp w, lane l) holds rows 16w + l/4 (+8) and column pairs 8j + 2(l%4), +1 of that
+/// output.
 ///
 /// `row(r)` runs once per row of the thread and `col(c)` once per column, both
-/// unconditionally at the index clamped into the output (`min(r, m - 1)`, `min(c, n - 1)`;
-/// the kernels run only when m, n >= 1), so their loads (scales, bias) are in bounds and
-/// issue together, [`COL_GROUP`] columns at a time, instead of one guarded load after
+/// unconditionally at the index clamped into the output (`min(r, rows - 1)`, `min(c, cols -
+/// 1)`; the kernels run only when m, n >= 1), so their loads (scales, bias) are in bounds
+/// and issue together, [`COL_GROUP`] columns at a time, instead of one guarded load after
 /// another. `value(row values, column values, accumulator index)` gives an element's output
 /// value; `store(row values, column, v, pair)` writes `v`, one element or (`pair`) the two
-/// of a column pair as one vector, which it may take as aligned to two elements: with
-/// `pairs`, pairs are stored whole when `n` is even and both columns are inside the
-/// output, else (and always without `pairs`) element by element.
+/// of a column pair as one vector, which it may take as aligned to two elements: pairs are
+/// stored whole when the output's row length is even and both columns are inside it, else
+/// (and always on a swapped tile, whose column pairs are not adjacent in C) element by
+/// element.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn for_each_acc(
     tid: Val,
-    (m0, n0): (Val, Val),
+    at: TileAt,
     (m, n): (Val, Val),
-    bn: u32,
-    pairs: bool,
+    tile: Tile,
     row: impl Fn(Val) -> Vec<Val>,
     col: impl Fn(Val) -> Vec<Val>,
     value: impl Fn(&[Val], &[Val], u32) -> Val,
     store: impl Fn(&[Val], Val, Val, bool),
 ) {
+    let (m0, n0, bn, pairs) = (at.m0, at.n0, tile.bn, !tile.swap_ab);
+    let (m, n) = if tile.swap_ab { (n, m) } else { (m, n) };
     let wg = tid / 128;
     let w = (tid % 128) / 32;
     let l = tid % 32;
@@ -141,39 +144,19 @@ pub(crate) fn store_partial(
     let split = block_id(Dim::Y);
     // The workspace offset of row r (in split y's plane).
     let row_at = move |r: Val| (split * m + r).cast(I64) * n64;
-    let origin = (at.m0, at.n0);
     let value = |_: &[Val], _: &[Val], i: u32| acc_at(i);
+    let none = |_: Val| Vec::new();
     if tile.swap_ab {
         // The wgmma's rows are C's columns.
         let store = |rv: &[Val], r: Val, v: Val, _| ws.store(row_at(r) + rv[0], v);
         let col_index = |c: Val| vec![c.cast(I64)];
-        for_each_acc(
-            tid,
-            origin,
-            (n, m),
-            tile.bn,
-            false,
-            col_index,
-            |_| Vec::new(),
-            value,
-            store,
-        );
+        for_each_acc(tid, at, (m, n), tile, col_index, none, value, store);
     } else {
         let store = |rv: &[Val], c: Val, v: Val, pair: bool| {
             ws.store_aligned(rv[0] + c.cast(I64), v, 4 << pair as u32, false)
         };
         let row = |r: Val| vec![row_at(r)];
-        for_each_acc(
-            tid,
-            origin,
-            (m, n),
-            tile.bn,
-            true,
-            row,
-            |_| Vec::new(),
-            value,
-            store,
-        );
+        for_each_acc(tid, at, (m, n), tile, row, none, value, store);
     }
 }
 
@@ -240,28 +223,17 @@ impl Sink {
             };
             epilogue(epi, v, || cv[cv.len() - 1]).cast(ot)
         };
-        let origin = (at.m0, at.n0);
         if tile.swap_ab {
             let store = |cv: &[Val], i: Val, v: Val, _| {
                 c.store(i.cast(I64) * n64 + cv[0], v);
             };
             let value = |cv: &[Val], rv: &[Val], i: u32| out(rv, cv, i);
-            for_each_acc(
-                tid,
-                origin,
-                (n, m),
-                tile.bn,
-                false,
-                c_col,
-                c_row,
-                value,
-                store,
-            );
+            for_each_acc(tid, at, (m, n), tile, c_col, c_row, value, store);
         } else {
             let store = |rv: &[Val], j: Val, v: Val, pair: bool| {
                 c.store_aligned(rv[0] + j.cast(I64), v, 2 << pair as u32, false)
             };
-            for_each_acc(tid, origin, (m, n), tile.bn, true, c_row, c_col, out, store);
+            for_each_acc(tid, at, (m, n), tile, c_row, c_col, out, store);
         }
     }
 }
