@@ -1,7 +1,8 @@
 //! Tensors past 2^31 elements (and 4 GiB) on a real GPU, checking rows at both ends and the
 //! row holding element 2^31 against the CPU reference: RMSNorm and softmax on a bf16
 //! [m, 8192] tensor (the fast paths), and fly-norm's multi-row and generic paths with the
-//! residual add, stats, int8 quant and the backward (both strategies). Needs a GPU with more
+//! residual add, stats, int8 quant and the backward (both strategies); and fly-gemm's sm90
+//! kernels with A and C, then B, past 2^31 elements. Needs a GPU with more
 //! than 30 GiB free; skips with a printed reason otherwise, or fails when `FLYDSL_REQUIRE_GPU`
 //! is set. The Sim cannot interpret that much work, so this is GPU-only: on AMD the same
 //! kernel descriptions' 64-bit row offsets are unexercised at this size.
@@ -248,5 +249,94 @@ fn norm_paths_past_2_pow_31_elements() {
                 tol.dw_rtol + 1.0 / 256.0,
             );
         }
+    }
+}
+
+/// Row `i` of `c` (`n` columns) against the f64 dot products of row `i` of `a` with the rows
+/// of `b` (both `k` wide) at `cols`, within `elem_tolerance` (bf16 out, f32 accumulation).
+fn check_gemm_row(
+    what: &str,
+    (a, b, c): (&[bf16], &[bf16], &[bf16]),
+    i: usize,
+    n: usize,
+    k: usize,
+    cols: &[usize],
+) {
+    use flydsl_testutil::gemm::{elem_tolerance, Act};
+    for &j in cols {
+        let (mut want, mut mag) = (0.0f64, 0.0f64);
+        for p in 0..k {
+            let t = a[i * k + p].to_f64() * b[j * k + p].to_f64();
+            want += t;
+            mag += t.abs();
+        }
+        let got = c[i * n + j].to_f64();
+        let tol = elem_tolerance("bf16", k, mag, 0.0, want, want, Act::None);
+        assert!(
+            (got - want).abs() <= tol,
+            "{what}: C[{i}][{j}] = {got}, want {want} (tolerance {tol})"
+        );
+    }
+}
+
+/// fly-gemm past 2^31 elements (bf16, the sm90 wgmma kernels): A and C of 262208 x 8192
+/// (2^31 + 2^19 elements, 4 GiB each) through the large-M tile, checked on the rows of C
+/// around element 2^31 (A's and C's); then B of 262400 x 8192 (4 GiB) at M = 16 through the
+/// swapped small-M tile, whose wgmma rows are C's columns, checked on the columns reading B
+/// past element 2^31. Needs an sm90 build; skips with a printed reason elsewhere.
+#[test]
+fn gemm_past_2_pow_31_elements() {
+    let Some(dev) = gpu() else {
+        flydsl_testutil::gpu::skip("no GPU present (needs > 20 GiB of device memory)");
+        return;
+    };
+    if dev.target() != flydsl_rt::Target::Sm90 {
+        flydsl_testutil::gpu::skip("the large-tensor GEMM check runs the sm90 wgmma kernels");
+        return;
+    }
+    let s = dev.stream().unwrap();
+    let k = 8192usize;
+    let args = |m, n| fly_gemm::GemmArgs {
+        m,
+        n,
+        k,
+        epilogue: fly_gemm::Epilogue::None,
+        ..Default::default()
+    };
+    let pick = |n: usize, seed: usize| -> Vec<bf16> { (0..n).map(|i| val(i * 3 + seed)).collect() };
+
+    // A and C past 2^31 elements.
+    let (m, n) = ((1usize << 31) / k + 64, 8192usize);
+    let a = pick(m * k, 0);
+    let b = pick(n * k, 1);
+    let (da, db) = (
+        DeviceBuffer::from_slice(&dev, &a).unwrap(),
+        DeviceBuffer::from_slice(&dev, &b).unwrap(),
+    );
+    let mut dc = DeviceBuffer::<bf16>::zeroed(&dev, m * n).unwrap();
+    fly_gemm::gemm(&s, &da, &db, None, &mut dc, args(m, n)).unwrap();
+    let c = dc.to_vec().unwrap();
+    let cols: Vec<usize> = (0..n).step_by(61).chain([n - 1]).collect();
+    for i in boundary_rows(m, n) {
+        check_gemm_row("large A and C", (&a, &b, &c), i, n, k, &cols);
+    }
+    drop((da, dc, a, c));
+
+    // B past 2^31 elements at M = 16 (the swapped tile: 1025 tiles, unsplit).
+    let (m, n) = (16usize, (1usize << 31) / k + 256);
+    let a = pick(m * k, 2);
+    let b = pick(n * k, 3);
+    let (da, db) = (
+        DeviceBuffer::from_slice(&dev, &a).unwrap(),
+        DeviceBuffer::from_slice(&dev, &b).unwrap(),
+    );
+    let mut dc = DeviceBuffer::<bf16>::zeroed(&dev, m * n).unwrap();
+    fly_gemm::gemm(&s, &da, &db, None, &mut dc, args(m, n)).unwrap();
+    let c = dc.to_vec().unwrap();
+    // B's row 2^31 / k holds its element 2^31: check the columns around it and at both ends.
+    let mid = (1usize << 31) / k;
+    let cols: Vec<usize> = [0, 1, mid - 1, mid, mid + 1, n - 2, n - 1].to_vec();
+    for i in [0, 7, m - 1] {
+        check_gemm_row("large B", (&a, &b, &c), i, n, k, &cols);
     }
 }
