@@ -97,7 +97,7 @@ pub(crate) fn launch<T: Element>(
         grid: [n.div_ceil(per_block) as u32, m as u32, 1],
         ..LaunchConfig::linear(1, table::REDUCE_THREADS)
     };
-    let mut ws = DeviceBuffer::<f32>::alloc_on(stream, len)?;
+    let mut ws = stream.alloc::<f32>(len)?;
     let i = |x: usize| x as i32;
     // SAFETY: the maps describe A and B exactly (checked by the caller); split y covers K
     // stages [y kps, min((y + 1) kps, stages)), none empty (split_stages), and writes rows

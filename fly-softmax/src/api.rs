@@ -461,7 +461,7 @@ unsafe fn launch_split_fwd<T: Element>(
     call.kernel(stream, stats.kernel)?;
     call.kernel(stream, fin.kernel)?;
     let (p, cfg, [mi, ni, chunks, clen, nb]) = split_geometry::<T>(v, stream, m, n);
-    let mut ws = DeviceBuffer::<f32>::alloc_on(stream, 2 * p.pairs(m))?;
+    let mut ws = stream.alloc::<f32>(2 * p.pairs(m))?;
     // SAFETY: the kernels touch rows 0..m of n elements of x and y (caller) and the
     // 2 * m * chunks values of ws; the plan keeps m * chunks and the chunk bounds in i32.
     unsafe {
@@ -506,7 +506,7 @@ unsafe fn launch_split_bwd<T: Element>(
     call.kernel(stream, stats.kernel)?;
     call.kernel(stream, fin.kernel)?;
     let (p, cfg, [mi, ni, chunks, clen, nb]) = split_geometry::<T>(v, stream, m, n);
-    let mut ws = DeviceBuffer::<f32>::alloc_on(stream, p.pairs(m))?;
+    let mut ws = stream.alloc::<f32>(p.pairs(m))?;
     // SAFETY: the kernels touch rows 0..m of n elements of y, dy and dx (caller) and the
     // m * chunks values of ws; the plan keeps m * chunks and the chunk bounds in i32.
     unsafe {

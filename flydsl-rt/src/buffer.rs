@@ -4,7 +4,6 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::repr::{as_bytes, as_bytes_mut, DeviceRepr};
 use crate::residency::Residency;
-use crate::stream::Stream;
 use crate::types::{DeviceId, StreamId};
 use std::fmt;
 use std::marker::PhantomData;
@@ -90,35 +89,6 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         };
         // SAFETY: `ptr` is a fresh allocation of `len` elements on `device` (or 0, empty).
         Ok(unsafe { Self::from_parts(device, ptr, len, true) })
-    }
-
-    /// Allocate `len` elements (contents unspecified, as [`alloc`](Self::alloc)) ordered on
-    /// `stream`, which owns the buffer from the start: work on `stream` uses it with no
-    /// ordering against other streams, where [`alloc`](Self::alloc)'s buffers start on the
-    /// device's default stream, which on CUDA and HIP waits for the earlier work of every
-    /// blocking stream. For scratch memory of one stream's work (a split-K workspace).
-    ///
-    /// ```
-    /// # use flydsl_rt::*;
-    /// let dev = Device::sim(Target::Gfx950);
-    /// let s = dev.stream().unwrap();
-    /// let b = DeviceBuffer::<f32>::alloc_on(&s, 10).unwrap();
-    /// assert_eq!(b.len(), 10);
-    /// ```
-    pub fn alloc_on(stream: &Stream, len: usize) -> Result<Self> {
-        let device = &stream.device;
-        let bytes = byte_len::<T>(len)?;
-        let ptr = if bytes == 0 {
-            0
-        } else {
-            device.inner.raw.alloc(bytes, Some(&stream.raw))?
-        };
-        // SAFETY: `ptr` is a fresh allocation of `len` elements on `device` (or 0, empty).
-        let b = unsafe { Self::from_parts(device, ptr, len, true) };
-        // The allocation is ordered on `stream`: the stream owns the buffer, so its free at
-        // drop is enqueued there and uses on other streams wait for it (`residency.rs`).
-        b.residency.set_owner(stream.id, &stream.raw);
-        Ok(b)
     }
 
     /// A buffer over `[ptr, ptr + len elements)` of `device`, freed on drop when `owned`.

@@ -1,10 +1,12 @@
 //! Streams (ordered queues of launches) and events (timestamps on a stream).
 
 use crate::backend::{RawEvent, RawStream};
+use crate::buffer::{byte_len, DeviceBuffer};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::launch::args::KernelArgs;
 use crate::launch::config::LaunchConfig;
+use crate::repr::DeviceRepr;
 use crate::types::StreamId;
 use crate::variant::KernelVariants;
 use std::sync::Arc;
@@ -82,6 +84,35 @@ impl Stream {
     /// launches are synchronous).
     pub fn synchronize(&self) -> Result<()> {
         self.raw.synchronize()
+    }
+
+    /// A buffer of `len` elements (contents unspecified, as [`DeviceBuffer::alloc`]'s)
+    /// allocated in this stream's order and owned by it from the start: work on this stream
+    /// uses it with no ordering against other streams, where `DeviceBuffer::alloc`'s
+    /// buffers start on the device's default stream, which on CUDA and HIP waits for the
+    /// earlier work of every blocking stream. For scratch memory of one stream's work (a
+    /// split-K workspace); uses on other streams are ordered after this one's as usual.
+    ///
+    /// ```
+    /// use flydsl_rt::{Device, Target};
+    /// let s = Device::sim(Target::Gfx950).stream().unwrap();
+    /// let b = s.alloc::<f32>(10).unwrap();
+    /// assert_eq!((b.len(), b.owner_stream()), (10, Some(s.id())));
+    /// ```
+    pub fn alloc<T: DeviceRepr>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        let bytes = byte_len::<T>(len)?;
+        let ptr = if bytes == 0 {
+            0
+        } else {
+            self.device.inner.raw.alloc(bytes, Some(&self.raw))?
+        };
+        // SAFETY: `ptr` is a fresh allocation of `len` elements on this stream's device (or
+        // 0, empty).
+        let b = unsafe { DeviceBuffer::from_parts(&self.device, ptr, len, true) };
+        // The allocation is ordered on this stream: it owns the buffer, so the free at drop
+        // is enqueued here and uses on other streams wait for it (`residency.rs`).
+        b.residency().set_owner(self.id, &self.raw);
+        Ok(b)
     }
 
     /// A new event recorded on this stream now.

@@ -66,9 +66,9 @@ fn a_buffer_allocated_on_a_stream_starts_owned_by_it() {
         let table = table("t", vec![(k, None)]);
         let (s1, s2) = (dev.stream().unwrap(), dev.stream().unwrap());
         let a = DeviceBuffer::from_slice(&dev, &[1.0f32, 2.0, 3.0]).unwrap();
-        let c = DeviceBuffer::<f32>::alloc_on(&s1, 3).unwrap();
+        let c = s1.alloc::<f32>(3).unwrap();
         assert_eq!(c.owner_stream(), Some(s1.id()));
-        assert_eq!(DeviceBuffer::<f32>::alloc_on(&s2, 0).unwrap().len(), 0);
+        assert_eq!(s2.alloc::<f32>(0).unwrap().len(), 0);
         vadd_launch(&s1, table, size, &a, &a, &c);
         assert_eq!(c.owner_stream(), Some(s1.id()));
         // Another stream takes it over as it would any buffer; the result is s1's.
@@ -76,7 +76,7 @@ fn a_buffer_allocated_on_a_stream_starts_owned_by_it() {
         assert_eq!(c.owner_stream(), Some(s2.id()));
         assert_eq!(c.to_vec().unwrap(), vec![3.0, 6.0, 9.0]);
         // Dropped while its stream's work may be queued: the free waits for it there.
-        let d = DeviceBuffer::<f32>::alloc_on(&s2, 3).unwrap();
+        let d = s2.alloc::<f32>(3).unwrap();
         vadd_launch(&s2, table, size, &a, &a, &d);
         drop(d);
     }
