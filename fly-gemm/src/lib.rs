@@ -6,7 +6,7 @@
 //! rounding.
 //!
 //! Kernels: the NVIDIA Hopper kernel (sm_90a: TMA-fed multi-stage mbarrier pipeline into
-//! wgmma, four tile configs picked by [`Tile::pick`]; `kernels/wgmma.rs`) and its 8-bit
+//! wgmma, five tile configs picked by [`Tile::pick`]; `kernels/wgmma.rs`) and its 8-bit
 //! form [`gemm_scaled`] (fp8 or int8 inputs with per-row `scale_a` and per-column
 //! `scale_b`, bf16 or f16 output; k32 wgmma; `kernels/wgmma_scaled.rs`) with the host
 //! quantization helpers ([`quantize_rows`], [`dequantize_rows`]); both split K over several
@@ -676,13 +676,13 @@ fn wgmma<T: Element>(
 }
 
 /// Every Hopper kernel of this crate with its name (for structural tests and inspection):
-/// the 16-bit kernels (bf16, f16 x 4 tile configs x 5 epilogues), the 8-bit ones (bf16,
-/// f16 output x 4 tile configs x e4m3fn, i8 input x 5 epilogues), then the split-K
-/// partial-sum kernels (bf16, f16 x 4 tiles; e4m3fn, i8 x 4 tiles) and reduces (bf16, f16
+/// the 16-bit kernels (bf16, f16 x 5 tile configs x 5 epilogues), the 8-bit ones (bf16,
+/// f16 output x 5 tile configs x e4m3fn, i8 input x 5 epilogues), then the split-K
+/// partial-sum kernels (bf16, f16 x 5 tiles; e4m3fn, i8 x 5 tiles) and reduces (bf16, f16
 /// x 5 epilogues); the portable kernels are [`portable_variants`].
 ///
 /// ```
-/// assert_eq!(fly_gemm::kernel_variants().len(), 120 + 16 + 10);
+/// assert_eq!(fly_gemm::kernel_variants().len(), 150 + 20 + 10);
 /// ```
 pub fn kernel_variants() -> Vec<(&'static str, &'static flydsl_rt::KernelVariants)> {
     use flydsl_rt::half::{bf16, f16};

@@ -153,9 +153,11 @@ pub struct Tile {
 
 /// The tile configs of both kernels: 128 x 256 for large grids, 128 x 128 to spread
 /// mid-size GEMMs over more SMs, for small M 256 columns of C by 32 rows (swapped: four
-/// warpgroups of 64 rows of B each, so each SM streams B through four wgmma chains), and
-/// 128 x 64 for M up to 128 where 128 x 128 makes too few tiles. [`Tile::pick`] chooses.
-pub const TILES: [Tile; 4] = [
+/// warpgroups of 64 rows of B each, so each SM streams B through four wgmma chains),
+/// 128 x 64 for M up to 128 where 128 x 128 makes too few tiles, and 64 x 96 (one
+/// warpgroup) where M up to 128 in two 64-row tiles fills the device with 96-column tiles.
+/// [`Tile::pick`] chooses.
+pub const TILES: [Tile; 5] = [
     Tile {
         bm: 128,
         bn: 256,
@@ -176,7 +178,31 @@ pub const TILES: [Tile; 4] = [
         bn: 64,
         swap_ab: false,
     },
+    Tile {
+        bm: 64,
+        bn: 96,
+        swap_ab: false,
+    },
 ];
+
+/// The fewest 64 x 96 tiles ([`TILES`]`[4]`) for which [`Tile::pick`] takes them: at
+/// M <= 64 half of [`FILL_TILES`], at M in 65..=128 (two tile rows, each B tile read by
+/// both) three quarters. H200, session 17: at M = 16 and 1, N = K = 8192 (86 tiles)
+/// 0.88-0.97x the time of split swapped tiles for fp8, int8 and bf16 at M = 16 (bf16 at
+/// M = 1 1.02x); at M = 128 N = 5120 (108 tiles) 0.89-0.94x the time of 128 x 64, at N =
+/// 4096 (86 tiles) 1.05-1.24x.
+///
+/// ```
+/// use fly_gemm::table::{narrow_fill, FILL_TILES};
+/// assert_eq!((narrow_fill(16), narrow_fill(128)), (FILL_TILES / 2, FILL_TILES * 3 / 4));
+/// ```
+pub fn narrow_fill(m: usize) -> usize {
+    if m > 64 {
+        FILL_TILES * 3 / 4
+    } else {
+        FILL_TILES / 2
+    }
+}
 
 /// Workgroups that fill an H200 (its 132 SMs, one workgroup each: the large tile's LDS
 /// allows one per SM).
@@ -213,11 +239,11 @@ impl Tile {
     }
     /// Pipeline stages (the same for both kernels): as many as fit [`STAGE_LDS`] bytes, at
     /// most [`MAX_STAGES`]. The 128 x 256 tile gets 4, 128 x 128 6, the swapped 256 x 32 5,
-    /// 128 x 64 8.
+    /// 128 x 64 8, 64 x 96 9.
     ///
     /// ```
     /// use fly_gemm::table::{TILES, STAGES};
-    /// assert_eq!(TILES.map(|t| t.stages()), [STAGES, 6, 5, 8]);
+    /// assert_eq!(TILES.map(|t| t.stages()), [STAGES, 6, 5, 8, 9]);
     /// assert!(TILES.iter().all(|t| t.lds_bytes() <= 227 * 1024));
     /// // More than half of an SM's 228 KiB: one workgroup per SM (the persistent grid).
     /// assert!(TILES.iter().all(|t| 2 * (t.lds_bytes() + 1024) > 228 * 1024));
@@ -241,7 +267,10 @@ impl Tile {
     /// K = 8192; `bench/gemm-wgmma.md`): 128 x 256 when it makes at least 90% of
     /// [`FILL_TILES`] tiles of `m` x `n` (M = 512: 4 x 32 = 128 tiles, fastest there), else
     /// 128 x 128 for `m > 128`, or for `m > 64` where it makes at least [`FILL_TILES`]
-    /// tiles, 128 x 64 for the other `m` in 65..=128 (twice the tiles, so twice the SMs
+    /// tiles, 64 x 96 for `m <= 128` where its tiles number [`narrow_fill`] to
+    /// [`FILL_TILES`] (one wave over most SMs, no split: N = 8192 at M <= 64 makes 86,
+    /// N = 5120 at M = 128 108), 128 x 64 for the other
+    /// `m` in 65..=128 (twice the tiles, so twice the SMs
     /// streaming B without a split: at M = 128 5-16% faster at N = 8192 and (4096, 14336),
     /// between 3% slower and 6% faster at 5120, 11-16% slower at 28672, where 128 x 128
     /// makes 224 tiles; H200, session 16), else the swapped tile (small M is memory-bound:
@@ -255,15 +284,20 @@ impl Tile {
     /// assert_eq!(Tile::pick(4096, 8192), TILES[0]); // 32 x 32 tiles
     /// assert_eq!(Tile::pick(512, 8192), TILES[0]); // 4 x 32
     /// assert_eq!(Tile::pick(128, 8192), TILES[3]); // 128 tiles of 128 x 64
+    /// assert_eq!(Tile::pick(128, 5120), TILES[4]); // 108 tiles of 64 x 96 (80 of 128 x 64)
+    /// assert_eq!(Tile::pick(16, 8192), TILES[4]); // 86 tiles of 64 x 96
+    /// assert_eq!(Tile::pick(16, 5120), TILES[2]); // 54 of 64 x 96: split swapped tiles
+    /// assert_eq!(Tile::pick(128, 4096), TILES[3]); // 86 of 64 x 96 at two tile rows
     /// assert_eq!(Tile::pick(128, 28672), TILES[1]); // 224 of 128 x 128
     /// assert_eq!(Tile::pick(256, 8192), TILES[1]);
-    /// assert_eq!(Tile::pick(16, 8192), TILES[2]);
     /// ```
     pub fn pick(m: usize, n: usize) -> Tile {
         if TILES[0].tiles(m, n) * 10 >= FILL_TILES * 9 {
             TILES[0]
         } else if m > 128 || (m > 64 && TILES[1].tiles(m, n) >= FILL_TILES) {
             TILES[1]
+        } else if (narrow_fill(m)..=FILL_TILES).contains(&TILES[4].tiles(m, n)) {
+            TILES[4]
         } else if m > 64 {
             TILES[3]
         } else {
@@ -281,7 +315,7 @@ impl Tile {
     /// use fly_gemm::table::{Quant, Tile, TILES};
     /// assert_eq!(Tile::pick_scaled(Quant::Fp8, 4096, 8192), TILES[1]);
     /// assert_eq!(Tile::pick_scaled(Quant::Int8, 4096, 8192), TILES[0]);
-    /// assert_eq!(Tile::pick_scaled(Quant::Fp8, 16, 8192), TILES[2]);
+    /// assert_eq!(Tile::pick_scaled(Quant::Fp8, 16, 5120), TILES[2]);
     /// ```
     pub fn pick_scaled(q: Quant, m: usize, n: usize) -> Tile {
         match Tile::pick(m, n) {

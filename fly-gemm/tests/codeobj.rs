@@ -12,9 +12,9 @@ fn hopper_kernels_have_the_tma_wgmma_pipeline() {
     let variants = fly_gemm::kernel_variants();
     assert_eq!(
         variants.len(),
-        146,
-        "(bf16, f16) x 4 tile configs x 5 epilogues, then (bf16, f16 out) x 4 tile configs x \
-         (e4m3fn, i8 in) x 5 epilogues, the 16 split-K partial kernels and 10 reduces"
+        180,
+        "(bf16, f16) x 5 tile configs x 5 epilogues, then (bf16, f16 out) x 5 tile configs x \
+         (e4m3fn, i8 in) x 5 epilogues, the 20 split-K partial kernels and 10 reduces"
     );
     let mut seen = 0;
     for (name, k) in variants {

@@ -1915,6 +1915,14 @@ fn fuzz_gemm_dispatch() {
             0
         } else if m > 128 || (m > 64 && TILES[1].tiles(m, n) >= FILL_TILES) {
             1
+        } else if (if m > 64 {
+            FILL_TILES * 3 / 4
+        } else {
+            FILL_TILES / 2
+        }..=FILL_TILES)
+            .contains(&(m.div_ceil(64) * n.div_ceil(96)))
+        {
+            4
         } else if m > 64 {
             3
         } else {
