@@ -155,8 +155,8 @@ pub struct Tile {
 /// mid-size GEMMs over more SMs, for small M 256 columns of C by 32 rows (swapped: four
 /// warpgroups of 64 rows of B each, so each SM streams B through four wgmma chains),
 /// 128 x 64 for M up to 128 where 128 x 128 makes too few tiles, and 64 x 96 (one
-/// warpgroup) where M up to 128 in two 64-row tiles fills the device with 96-column tiles.
-/// [`Tile::pick`] chooses.
+/// warpgroup) for M up to 128 where its tiles make one wave over most SMs. [`Tile::pick`]
+/// chooses.
 pub const TILES: [Tile; 5] = [
     Tile {
         bm: 128,
@@ -269,9 +269,8 @@ impl Tile {
     /// 128 x 128 for `m > 128`, or for `m > 64` where it makes at least [`FILL_TILES`]
     /// tiles, 64 x 96 for `m <= 128` where its tiles number [`narrow_fill`] to
     /// [`FILL_TILES`] (one wave over most SMs, no split: N = 8192 at M <= 64 makes 86,
-    /// N = 5120 at M = 128 108), 128 x 64 for the other
-    /// `m` in 65..=128 (twice the tiles, so twice the SMs
-    /// streaming B without a split: at M = 128 5-16% faster at N = 8192 and (4096, 14336),
+    /// N = 5120 at M = 128 108), 128 x 64 for the other `m` in 65..=128 (twice the tiles of
+    /// 128 x 128, so twice the SMs streaming B without a split: at M = 128 5-16% faster at N = 8192 and (4096, 14336),
     /// between 3% slower and 6% faster at 5120, 11-16% slower at 28672, where 128 x 128
     /// makes 224 tiles; H200, session 16), else the swapped tile (small M is memory-bound:
     /// A's rows take 4 KiB of its 36 KiB stage, and four warpgroups each stream 64 rows of
