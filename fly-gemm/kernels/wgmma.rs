@@ -91,9 +91,11 @@ pub(crate) fn for_each_acc(
     let rows: Vec<Val> = (0..2i32).map(|h| row0 + h * 8).collect();
     let row_vals: Vec<Vec<Val>> = rows.iter().map(|&r| row(r.min(m - 1))).collect();
     let even_n = (n % 2).eq(0);
-    let per_group = COL_GROUP.min(bn) / 8;
-    for g in 0..bn / 8 / per_group {
-        let js: Vec<u32> = (g * per_group..(g + 1) * per_group).collect();
+    let per_group = (COL_GROUP.min(bn) / 8) as usize;
+    // The thread's column pairs j in groups of `per_group` (a shorter last group where
+    // `bn` is not a multiple of COL_GROUP).
+    let pairs_j: Vec<u32> = (0..bn / 8).collect();
+    for js in pairs_j.chunks(per_group) {
         // Columns 8j and 8j + 1 of the thread, and their values.
         let cols: Vec<[Val; 2]> = js
             .iter()

@@ -98,6 +98,16 @@ pub fn build(
         Out::C(epi) => scaled_kernel_name(q, ot, epi, tile),
         Out::Partial => scaled_partial_kernel_name(q, tile),
     };
+    if q != Quant::Int8 && bn > PROMOTE_N && !bn.is_multiple_of(PROMOTE_N) {
+        // The wide tiles' fp8 sums go in whole chunks of PROMOTE_N columns.
+        return Err(BuildError::Invalid {
+            kernel: name,
+            target,
+            reason: format!(
+                "fp8 tiles wider than {PROMOTE_N} columns need a multiple of it, not {bn}"
+            ),
+        });
+    }
     let ot = ot.scalar();
     KernelBuilder::new(&name, target, tile.threads()).build(|k| {
         let a_map = k.tensor("a_map", I8);

@@ -145,7 +145,9 @@ pub const SCALED_OUT: [DType; 2] = [DType::BF16, DType::F16];
 pub struct Tile {
     /// Rows of the wgmma output per workgroup: 64 per warpgroup (one to four).
     pub bm: u32,
-    /// Columns of the wgmma output per workgroup (a multiple of 8 in 8..=256).
+    /// Columns of the wgmma output per workgroup: a multiple of 8 in 8..=256 (the 8-bit
+    /// kernels: int8 wgmma takes multiples of 16 past 32, and the fp8 kernel's tiles wider
+    /// than 128 columns must be multiples of 128, its promotion chunk).
     pub bn: u32,
     /// Whether the tile computes C's transpose (B's rows on the wgmma's M).
     pub swap_ab: bool,
