@@ -189,10 +189,8 @@ pub const TILES: [Tile; 5] = [
 
 /// The fewest 64 x 96 tiles ([`TILES`]`[4]`) for which [`Tile::pick`] takes them: at
 /// M <= 64 half of [`FILL_TILES`], at M in 65..=128 (two tile rows, each B tile read by
-/// both) three quarters. H200, session 17: at M = 16 and 1, N = K = 8192 (86 tiles)
-/// 0.88-0.97x the time of split swapped tiles for fp8, int8 and bf16 at M = 16 (bf16 at
-/// M = 1 1.02x); at M = 128 N = 5120 (108 tiles) 0.89-0.94x the time of 128 x 64, at N =
-/// 4096 (86 tiles) 1.05-1.24x.
+/// both) three quarters; the H200 runs behind both floors are in `bench/gemm-wgmma.md`
+/// (session 17).
 ///
 /// ```
 /// use fly_gemm::table::{narrow_fill, FILL_TILES};
@@ -272,13 +270,13 @@ impl Tile {
     /// tiles, 64 x 96 for `m <= 128` where its tiles number [`narrow_fill`] to
     /// [`FILL_TILES`] (one wave over most SMs, no split: N = 8192 at M <= 64 makes 86,
     /// N = 5120 at M = 128 108), 128 x 64 for the other `m` in 65..=128 (twice the tiles of
-    /// 128 x 128, so twice the SMs streaming B without a split: at M = 128 5-16% faster at N = 8192 and (4096, 14336),
-    /// between 3% slower and 6% faster at 5120, 11-16% slower at 28672, where 128 x 128
-    /// makes 224 tiles; H200, session 16), else the swapped tile (small M is memory-bound:
-    /// A's rows take 4 KiB of its 36 KiB stage, and four warpgroups each stream 64 rows of
-    /// B through their own wgmma chain; M = 33..64 takes two tiles per 256 columns, which
-    /// read the same B rows together, so the second read hits L2). The same rule for both
-    /// kernels and every dtype.
+    /// 128 x 128, so twice the SMs streaming B without a split: at M = 128 5-16% faster at
+    /// N = 8192 and (4096, 14336), between 3% slower and 6% faster at 5120, 11-16% slower at
+    /// 28672, where 128 x 128 makes 224 tiles; H200, session 16), else the swapped tile
+    /// (small M is memory-bound: A's rows take 4 KiB of its 36 KiB stage, and four
+    /// warpgroups each stream 64 rows of B through their own wgmma chain; M = 33..64 takes
+    /// two tiles per 256 columns, which read the same B rows together, so the second read
+    /// hits L2). The same rule for both kernels and every dtype.
     ///
     /// ```
     /// use fly_gemm::table::{Tile, TILES};

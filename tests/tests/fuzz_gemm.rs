@@ -1911,17 +1911,17 @@ fn fuzz_gemm_dispatch() {
             .iter()
             .position(|&t| t == pick)
             .ok_or("not in TILES")?;
+        // The fewest 64 x 96 tiles the rule takes: half the device at M <= 64, else 3/4.
+        let narrow_floor = if m > 64 {
+            FILL_TILES * 3 / 4
+        } else {
+            FILL_TILES / 2
+        };
         let want = if 10 * TILES[0].tiles(m, n) >= 9 * FILL_TILES {
             0
         } else if m > 128 || (m > 64 && TILES[1].tiles(m, n) >= FILL_TILES) {
             1
-        } else if (if m > 64 {
-            FILL_TILES * 3 / 4
-        } else {
-            FILL_TILES / 2
-        }..=FILL_TILES)
-            .contains(&(m.div_ceil(64) * n.div_ceil(96)))
-        {
+        } else if (narrow_floor..=FILL_TILES).contains(&(m.div_ceil(64) * n.div_ceil(96))) {
             4
         } else if m > 64 {
             3
